@@ -1,0 +1,115 @@
+"""Floating-point helpers shared by the oracle and the comparators.
+
+The one subtle piece is :func:`round_to`: ml_dtypes converts float64 to bf16 and
+fp8 through float32, which double-rounds (1 + 2**-8 + 2**-40 becomes 1.0 in bf16
+instead of 1 + 2**-7). We round float64 to float32 *to odd* first; a p-bit result
+rounded from an odd-rounded value with at least p+2 bits is correctly rounded, so
+the final float32 -> target step of ml_dtypes then gives round-to-nearest-even.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.types import ElementType, element_type
+
+
+def to_wide(x: np.ndarray) -> np.ndarray:
+    """Exact widening: floats to float64, complex to complex128, ints to int64/uint64."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    if et.is_complex:
+        return x.astype(np.complex128)
+    if et.is_float:
+        return x.astype(np.float64)
+    if et.is_boolean:
+        return x.astype(bool)
+    return x.astype(np.uint64 if et.name == "ui64" else np.int64)
+
+
+def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
+    """float64 -> float32 rounding to odd (truncate, then set the last bit if inexact)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x.astype(np.float32)
+        rd = r.astype(np.float64)
+        finite = np.isfinite(x)
+        # Truncate toward zero: step back where rounding went away from zero.
+        away = finite & (np.abs(rd) > np.abs(x))
+        r = np.where(away, np.nextafter(r, np.float32(0)), r)
+        inexact = finite & (r.astype(np.float64) != x)
+        bits = r.view(np.uint32) | np.where(inexact, np.uint32(1), np.uint32(0))
+    return bits.view(np.float32)
+
+
+def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
+    """Round float64 (or complex128) values to ``et`` with round-to-nearest-even."""
+    et = element_type(et)
+    x = np.asarray(x)
+    if et.is_complex:
+        out = np.empty(x.shape, et.dtype)
+        out.real = round_to(np.real(x).astype(np.float64), et.component)
+        out.imag = round_to(np.imag(x).astype(np.float64), et.component)
+        return out
+    x = x.astype(np.float64)
+    if et.name in ("f64", "f32", "f16"):
+        with np.errstate(over="ignore"):
+            return x.astype(et.dtype)   # numpy rounds these directly, correctly
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _round_to_odd_f32(x).astype(et.dtype)
+
+
+def is_subnormal(x: np.ndarray) -> np.ndarray:
+    """Non-zero values below the smallest normal of their own type."""
+    et = element_type(np.asarray(x).dtype)
+    if not et.is_float:
+        return np.zeros(np.shape(x), bool)
+    tiny = float(np.finfo(et.dtype).smallest_normal)
+    w = np.abs(np.asarray(x).astype(np.float64))
+    return (w > 0) & (w < tiny)
+
+
+def flush_subnormals(x: np.ndarray) -> np.ndarray:
+    """Replace subnormals by zeros of the same sign (what FTZ/DAZ hardware does)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    if et.is_complex:
+        out = x.copy()
+        out.real = flush_subnormals(x.real.astype(et.component.dtype))
+        out.imag = flush_subnormals(x.imag.astype(et.component.dtype))
+        return out
+    if not et.is_float:
+        return x
+    sub = is_subnormal(x)
+    if not sub.any():
+        return x
+    zeros = np.where(np.signbit(x.astype(np.float64)), -0.0, 0.0).astype(x.dtype)
+    return np.where(sub, zeros, x)
+
+
+def ordinal(x: np.ndarray) -> np.ndarray:
+    """Map floats to int64 so that adjacent representable values differ by one.
+
+    -0.0 and +0.0 both map to 0; NaN maps to a value the callers must mask out.
+    This is the ULP distance scale used by the comparators.
+    """
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    bits = x.view(et.bits_dtype).astype(np.uint64)
+    sign_bit = np.uint64(1 << (et.bits - 1))
+    mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
+    return np.where((bits & sign_bit) != 0, -mag, mag)
+
+
+def total_order_key(x: np.ndarray) -> np.ndarray:
+    """int64 keys ordering floats as IEEE-754 totalOrder:
+    -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN (NaNs by payload)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    bits = x.view(et.bits_dtype).astype(np.uint64)
+    sign_bit = np.uint64(1 << (et.bits - 1))
+    mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
+    return np.where((bits & sign_bit) != 0, -mag - 1, mag)
+
+
+def eps(et: "ElementType | str") -> float:
+    et = element_type(et).component
+    return float(np.finfo(et.dtype).eps)

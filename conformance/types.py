@@ -1,0 +1,220 @@
+"""StableHLO element and tensor types, and their numpy / ml_dtypes counterparts.
+
+The spec ("Types" in the StableHLO specification) names element types as
+``i1``, ``si8`` ... ``ui64``, ``f8E4M3FN`` ... ``f64``, ``complex<f32>``. Every part
+of the suite speaks those names; this module is the one place that maps them to
+numpy dtypes, to MLIR spellings and to the type classes the spec's op tables use.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import cached_property
+
+import ml_dtypes
+import numpy as np
+
+
+class UnknownElementType(ValueError):
+    """An element type name that the StableHLO spec does not define."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ElementType:
+    """One StableHLO element type (spec section "Types")."""
+
+    name: str            # spec spelling: si32, f8E4M3FN, complex<f32>
+    kind: str            # boolean | signed | unsigned | float | complex
+    bits: int            # storage width in bits (num_bits in the spec)
+    dtype: np.dtype = dataclasses.field(compare=False, repr=False)
+    mlir: str = dataclasses.field(compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_boolean(self) -> bool:
+        return self.kind == "boolean"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("signed", "unsigned")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "signed"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "unsigned"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "complex"
+
+    @cached_property
+    def component(self) -> "ElementType":
+        """The real type of a complex type (``real_type`` in the spec); else itself."""
+        if self.is_complex:
+            return ELEMENT_TYPES[self.name[len("complex<"):-1]]
+        return self
+
+    @cached_property
+    def int_min(self) -> int:
+        if self.is_signed:
+            return -(1 << (self.bits - 1))
+        return 0
+
+    @cached_property
+    def int_max(self) -> int:
+        if self.is_boolean:
+            return 1
+        if self.is_signed:
+            return (1 << (self.bits - 1)) - 1
+        return (1 << self.bits) - 1
+
+    @cached_property
+    def bits_dtype(self) -> np.dtype:
+        """Unsigned integer dtype that holds this type's bit pattern (int4 in a uint8)."""
+        return np.dtype({1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16,
+                         32: np.uint32, 64: np.uint64, 128: np.uint64}[self.bits])
+
+
+def _et(name, kind, bits, dtype, mlir=None):
+    return ElementType(name, kind, bits, np.dtype(dtype), mlir or name)
+
+
+# Spec order ("Types"): boolean, integers, floats, complex.
+_ALL = [
+    _et("i1", "boolean", 1, np.bool_),
+    _et("si4", "signed", 4, ml_dtypes.int4, "i4"),
+    _et("si8", "signed", 8, np.int8, "i8"),
+    _et("si16", "signed", 16, np.int16, "i16"),
+    _et("si32", "signed", 32, np.int32, "i32"),
+    _et("si64", "signed", 64, np.int64, "i64"),
+    _et("ui4", "unsigned", 4, ml_dtypes.uint4),
+    _et("ui8", "unsigned", 8, np.uint8),
+    _et("ui16", "unsigned", 16, np.uint16),
+    _et("ui32", "unsigned", 32, np.uint32),
+    _et("ui64", "unsigned", 64, np.uint64),
+    _et("f8E4M3FN", "float", 8, ml_dtypes.float8_e4m3fn),
+    _et("f8E5M2", "float", 8, ml_dtypes.float8_e5m2),
+    _et("bf16", "float", 16, ml_dtypes.bfloat16),
+    _et("f16", "float", 16, np.float16),
+    _et("f32", "float", 32, np.float32),
+    _et("f64", "float", 64, np.float64),
+    _et("complex<f32>", "complex", 64, np.complex64),
+    _et("complex<f64>", "complex", 128, np.complex128),
+]
+
+ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in _ALL}
+ALL_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(_ALL)
+
+# Aliases accepted on input (MLIR spellings, numpy names). Output is always spec names.
+_ALIASES: dict[str, str] = {}
+for _t in _ALL:
+    _ALIASES[_t.mlir] = _t.name
+    _ALIASES[_t.dtype.name] = _t.name
+_ALIASES.update({"pred": "i1", "bool": "i1", "c64": "complex<f32>", "c128": "complex<f64>",
+                 "complex64": "complex<f32>", "complex128": "complex<f64>",
+                 "bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64"})
+
+# Type classes used by the spec's input tables ("tensor of integer type", ...).
+TYPE_CLASSES: dict[str, tuple[str, ...]] = {
+    "boolean": ("boolean",),
+    "integer": ("signed", "unsigned"),
+    "signed_integer": ("signed",),
+    "unsigned_integer": ("unsigned",),
+    "float": ("float",),
+    "complex": ("complex",),
+    "any": ("boolean", "signed", "unsigned", "float", "complex"),
+}
+
+
+def element_type(name: "str | ElementType | np.dtype") -> ElementType:
+    """Look up an element type by spec name, MLIR name or numpy dtype."""
+    if isinstance(name, ElementType):
+        return name
+    if isinstance(name, np.dtype) or isinstance(name, type):
+        name = np.dtype(name).name
+    key = str(name).strip()
+    if key in ELEMENT_TYPES:
+        return ELEMENT_TYPES[key]
+    if key in _ALIASES:
+        return ELEMENT_TYPES[_ALIASES[key]]
+    raise UnknownElementType(
+        f"unknown element type {key!r}; the spec's element types are: "
+        + ", ".join(ELEMENT_TYPES))
+
+
+def element_types_of(spec: "str | list[str]") -> tuple[ElementType, ...]:
+    """Expand a list of type classes and/or type names into element types, spec order."""
+    items = [spec] if isinstance(spec, str) else list(spec)
+    kinds: set[str] = set()
+    names: set[str] = set()
+    for item in items:
+        if item in TYPE_CLASSES:
+            kinds.update(TYPE_CLASSES[item])
+        else:
+            names.add(element_type(item).name)
+    return tuple(t for t in ALL_ELEMENT_TYPES if t.kind in kinds or t.name in names)
+
+
+def complex_type(t: ElementType) -> ElementType:
+    """``complex_type`` in the spec: f32 -> complex<f32>, f64 -> complex<f64>."""
+    try:
+        return ELEMENT_TYPES[f"complex<{t.name}>"]
+    except KeyError:
+        raise UnknownElementType(f"there is no complex type with {t.name} parts") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorType:
+    """``tensor<shape x element_type>``: the type of one op input or result."""
+
+    shape: tuple[int, ...]
+    element_type: ElementType
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def mlir(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.element_type.mlir}>"
+
+    def __str__(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.element_type.name}>"
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+_TENSOR_RE = re.compile(r"^tensor<((?:\d+x)*)(.+)>$")
+
+
+def tensor_type(text: "str | TensorType") -> TensorType:
+    """Parse ``tensor<2x3xf32>`` (spec or MLIR spelling of the element type)."""
+    if isinstance(text, TensorType):
+        return text
+    m = _TENSOR_RE.match(text.replace(" ", ""))
+    if not m:
+        raise ValueError(f"not a tensor type: {text!r} (expected e.g. tensor<2x3xf32>)")
+    dims = tuple(int(d) for d in m.group(1).split("x") if d)
+    return TensorType(dims, element_type(m.group(2)))
+
+
+def type_of(array: np.ndarray) -> TensorType:
+    return TensorType(array.shape, element_type(array.dtype))

@@ -1,0 +1,377 @@
+"""The op specs: one YAML file per StableHLO op, loaded and validated here.
+
+Each file in ``ops/`` is the machine-readable form of one op's section of the
+StableHLO specification. Loading checks it twice: against ``schema.yaml``
+(structure) and semantically (every expression parses and names only what the
+spec declares, constraint references exist, examples type-check). Any failure is
+a :class:`SpecError` whose one-line message names the file, the key and what was
+expected.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from conformance.types import (ALL_ELEMENT_TYPES, TYPE_CLASSES, ElementType, TensorType,
+                               UnknownElementType, element_type, element_types_of,
+                               tensor_type)
+from . import expressions as ex
+
+SPEC_DIR = Path(__file__).parent / "ops"
+
+
+class SpecError(ValueError):
+    """A malformed spec file: the message names the file, the key and the problem."""
+
+
+class UnknownOp(KeyError):
+    """An op name that has no spec file."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    label: str | None
+    types: tuple[ElementType, ...]    # the spec's "Type" column, expanded
+    type_text: str
+    element_type: str                 # expression over type variables
+    shape: tuple[str, ...]            # one or more alternative shape expressions
+    values: str | None                # name of a value distribution (generators)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttributeSpec:
+    name: str
+    label: str | None
+    kind: str                         # enum | integer | boolean
+    values: tuple[Any, ...]
+    choose: str | None                # expression: legal values given the type variables
+    range: tuple[Any, Any] | None     # integer generation range (ints or expressions)
+    type_text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraint:
+    id: str
+    text: str
+    check: str
+    unbreakable: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplementationDefined:
+    id: str
+    text: str
+    when: str
+    source: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracy:
+    """How results of one element type are compared.
+
+    kind: ``exact`` (bit equality, any NaN equals any NaN), ``bits`` (strict bit
+    equality), ``ulp`` (distance in units in the last place <= ``bound``) or
+    ``rel_eps`` (complex: |actual - expected| <= bound * eps * |expected|).
+    """
+
+    kind: str
+    bound: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """One op's spec, with typed access to the parts the suite uses."""
+
+    name: str
+    path: str
+    data: dict = dataclasses.field(repr=False, compare=False)
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    attributes: tuple[AttributeSpec, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    implementation_defined: tuple[ImplementationDefined, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return self.data["family"]
+
+    @property
+    def summary(self) -> str:
+        return self.data["summary"]
+
+    @property
+    def elementwise(self) -> bool:
+        return bool(self.data.get("elementwise", False))
+
+    @property
+    def xla_names(self) -> tuple[str, ...]:
+        return tuple(self.data.get("xla", ()))
+
+    @property
+    def examples(self) -> list[dict]:
+        return self.data["examples"]
+
+    @property
+    def type_variables(self) -> dict[str, tuple[tuple[ElementType, ...], str | None]]:
+        return {k: (element_types_of(v["types"]), v.get("where"))
+                for k, v in self.data.get("type_variables", {}).items()}
+
+    @property
+    def shape_variables(self) -> dict[str, dict]:
+        return dict(self.data.get("shape_variables", {"S": {}}))
+
+    def constraint(self, cid: str) -> Constraint:
+        for c in self.constraints:
+            if c.id == cid:
+                return c
+        raise KeyError(f"{self.name} has no constraint {cid}")
+
+    def type_bindings(self) -> list[dict[str, str]]:
+        """Every assignment of element types to the type variables that the spec allows.
+
+        These are the "element type" axis of the suite: one matrix cell each.
+        """
+        tvars = self.type_variables
+        out: list[dict[str, str]] = []
+        for combo in itertools.product(*(ts for ts, _ in tvars.values())):
+            binding = {k: t.name for k, t in zip(tvars, combo)}
+            if all(where is None or ex.evaluate(where, binding)
+                   for _, where in tvars.values()):
+                out.append(binding)
+        return out
+
+    def accuracy(self, et: "ElementType | str") -> Accuracy:
+        """The comparison rule for results of element type ``et`` (by name, then class)."""
+        et = element_type(et)
+        table = self.data["accuracy"]
+        entry = None
+        for key in (et.name, *(c for c, kinds in TYPE_CLASSES.items()
+                               if et.kind in kinds and c != "any"), "any", "default"):
+            if key in table:
+                entry = table[key]
+                break
+        if entry is None:
+            raise SpecError(f"{self.path}: accuracy: no entry covers element type {et.name}")
+        if isinstance(entry, str):
+            return Accuracy(entry)
+        if "ulp" in entry:
+            ulp = entry["ulp"]
+            if isinstance(ulp, dict):
+                ulp = ulp.get(et.component.name, ulp.get("default"))
+                if ulp is None:
+                    raise SpecError(f"{self.path}: accuracy.ulp: no bound for {et.name}")
+            return Accuracy("ulp", float(ulp))
+        return Accuracy("rel_eps", float(entry["rel_eps"]))
+
+
+def binding_key(binding: dict[str, str]) -> str:
+    """The matrix column name of a type binding: ``f32``, or ``si8->f32`` for convert."""
+    return "->".join(binding.values())
+
+
+# ---------------------------------------------------------------------------
+# Loading and validation
+# ---------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _schema_validator():
+    import jsonschema
+    schema = yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _fail(path: str, key: str, msg: str) -> SpecError:
+    return SpecError(f"{path}: {key}: {msg}")
+
+
+def _key(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _check_expr(path: str, key: str, text: str, allowed: set[str]) -> None:
+    try:
+        free = ex.names(text)
+        funcs = ex.called_functions(text)
+    except ex.ExpressionError as e:
+        raise _fail(path, key, str(e)) from None
+    unknown_fns = funcs - set(ex.FUNCTIONS)
+    if unknown_fns:
+        raise _fail(path, key, f"unknown function(s) {sorted(unknown_fns)} in {text!r}")
+    unknown = free - allowed - {"true", "false", "True", "False"}
+    if unknown:
+        raise _fail(path, key, f"{text!r} names {sorted(unknown)}; expected only "
+                               f"{sorted(allowed)}")
+
+
+def _types(path: str, key: str, items: list[str]) -> tuple[ElementType, ...]:
+    for item in items:
+        if item not in TYPE_CLASSES:
+            try:
+                element_type(item)
+            except UnknownElementType as e:
+                raise _fail(path, key, str(e)) from None
+    return element_types_of(items)
+
+
+def parse_spec(data: Any, path: str) -> OpSpec:
+    """Validate one loaded YAML document and build its OpSpec (raises SpecError)."""
+    if not isinstance(data, dict):
+        raise _fail(path, "(top level)", f"expected a mapping, got {type(data).__name__}")
+    errors = sorted(_schema_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        raise _fail(path, _key(e.absolute_path), e.message)
+
+    tvars = data.get("type_variables", {})
+    svars = data.get("shape_variables", {"S": {}})
+    var_names = set(tvars) | set(svars)
+    for name, tv in tvars.items():
+        _types(path, f"type_variables.{name}.types", tv["types"])
+        if "where" in tv:
+            _check_expr(path, f"type_variables.{name}.where", tv["where"], set(tvars))
+
+    constraint_ids = [c["id"] for c in data["constraints"]]
+    if len(set(constraint_ids)) != len(constraint_ids):
+        raise _fail(path, "constraints", f"duplicate constraint ids {constraint_ids}")
+
+    def tensor(kind: str, i: int, t: dict) -> TensorSpec:
+        key = f"{kind}[{i}]"
+        types = _types(path, f"{key}.types", t["types"])
+        _check_expr(path, f"{key}.element_type", t["element_type"], var_names)
+        shapes = tuple(t["shape"]["one_of"]) if isinstance(t["shape"], dict) else (t["shape"],)
+        for s in shapes:
+            _check_expr(path, f"{key}.shape", s, var_names)
+        for cid in t.get("constraints", []):
+            if cid not in constraint_ids:
+                raise _fail(path, f"{key}.constraints", f"{cid} is not a constraint of this op "
+                                                        f"(it has {constraint_ids})")
+        return TensorSpec(t["name"], t.get("label"), types, t.get("type_text", ""),
+                          t["element_type"], shapes, t.get("values"))
+
+    inputs = tuple(tensor("inputs", i, t) for i, t in enumerate(data["inputs"]))
+    outputs = tuple(tensor("outputs", i, t) for i, t in enumerate(data["outputs"]))
+
+    attributes = []
+    for i, a in enumerate(data.get("attributes", [])):
+        key = f"attributes[{i}]"
+        if a["kind"] == "enum" and not a.get("values"):
+            raise _fail(path, f"{key}.values", "an enum attribute needs its values")
+        if a["kind"] == "integer" and "range" not in a:
+            raise _fail(path, f"{key}.range", "an integer attribute needs a generation range")
+        if "choose" in a:
+            _check_expr(path, f"{key}.choose", a["choose"], var_names)
+        for j, bound in enumerate(a.get("range", [])):
+            if isinstance(bound, str):
+                _check_expr(path, f"{key}.range[{j}]", bound, var_names)
+        attributes.append(AttributeSpec(
+            a["name"], a.get("label"), a["kind"], tuple(a.get("values", ())), a.get("choose"),
+            tuple(a["range"]) if "range" in a else None, a.get("type_text", "")))
+
+    value_names = {t.name for t in inputs + outputs} | {a.name for a in attributes}
+    if len(value_names) != len(inputs) + len(outputs) + len(attributes):
+        raise _fail(path, "inputs", "input, output and attribute names must be distinct")
+    constraints = []
+    for i, c in enumerate(data["constraints"]):
+        _check_expr(path, f"constraints[{i}].check", c["check"], value_names)
+        constraints.append(Constraint(c["id"], c["text"], c["check"], c.get("unbreakable")))
+
+    impl = []
+    for i, d in enumerate(data.get("implementation_defined", [])):
+        _check_expr(path, f"implementation_defined[{i}].when", d["when"], value_names)
+        impl.append(ImplementationDefined(d["id"], d["text"], d["when"], d.get("source")))
+
+    for key in data["accuracy"]:
+        if key not in TYPE_CLASSES and key != "default":
+            _types(path, f"accuracy.{key}", [key])
+
+    spec = OpSpec(data["op"], path, data, inputs, outputs, tuple(attributes),
+                  tuple(constraints), tuple(impl))
+    _check_examples(spec)
+    return spec
+
+
+def _check_examples(spec: OpSpec) -> None:
+    from conformance.literals import LiteralError, from_literal
+    in_names = [t.name for t in spec.inputs]
+    out_names = [t.name for t in spec.outputs]
+    attr_names = {a.name for a in spec.attributes}
+    for i, exm in enumerate(spec.examples):
+        key = f"examples[{i}]"
+        if list(exm["inputs"]) != in_names:
+            raise _fail(spec.path, f"{key}.inputs", f"expected inputs {in_names} in that order, "
+                                                    f"got {list(exm['inputs'])}")
+        if list(exm["expected"]) != out_names:
+            raise _fail(spec.path, f"{key}.expected", f"expected outputs {out_names}, "
+                                                      f"got {list(exm['expected'])}")
+        extra = set(exm.get("attributes", {})) - attr_names
+        if extra:
+            raise _fail(spec.path, f"{key}.attributes", f"unknown attribute(s) {sorted(extra)}")
+        for part in ("inputs", "expected"):
+            for name, t in exm[part].items():
+                try:
+                    from_literal(t["value"], tensor_type(t["type"]))
+                except (LiteralError, UnknownElementType, ValueError) as e:
+                    raise _fail(spec.path, f"{key}.{part}.{name}", str(e)) from None
+
+
+def load_file(path: "str | Path") -> OpSpec:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(parse)"
+        raise _fail(str(path), where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    spec = parse_spec(data, str(path))
+    if spec.name != path.stem:
+        raise _fail(str(path), "op", f"the op name {spec.name!r} must match the file name")
+    return spec
+
+
+@functools.lru_cache(maxsize=None)
+def load_spec(name: str) -> OpSpec:
+    """The spec of one op by name; UnknownOp if there is none."""
+    path = SPEC_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise UnknownOp(f"unknown op {name!r}; known ops: {', '.join(op_names())}")
+    return load_file(path)
+
+
+def op_names() -> list[str]:
+    return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
+
+
+def all_specs() -> list[OpSpec]:
+    return [load_spec(n) for n in op_names()]
+
+
+def validate_all(paths: Iterable["str | Path"] | None = None) -> list[str]:
+    """Validate spec files; returns one error line per bad file (empty: all good)."""
+    errors = []
+    for p in (paths or sorted(SPEC_DIR.glob("*.yaml"))):
+        try:
+            load_file(p)
+        except SpecError as e:
+            errors.append(str(e))
+    return errors
+
+
+__all__ = ["OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
+           "Accuracy", "SpecError", "UnknownOp", "load_spec", "load_file", "op_names",
+           "all_specs", "validate_all", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
+           "TensorType"]

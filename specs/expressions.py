@@ -1,0 +1,335 @@
+"""A small, safe expression language for the checkable parts of the op specs.
+
+Constraint checks, output type rules and implementation-defined conditions are
+written in the YAML as Python-like expressions that read like the spec's own
+notation: ``same_type(lhs, rhs, result)``, ``rank(min) == 0 or shape(min) ==
+shape(operand)``. They are parsed with :mod:`ast` and evaluated by walking the
+tree against a whitelist of node kinds and functions; nothing is ever passed to
+``eval``. Element types are plain strings in this language (``'si32'``), tensor
+values are :class:`~conformance.types.TensorType` (in type-level checks) or numpy
+arrays (in element-wise conditions, where ``and``/``or``/``not`` work per element).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import operator
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from conformance.types import (ElementType, TensorType, complex_type as _complex_type,
+                               element_type as _element_type)
+
+
+class ExpressionError(ValueError):
+    """An expression that does not parse, names something unknown, or fails to evaluate."""
+
+
+# ---------------------------------------------------------------------------
+# Functions available to expressions (named as in the spec where it has a name).
+# ---------------------------------------------------------------------------
+
+def _as_type(x: Any) -> ElementType:
+    if isinstance(x, TensorType):
+        return x.element_type
+    if isinstance(x, np.ndarray):
+        return _element_type(x.dtype)
+    return _element_type(x)
+
+
+def _tensor_shape(x: Any) -> list[int]:
+    if isinstance(x, (TensorType, np.ndarray)):
+        return list(x.shape)
+    raise ExpressionError(f"shape() of something that is not a tensor: {x!r}")
+
+
+def _same(key: Callable[[Any], Any]) -> Callable[..., bool]:
+    def check(*xs: Any) -> bool:
+        return all(key(x) == key(xs[0]) for x in xs[1:])
+    return check
+
+
+def _type_key(x: Any):
+    if isinstance(x, TensorType):
+        return (x.shape, x.element_type.name)
+    if isinstance(x, np.ndarray):
+        return (x.shape, _element_type(x.dtype).name)
+    raise ExpressionError(f"same_type() of something that is not a tensor: {x!r}")
+
+
+def _is_nan(x):
+    x = np.asarray(x)
+    if x.dtype.kind in "biu":
+        return np.zeros(x.shape, bool)
+    return np.isnan(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+
+
+def _is_finite(x):
+    x = np.asarray(x)
+    if x.dtype.kind in "biu":
+        return np.ones(x.shape, bool)
+    return np.isfinite(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+
+
+def _as_number(x):
+    """Exact values for arithmetic in conditions.
+
+    Integers up to 32 bits widen to int64 (sums and products stay exact); 64-bit
+    integers become Python ints in an object array, so that ``value(a) + value(b)
+    > max_value(a)`` detects overflow exactly. Floats widen to float64.
+    """
+    x = np.asarray(x)
+    et = _element_type(x.dtype)
+    if et.is_boolean:
+        return x
+    if et.is_integer:
+        return x.astype(object) if et.bits == 64 else x.astype(np.int64)
+    if et.is_complex:
+        return x.astype(np.complex128)
+    return x.astype(np.float64)
+
+
+def _fits(x, t) -> np.ndarray:
+    """Per element: does ``convert`` to the element type of ``t`` keep the value exactly?
+
+    For float-to-integer, the truncated value must be in range (the spec truncates).
+    Complex sources use their real part, except complex-to-complex (both parts).
+    """
+    from conformance.numerics import round_to
+    x = np.asarray(x)
+    src, dst = _element_type(x.dtype), _as_type(t)
+    if src.is_boolean or dst.is_boolean:
+        return np.ones(x.shape, bool)
+    if src.is_complex and dst.is_complex:
+        return _fits(x.real.astype(src.component.dtype), dst.component) & \
+            _fits(x.imag.astype(src.component.dtype), dst.component)
+    if src.is_complex:
+        return _fits(x.real.astype(src.component.dtype), dst)
+    dst_real = dst.component
+    if src.is_integer:
+        if dst.is_integer:
+            v = _as_number(x)
+            return np.asarray((v >= dst.int_min) & (v <= dst.int_max), dtype=bool)
+        f = x.astype(np.float64)
+        big = float(2 ** 64 if src.is_unsigned else 2 ** 63)
+        back_dtype = np.uint64 if src.is_unsigned else np.int64
+        with np.errstate(invalid="ignore"):
+            exact_f64 = (np.abs(f) < big) & (np.where(np.abs(f) < big, f, 0).astype(back_dtype)
+                                             == x.astype(back_dtype))
+        return exact_f64 & (round_to(f, dst_real).astype(np.float64) == f)
+    f = x.astype(np.float64)
+    if dst.is_integer:
+        with np.errstate(invalid="ignore"):
+            t_ = np.trunc(f)
+            return (t_ >= float(dst.int_min)) & (t_ < float(dst.int_max) + 1.0)
+    with np.errstate(invalid="ignore"):
+        r = round_to(f, dst_real).astype(np.float64)
+    return (r == f) | (np.isnan(f) & np.isnan(r))
+
+
+def _power_overflows(a, b) -> np.ndarray:
+    """Per element: is the exact integer a**b (b >= 0) outside a's type?"""
+    et = _element_type(np.asarray(a).dtype)
+
+    def one(x, y):
+        x, y = int(x), int(y)
+        if y < 0 or x in (0, 1, -1):
+            return False
+        if y >= et.bits:
+            return True
+        return not (et.int_min <= x ** y <= et.int_max)
+
+    a_obj = np.asarray(a).astype(object)
+    b_obj = np.asarray(b).astype(object)
+    return np.frompyfunc(one, 2, 1)(a_obj, b_obj).astype(bool)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    # types and shapes
+    "shape": _tensor_shape,
+    "rank": lambda x: len(_tensor_shape(x)),
+    "dim": lambda x, i: _tensor_shape(x)[i],
+    "size": lambda x: int(np.prod(_tensor_shape(x), dtype=np.int64)),
+    "element_type": lambda x: _as_type(x).name,
+    "num_bits": lambda t: _as_type(t).bits,
+    "is_boolean": lambda t: _as_type(t).is_boolean,
+    "is_integer": lambda t: _as_type(t).is_integer,
+    "is_signed_integer": lambda t: _as_type(t).is_signed,
+    "is_unsigned_integer": lambda t: _as_type(t).is_unsigned,
+    "is_float": lambda t: _as_type(t).is_float,
+    "is_complex": lambda t: _as_type(t).is_complex,
+    "real_type": lambda t: _as_type(t).component.name,
+    "complex_type": lambda t: _complex_type(_as_type(t)).name,
+    "min_value": lambda t: _as_type(t).int_min,
+    "max_value": lambda t: _as_type(t).int_max,
+    "same_type": _same(_type_key),
+    "same_shape": _same(lambda x: tuple(_tensor_shape(x))),
+    "same_element_type": _same(lambda x: _as_type(x).name),
+    # collections
+    "all": all, "any": any, "len": len, "min": min, "max": max, "range": range,
+    "list": list,
+    # element-wise conditions over values
+    "is_nan": _is_nan,
+    "is_finite": _is_finite,
+    "is_inf": lambda x: ~_is_finite(x) & ~_is_nan(x),
+    "value": _as_number,
+    "real": lambda x: np.real(np.asarray(x)).astype(np.float64),
+    "imag": lambda x: np.imag(np.asarray(x)).astype(np.float64),
+    "abs": lambda x: np.abs(_as_number(x)),
+    "is_integral": lambda x: (np.floor(_as_number(x)) == _as_number(x)),
+    "is_odd_integral": lambda x: (np.floor(_as_number(x)) == _as_number(x))
+                                 & (np.fmod(_as_number(x), 2) != 0),
+    "all_of": lambda x: bool(np.all(x)),
+    "fits": _fits,
+    "power_overflows": _power_overflows,
+    "any_of": lambda x: bool(np.any(x)),
+}
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
+           ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.Pow: operator.pow}
+_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+           ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not,
+                  ast.USub, ast.UAdd, ast.BinOp, ast.Compare, ast.IfExp, ast.Call, ast.Name,
+                  ast.Load, ast.Constant, ast.List, ast.Tuple, ast.Subscript, ast.Slice,
+                  *_BINOPS, *_CMPOPS)
+
+
+@functools.lru_cache(maxsize=None)
+def parse(text: str) -> ast.Expression:
+    """Parse and whitelist-check an expression; cached, so each is parsed once."""
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except SyntaxError as e:
+        raise ExpressionError(f"syntax error in {text!r}: {e.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in {text!r}")
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
+            raise ExpressionError(f"only named functions may be called in {text!r}")
+        if isinstance(node, ast.Call) and node.keywords:
+            raise ExpressionError(f"keyword arguments are not allowed in {text!r}")
+    return tree
+
+
+def names(text: str) -> set[str]:
+    """Free names of an expression (function names excluded): for load-time checks."""
+    tree = parse(text)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
+
+
+def called_functions(text: str) -> set[str]:
+    return {n.func.id for n in ast.walk(parse(text)) if isinstance(n, ast.Call)}
+
+
+def _normalise(v: Any) -> Any:
+    if isinstance(v, ElementType):
+        return v.name
+    return v
+
+
+def _is_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray)
+
+
+class _Evaluator:
+    def __init__(self, env: Mapping[str, Any], text: str):
+        self.env = env
+        self.text = text
+
+    def visit(self, node: ast.AST) -> Any:
+        method = getattr(self, "v_" + type(node).__name__)
+        return method(node)
+
+    def v_Expression(self, node):
+        return self.visit(node.body)
+
+    def v_Constant(self, node):
+        return node.value
+
+    def v_Name(self, node):
+        if node.id in ("true", "True"):
+            return True
+        if node.id in ("false", "False"):
+            return False
+        if node.id in self.env:
+            return _normalise(self.env[node.id])
+        raise ExpressionError(f"unknown name {node.id!r} in {self.text!r}")
+
+    def v_List(self, node):
+        return [self.visit(e) for e in node.elts]
+
+    v_Tuple = v_List
+
+    def v_Subscript(self, node):
+        target = self.visit(node.value)
+        if isinstance(node.slice, ast.Slice):
+            s = node.slice
+            idx = slice(*(None if p is None else self.visit(p) for p in (s.lower, s.upper, s.step)))
+        else:
+            idx = self.visit(node.slice)
+        return target[idx]
+
+    def v_Slice(self, node):  # pragma: no cover - handled in v_Subscript
+        raise ExpressionError(f"bare slice in {self.text!r}")
+
+    def v_BoolOp(self, node):
+        values = []
+        for e in node.values:
+            v = self.visit(e)
+            if not _is_array(v) and not values:
+                # Short-circuit like Python while everything is a scalar.
+                if isinstance(node.op, ast.And) and not v:
+                    return v
+                if isinstance(node.op, ast.Or) and v:
+                    return v
+            values.append(v)
+        if any(_is_array(v) for v in values):
+            fn = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+            return functools.reduce(fn, values)
+        return values[-1] if values else None
+
+    def v_UnaryOp(self, node):
+        v = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return np.logical_not(v) if _is_array(v) else not v
+        if isinstance(node.op, ast.USub):
+            return -v
+        return +v
+
+    def v_BinOp(self, node):
+        return _BINOPS[type(node.op)](self.visit(node.left), self.visit(node.right))
+
+    def v_Compare(self, node):
+        left = self.visit(node.left)
+        result: Any = True
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.visit(comp)
+            r = _CMPOPS[type(op)](left, right)
+            result = np.logical_and(result, r) if (_is_array(r) or _is_array(result)) else (result and r)
+            left = right
+        return result
+
+    def v_IfExp(self, node):
+        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+
+    def v_Call(self, node):
+        fn = FUNCTIONS.get(node.func.id)
+        if fn is None:
+            raise ExpressionError(f"unknown function {node.func.id!r} in {self.text!r}")
+        return fn(*(self.visit(a) for a in node.args))
+
+
+def evaluate(text: str, env: Mapping[str, Any]) -> Any:
+    """Evaluate ``text`` with the names in ``env``; raises ExpressionError on any failure."""
+    tree = parse(text)
+    try:
+        return _Evaluator(env, text).visit(tree)
+    except ExpressionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - every failure becomes one clear error
+        raise ExpressionError(f"cannot evaluate {text!r}: {type(e).__name__}: {e}") from None
