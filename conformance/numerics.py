@@ -8,6 +8,7 @@ the final float32 -> target step of ml_dtypes then gives round-to-nearest-even.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from conformance.types import ElementType, element_type
@@ -58,12 +59,17 @@ def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
 
 
 def is_subnormal(x: np.ndarray) -> np.ndarray:
-    """Non-zero values below the smallest normal of their own type."""
-    et = element_type(np.asarray(x).dtype)
+    """Non-zero values below the smallest normal of their own type (complex: either part)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    if et.is_complex:
+        comp = et.component.dtype
+        return is_subnormal(x.real.astype(comp)) | is_subnormal(x.imag.astype(comp))
     if not et.is_float:
-        return np.zeros(np.shape(x), bool)
-    tiny = float(np.finfo(et.dtype).smallest_normal)
-    w = np.abs(np.asarray(x).astype(np.float64))
+        return np.zeros(x.shape, bool)
+    tiny = float(ml_dtypes.finfo(et.dtype).smallest_normal)
+    with np.errstate(invalid="ignore"):
+        w = np.abs(x.astype(np.float64))
     return (w > 0) & (w < tiny)
 
 
@@ -112,4 +118,4 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
 
 def eps(et: "ElementType | str") -> float:
     et = element_type(et).component
-    return float(np.finfo(et.dtype).eps)
+    return float(ml_dtypes.finfo(et.dtype).eps)

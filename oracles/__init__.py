@@ -1,0 +1,166 @@
+"""The numpy reference: ``evaluate(op, inputs, attributes) -> tuple of arrays``.
+
+One small module per op family registers its ops here (the ONNX reference
+evaluator's layout). Every function is plain numpy + ml_dtypes written from the
+spec's semantics; none calls a backend. Results are always of the exact result
+types: IEEE-exact float ops are computed in float64 and correctly rounded to the
+result type (float64 is wide enough for +, -, *, /, sqrt on every narrower type);
+integer ops are done on two's-complement bit patterns and wrap to the bit width.
+
+Result types travel as the keyword ``result_types``; where it is omitted they are
+inferred from the spec (an op whose result type is a free choice, like convert,
+needs it). Where the spec leaves a value implementation-defined, the oracle
+returns a conventional value (documented per op) and :func:`implementation_defined`
+says which elements the comparator must mask.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from conformance.case import Case, Signature
+from conformance.specs import OpSpec, load_spec
+from conformance.specs import expressions as ex
+from conformance.types import TensorType, element_type, tensor_type, type_of
+
+OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
+                    "tuple[np.ndarray, ...] | np.ndarray"]
+REGISTRY: dict[str, OracleFn] = {}
+
+
+class OracleError(Exception):
+    """The oracle cannot evaluate this case (unknown op, missing result types, ...)."""
+
+
+def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
+    def deco(fn: OracleFn) -> OracleFn:
+        for op in ops:
+            if op in REGISTRY:
+                raise RuntimeError(f"oracle for {op!r} registered twice")
+            REGISTRY[op] = fn
+        return fn
+    return deco
+
+
+def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
+    env: dict[str, Any] = {}
+    for t, x in zip(spec.inputs, inputs):
+        if t.element_type in spec.type_variables:
+            env.setdefault(t.element_type, element_type(x.dtype).name)
+        if len(t.shape) == 1 and t.shape[0] in spec.shape_variables:
+            env.setdefault(t.shape[0], list(x.shape))
+    try:
+        return [TensorType(tuple(ex.evaluate(t.shape[0], env)),
+                           element_type(ex.evaluate(t.element_type, env))) for t in spec.outputs]
+    except ex.ExpressionError:
+        raise OracleError(f"{spec.name}: the result types cannot be inferred from the inputs; "
+                          f"pass result_types") from None
+
+
+def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any] | None = None,
+             *, result_types: Sequence["TensorType | str"] | None = None) -> tuple[np.ndarray, ...]:
+    """Evaluate ``op`` on ``inputs`` per the spec; returns one array per result."""
+    fn = REGISTRY.get(op)
+    if fn is None:
+        raise OracleError(f"no oracle for op {op!r}")
+    inputs = [np.asarray(x) for x in inputs]
+    if result_types is None:
+        types = _infer_result_types(load_spec(op), inputs)
+    else:
+        types = [tensor_type(t) for t in result_types]
+    with np.errstate(all="ignore"):
+        out = fn(inputs, dict(attributes or {}), types)
+    out = out if isinstance(out, tuple) else (out,)
+    for i, (x, t) in enumerate(zip(out, types)):
+        if x.dtype != t.element_type.dtype or x.shape != t.shape:
+            raise OracleError(f"{op}: oracle result {i} is {type_of(x)}, expected {t}")
+    return out
+
+
+def evaluate_case(case: Case) -> tuple[np.ndarray, ...]:
+    return evaluate(case.op, case.inputs, case.attributes,
+                    result_types=case.signature.result_types)
+
+
+def broadcast_ready(sig: Signature, stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Stacked inputs ([B] + shape) of an element-wise op, with rank-0 inputs given
+    trailing unit axes so that numpy broadcasting pairs them with every element."""
+    rank = max([t.rank for t in sig.input_types] + [t.rank for t in sig.result_types])
+    out = []
+    for x, t in zip(stacked, sig.input_types):
+        if t.rank < rank:
+            x = x.reshape((x.shape[0],) + (1,) * (rank - t.rank) + t.shape)
+        out.append(x)
+    return out
+
+
+def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
+                   spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
+    """Evaluate a batch of cases of one signature: inputs and results carry a leading
+    batch axis. Element-wise ops are evaluated in one vectorised call."""
+    spec = spec or load_spec(sig.op)
+    batch = stacked[0].shape[0] if stacked else 1
+    batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_types]
+    if spec.elementwise:
+        return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
+                        result_types=batched_types)
+    per_case = [evaluate(sig.op, [x[b] for x in stacked], sig.attributes,
+                         result_types=sig.result_types) for b in range(batch)]
+    return tuple(np.stack([c[i] for c in per_case]) if per_case
+                 else np.zeros(t.shape, t.element_type.dtype)
+                 for i, t in enumerate(batched_types))
+
+
+def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
+                           spec: OpSpec | None = None,
+                           expected: Sequence[np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """For each implementation-defined rule of the spec that applies, a boolean mask
+    over the (batched) result elements it covers. Inputs carry a leading batch axis.
+
+    The rules' conditions see the inputs' values, the attributes, and the results:
+    the oracle's values (``expected``, computed here if not given), so that a rule
+    can cover "the result overflows".
+    """
+    spec = spec or load_spec(sig.op)
+    if not spec.implementation_defined:
+        return {}
+    if expected is None:
+        expected = evaluate_batch(sig, stacked, spec)
+    batch = stacked[0].shape[0] if stacked else 1
+    out_shape = (batch,) + sig.result_types[0].shape
+    env: dict[str, Any] = dict(sig.attributes)
+    ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
+    for t, x in zip(spec.inputs, ready):
+        env[t.name] = x
+    for t, x in zip(spec.outputs, expected):
+        env[t.name] = x
+    masks = {}
+    with np.errstate(all="ignore"):
+        for rule in spec.implementation_defined:
+            m = ex.evaluate(rule.when, env)
+            m = np.asarray(m).astype(bool)
+            if m.any():
+                masks[rule.id] = _to_result_shape(m, out_shape)
+    return masks
+
+
+def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+    if mask.ndim == 0:
+        return np.broadcast_to(mask, out_shape)
+    if mask.shape == out_shape:
+        return mask
+    # bitcast_convert: the result has one more or one fewer dimension than the operand.
+    if mask.ndim == len(out_shape) - 1:
+        return np.broadcast_to(mask[..., None], out_shape)
+    if mask.ndim == len(out_shape) + 1:
+        return mask.any(axis=-1)
+    return np.broadcast_to(mask, out_shape)
+
+
+# Importing the family modules fills REGISTRY.
+from . import (arithmetic, bitwise, comparison, complex_parts, conversion,  # noqa: E402,F401
+               rounding, transcendental)
+
+__all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined",
+           "register", "REGISTRY", "OracleError", "broadcast_ready"]

@@ -1,0 +1,98 @@
+"""The Backend interface: what an implementation under test provides.
+
+A vendor subclasses :class:`Backend` and writes *either* ``run(case)`` (simplest:
+take a case, return its results) *or* ``compile(signature)`` (return a callable
+from input arrays to result arrays; the runner then compiles each signature once
+and runs many value batches through it). The base class supplies the other one,
+caching of compiled signatures, and a batched entry point (``compile_batch``) that
+a backend may override with something faster (the JAX backend vmaps).
+
+To decline a case, raise :class:`Unsupported` with the reason: it becomes an
+"unsupported" outcome in the report, never a silent skip. Any other exception
+from compile or run means the backend rejected the program: a backend error for
+a valid case, the right answer for an invalid one.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from conformance.case import Case, Signature
+
+Executable = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]
+
+
+class Unsupported(Exception):
+    """The backend does not implement this case; the message says why."""
+
+
+class BackendLoadError(Exception):
+    """A backend that cannot be found, imported or constructed."""
+
+
+class Backend:
+    """Base class of every implementation under test."""
+
+    #: Short name used in reports and on the command line.
+    name: str = "backend"
+    #: Run this backend's cases in a child process (crash/hang isolation) by default.
+    isolate: bool = False
+
+    def __init__(self) -> None:
+        cls = type(self)
+        if cls.run is Backend.run and cls.compile is Backend.compile:
+            raise TypeError(f"{cls.__name__} must implement run(case) or compile(signature)")
+        self._cache: dict[Signature, Executable] = {}
+        self._batch_cache: dict[Signature, Executable] = {}
+
+    # -- what a vendor implements (one of the two) ------------------------------------
+    def run(self, case: Case) -> Sequence[np.ndarray]:
+        """Run one case and return its results (one array per result)."""
+        return self.executable(case.signature)(case.inputs)
+
+    def compile(self, signature: Signature) -> Executable:
+        """Prepare ``signature`` once; return a function from inputs to results."""
+        def execute(inputs: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
+            return self.run(Case(signature, tuple(inputs)))
+        return execute
+
+    # -- optional ------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Versions and platform, recorded with every run."""
+        return {"name": self.name}
+
+    def compile_batch(self, signature: Signature) -> Executable:
+        """Like compile, but inputs and results carry a leading batch axis.
+
+        The default runs the single-case executable once per case.
+        """
+        single = self.executable(signature)
+
+        def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
+            batch = stacked[0].shape[0] if stacked else 1
+            per_case = [[np.asarray(r) for r in single([x[b] for x in stacked])]
+                        for b in range(batch)]
+            n_results = len(signature.result_types)
+            return [np.stack([c[i] for c in per_case]) for i in range(n_results)]
+        return execute
+
+    # -- used by the runner (cached) -------------------------------------------------------
+    def executable(self, signature: Signature) -> Executable:
+        exe = self._cache.get(signature)
+        if exe is None:
+            exe = self._cache[signature] = self.compile(signature)
+        return exe
+
+    def batch_executable(self, signature: Signature) -> Executable:
+        exe = self._batch_cache.get(signature)
+        if exe is None:
+            exe = self._batch_cache[signature] = self.compile_batch(signature)
+        return exe
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._batch_cache.clear()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

@@ -1,0 +1,100 @@
+"""The JAX backend: every case through the public ``jax.lax`` API, jit-compiled.
+
+x64 is enabled (si64, ui64, f64 and complex<f64> need it). CPU is the default
+platform; ``JaxBackend(platform="gpu")`` (short name ``jax-gpu``) runs on a GPU.
+Batches of value cases run through ``jax.vmap`` of the op, one compile per
+signature. jax.lax infers result types itself, so a declared result type it
+cannot produce is a type divergence for a valid case, and "unsupported" for an
+invalid case whose only fault is that declared type.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.case import Signature
+from conformance.types import TensorType, element_type
+
+from .base import Backend, BackendLoadError, Unsupported
+
+
+class JaxBackend(Backend):
+    name = "jax"
+
+    def __init__(self, platform: str = "cpu") -> None:
+        super().__init__()
+        try:
+            import jax
+            jax.config.update("jax_enable_x64", True)
+            self.device = jax.devices(platform)[0]
+        except ImportError as e:
+            raise BackendLoadError(f"jax backend: cannot import jax ({e})") from None
+        except RuntimeError as e:
+            raise BackendLoadError(f"jax backend: no {platform} device ({e})") from None
+        self._jax = jax
+        self.platform = platform
+        if platform != "cpu":
+            self.name = f"jax-{platform}"
+
+    def describe(self) -> dict[str, Any]:
+        import jaxlib
+        return {"name": self.name, "jax": self._jax.__version__, "jaxlib": jaxlib.__version__,
+                "platform": self.platform, "device": str(self.device)}
+
+    # -- compile ---------------------------------------------------------------------
+    def _function(self, sig: Signature):
+        from .jax_ops import build
+        return build(sig)
+
+    def _check_types(self, sig: Signature, fn, batch: int | None) -> None:
+        """Trace once (no compile) to learn the result types jax.lax infers.
+
+        jax.lax refusing the input types is "unsupported" for a valid case and a
+        rejection for an invalid one.
+        """
+        jax = self._jax
+        lead = () if batch is None else (batch,)
+        specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
+                 for t in sig.input_types]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = jax.eval_shape(fn, *specs)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            if sig.invalid:
+                raise
+            raise Unsupported(f"jax.lax refuses {sig.op} on "
+                              f"{', '.join(map(str, sig.input_types))}: "
+                              f"{str(e).splitlines()[0]}") from None
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        inferred = [TensorType(o.shape[len(lead):], element_type(o.dtype)) for o in outs]
+        if sig.invalid and list(inferred) != list(sig.result_types):
+            raise Unsupported("jax.lax infers the result type "
+                              f"{', '.join(map(str, inferred))}; the invalid case declares "
+                              f"{', '.join(map(str, sig.result_types))}, which jax cannot express")
+
+    def _compiled(self, sig: Signature, batched: bool):
+        jax = self._jax
+        fn = self._function(sig)
+        if batched:
+            fn = jax.vmap(fn)
+        self._check_types(sig, fn, 1 if batched else None)
+        jitted = jax.jit(fn)
+        device = self.device
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            args = [jax.device_put(x, device) for x in inputs]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = jitted(*args)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            return [np.asarray(o) for o in outs]
+        return execute
+
+    def compile(self, signature: Signature):
+        return self._compiled(signature, batched=False)
+
+    def compile_batch(self, signature: Signature):
+        return self._compiled(signature, batched=True)

@@ -1,0 +1,234 @@
+"""Comparing a backend's results with the oracle's, element by element, and
+classifying every difference.
+
+Element classes (DESIGN.md "Comparing results"):
+- ``value``: a different value (integers, booleans, exact floats, infinities);
+- ``nan``: NaN on one side only (any NaN equals any NaN);
+- ``signed_zero``: +0 where -0 was due, or the reverse;
+- ``accuracy``: beyond the op's ULP (or complex relative-error) bound;
+- ``subnormal_flush``: the difference disappears when subnormal inputs and
+  results are flushed to zero, i.e. the backend runs with FTZ/DAZ.
+A case's class is the worst class among its elements; ``type`` is a result of
+the wrong shape or element type. Elements the spec leaves implementation-defined
+are masked: not counted as divergences, but whether the backend gave the
+conventional value is recorded.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from conformance.numerics import eps, flush_subnormals, is_subnormal, ordinal, to_wide
+from conformance.specs import Accuracy
+from conformance.types import element_type, type_of
+
+# Outcome classes. Element-level ones first, in increasing severity.
+PASS, SUBNORMAL_FLUSH, ACCURACY, SIGNED_ZERO, NAN, VALUE = range(6)
+ELEMENT_CLASSES = ["pass", "subnormal_flush", "accuracy", "signed_zero", "nan", "value"]
+# Case-level outcomes beyond the element classes.
+CASE_OUTCOMES = ELEMENT_CLASSES + ["type", "backend_error", "crash", "timeout", "unsupported",
+                                   "accepted_invalid", "rejected"]
+DIVERGENCES = ["value", "nan", "signed_zero", "accuracy", "subnormal_flush", "type",
+               "accepted_invalid", "backend_error", "crash", "timeout"]
+SEVERITY = {name: i for i, name in enumerate(
+    ["pass", "rejected", "unsupported", "subnormal_flush", "accuracy", "signed_zero", "nan",
+     "value", "type", "accepted_invalid", "backend_error", "timeout", "crash"])}
+
+# ULP histogram buckets: upper bounds (inclusive); the last bucket is "more".
+ULP_BUCKETS = [0, 1, 2, 4, 8, 16, 64, 1024, 2 ** 20]
+ULP_BUCKET_LABELS = ["0", "1", "2", "3-4", "5-8", "9-16", "17-64", "65-1024", "1025-2^20",
+                     ">2^20"]
+
+
+def worst(classes: Sequence[str]) -> str:
+    return max(classes, key=lambda c: SEVERITY.get(c, 0), default="pass")
+
+
+@dataclasses.dataclass
+class BatchVerdict:
+    """The comparison of one batch of cases (leading axis = case)."""
+
+    case_classes: np.ndarray               # int8 per case: element class code, or -1 for type
+    element_classes: list[np.ndarray]      # per result: int8 per element
+    errors: list[np.ndarray | None]        # per result: ULP (or eps) error per element
+    impl_defined: dict[str, dict[str, int]]
+    type_message: str | None = None
+
+    def case_class_names(self) -> list[str]:
+        return ["type" if c < 0 else ELEMENT_CLASSES[c] for c in self.case_classes]
+
+    def diverging_cases(self) -> np.ndarray:
+        return np.nonzero(self.case_classes != PASS)[0]
+
+    def counts(self) -> dict[str, int]:
+        names, n = np.unique(self.case_class_names(), return_counts=True)
+        return {str(k): int(v) for k, v in zip(names, n)}
+
+
+def _float_classes(a: np.ndarray, e: np.ndarray, acc: Accuracy) -> tuple[np.ndarray, np.ndarray]:
+    """Classes and ULP errors for real floats of one type (a: actual, e: expected)."""
+    cls = np.zeros(e.shape, np.int8)
+    aw, ew = a.astype(np.float64), e.astype(np.float64)
+    a_nan, e_nan = np.isnan(aw), np.isnan(ew)
+    same_bits = a.view(element_type(a.dtype).bits_dtype) == e.view(element_type(e.dtype).bits_dtype)
+    if acc.kind == "bits":
+        cls[~same_bits] = VALUE
+        cls[~same_bits & a_nan & e_nan] = NAN
+        return cls, np.where(same_bits, 0.0, np.nan)
+    both_nan = a_nan & e_nan
+    one_nan = a_nan ^ e_nan
+    equal = (aw == ew) | both_nan
+    signed_zero = (aw == 0) & (ew == 0) & (np.signbit(aw) != np.signbit(ew))
+    err = np.abs(ordinal(a) - ordinal(e)).astype(np.float64)
+    err = np.where(both_nan | (equal & ~signed_zero), 0.0, err)
+    err = np.where(one_nan, np.inf, err)
+    if acc.kind == "ulp":
+        inf_mismatch = (np.isinf(aw) | np.isinf(ew)) & (aw != ew) & ~one_nan
+        cls[(err > acc.bound) & ~one_nan] = ACCURACY
+        cls[inf_mismatch] = VALUE
+        err = np.where(inf_mismatch, np.inf, err)
+    else:  # exact
+        cls[~equal & ~one_nan] = VALUE
+    cls[signed_zero] = SIGNED_ZERO
+    cls[one_nan] = NAN
+    return cls, err
+
+
+def _complex_classes(a: np.ndarray, e: np.ndarray, acc: Accuracy) -> tuple[np.ndarray, np.ndarray]:
+    comp = element_type(e.dtype).component
+    parts = [(np.array(a.real, order="C").astype(comp.dtype),
+              np.array(e.real, order="C").astype(comp.dtype)),
+             (np.array(a.imag, order="C").astype(comp.dtype),
+              np.array(e.imag, order="C").astype(comp.dtype))]
+    a_nan = np.isnan(a.real) | np.isnan(a.imag)
+    e_nan = np.isnan(e.real) | np.isnan(e.imag)
+    if acc.kind in ("exact", "bits", "ulp"):
+        part_acc = acc
+        results = [_float_classes(x, y, part_acc) for x, y in parts]
+        cls = np.maximum(results[0][0], results[1][0])
+        err = np.maximum(results[0][1], results[1][1])
+    else:  # rel_eps: normwise relative error in units of eps
+        aw, ew = to_wide(a), to_wide(e)
+        finite = np.isfinite(ew) & np.isfinite(aw)
+        scale = np.maximum(np.abs(ew), float(ml_dtypes.finfo(comp.dtype).tiny))
+        with np.errstate(all="ignore"):
+            err = np.where(finite, np.abs(aw - ew) / scale / eps(comp), np.inf)
+        exact = (aw == ew)
+        err = np.where(exact, 0.0, err)
+        cls = np.where(err > acc.bound, ACCURACY, PASS).astype(np.int8)
+        cls[~finite & ~exact] = VALUE
+    both_nan = a_nan & e_nan
+    cls[both_nan] = PASS
+    err = np.where(both_nan, 0.0, err)
+    cls[a_nan ^ e_nan] = NAN
+    return cls, err
+
+
+def classify(actual: np.ndarray, expected: np.ndarray, acc: Accuracy
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-element classes (and float errors) of one result array."""
+    et = element_type(expected.dtype)
+    if et.is_float:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return _float_classes(np.array(actual, order="C"), np.array(expected, order="C"), acc)
+    if et.is_complex:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return _complex_classes(actual, expected, acc)
+    cls = np.where(to_wide(actual) == to_wide(expected), PASS, VALUE).astype(np.int8)
+    return cls, None
+
+
+def _reduce_to_cases(cls: np.ndarray) -> np.ndarray:
+    if cls.ndim == 0:
+        return cls.reshape(1)
+    if cls.size == 0:
+        return np.zeros(cls.shape[0], np.int8)
+    return cls.reshape(cls.shape[0], -1).max(axis=1)
+
+
+def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
+                  accuracy: Accuracy, impl_masks: dict[str, np.ndarray] | None = None,
+                  inputs: Sequence[np.ndarray] | None = None,
+                  reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
+                  ) -> BatchVerdict:
+    """Compare a batch (leading axis = case) of backend results with the oracle's.
+
+    ``reevaluate`` (the oracle on other inputs) lets the comparator tell a
+    subnormal flush from a wrong value: where the backend's result matches the
+    oracle on flushed inputs, or the flushed oracle result, the class is
+    ``subnormal_flush``.
+    """
+    batch = expected[0].shape[0] if expected and expected[0].ndim else 1
+    impl_masks = impl_masks or {}
+    if len(actual) != len(expected) or any(
+            type_of(np.asarray(a)) != type_of(e) for a, e in zip(actual, expected)):
+        got = ", ".join(str(type_of(np.asarray(a))) for a in actual)
+        want = ", ".join(str(type_of(e)) for e in expected)
+        return BatchVerdict(np.full(batch, -1, np.int8), [], [], {},
+                            f"results are ({got}); expected ({want})")
+    element_classes, errors = [], []
+    for a, e in zip(actual, expected):
+        cls, err = classify(np.asarray(a), e, accuracy)
+        element_classes.append(cls)
+        errors.append(err)
+    if reevaluate is not None and inputs is not None:
+        _detect_flush(element_classes, expected, actual, inputs, accuracy, reevaluate)
+    impl_stats: dict[str, dict[str, int]] = {}
+    if impl_masks:
+        combined = np.zeros(element_classes[0].shape, bool)
+        for rule, mask in impl_masks.items():
+            mask = np.broadcast_to(mask, element_classes[0].shape)
+            conventional = sum(int(np.count_nonzero(c[mask] == PASS)) for c in element_classes)
+            impl_stats[rule] = {"elements": int(np.count_nonzero(mask)) * len(element_classes),
+                                "conventional": conventional}
+            combined |= mask
+        for i, c in enumerate(element_classes):
+            c = c.copy()
+            c[combined] = PASS
+            element_classes[i] = c
+            if errors[i] is not None:
+                errors[i] = np.where(combined, np.nan, errors[i])
+    case_classes = np.zeros(batch, np.int8)
+    for c in element_classes:
+        case_classes = np.maximum(case_classes, _reduce_to_cases(c))
+    return BatchVerdict(case_classes, element_classes, errors, impl_stats)
+
+
+def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate) -> None:
+    failing = [c >= ACCURACY for c in classes]
+    if not any(f.any() for f in failing):
+        return
+    if not (any(is_subnormal(x).any() for x in inputs)
+            or any(is_subnormal(e).any() for e in expected)):
+        return
+    with np.errstate(all="ignore"):
+        flushed_in = reevaluate([flush_subnormals(x) for x in inputs])
+    candidates = [[flush_subnormals(e) for e in expected],
+                  [flush_subnormals(e) for e in flushed_in]]
+    for alt in candidates:
+        for i, (a, e) in enumerate(zip(actual, alt)):
+            cls, _ = classify(np.asarray(a), e, accuracy)
+            rescued = failing[i] & (cls == PASS)
+            classes[i][rescued] = SUBNORMAL_FLUSH
+
+
+def ulp_histogram(errors: Sequence[np.ndarray | None]) -> list[int]:
+    """Counts of element errors per ULP bucket (masked and non-float elements excluded)."""
+    hist = np.zeros(len(ULP_BUCKET_LABELS), np.int64)
+    for err in errors:
+        if err is None:
+            continue
+        e = err[~np.isnan(err)]
+        if e.size:
+            idx = np.searchsorted(np.array(ULP_BUCKETS, np.float64), e, side="left")
+            hist += np.bincount(idx, minlength=len(ULP_BUCKET_LABELS))[:len(ULP_BUCKET_LABELS)]
+    return hist.tolist()
+
+
+def max_error(errors: Sequence[np.ndarray | None]) -> float | None:
+    vals = [float(np.nanmax(e)) for e in errors
+            if e is not None and e.size and not np.all(np.isnan(e))]
+    return max(vals) if vals else None

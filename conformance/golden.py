@@ -1,0 +1,85 @@
+"""The spec's own examples as golden cases: built from the YAML, checked against any
+implementation (the oracle, a backend).
+
+An example is compared exactly (NaN equals NaN, +0 and -0 differ) unless it
+declares a tolerance, which examples whose printed results are rounded do
+(``cosine`` prints 0.0 for cos(pi/2)).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from conformance.case import Case, Signature
+from conformance.literals import from_literal, to_literal
+from conformance.numerics import to_wide
+from conformance.specs import OpSpec
+from conformance.types import element_type, tensor_type, type_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    spec: OpSpec
+    index: int
+    name: str
+    case: Case
+    expected: tuple[np.ndarray, ...]
+    rtol: float | None
+    atol: float | None
+    note: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.spec.name}:example:{self.index}"
+
+
+def examples(spec: OpSpec) -> list[Example]:
+    out = []
+    for i, ex in enumerate(spec.examples):
+        inputs = [from_literal(v["value"], v["type"]) for v in ex["inputs"].values()]
+        expected = tuple(from_literal(v["value"], v["type"]) for v in ex["expected"].values())
+        sig = Signature.make(spec.name, [type_of(x) for x in inputs],
+                             [tensor_type(v["type"]) for v in ex["expected"].values()],
+                             ex.get("attributes", {}))
+        tol = ex.get("tolerance", {})
+        out.append(Example(spec, i, ex.get("name", f"example {i + 1}"),
+                           Case(sig, tuple(inputs), case_id=f"{spec.name}:example:{i}"),
+                           expected, tol.get("rtol"), tol.get("atol"), ex.get("note")))
+    return out
+
+
+def _same(a: np.ndarray, e: np.ndarray, rtol: float | None, atol: float | None) -> np.ndarray:
+    et = element_type(e.dtype)
+    if not (et.is_float or et.is_complex):
+        return to_wide(a) == to_wide(e)
+    aw, ew = to_wide(a), to_wide(e)
+    parts = [(aw.real, ew.real), (aw.imag, ew.imag)] if et.is_complex else [(aw, ew)]
+    ok = np.ones(e.shape, bool)
+    for x, y in parts:
+        both_nan = np.isnan(x) & np.isnan(y)
+        if rtol is None and atol is None:
+            same = (x == y) & (np.signbit(x) == np.signbit(y))
+        else:
+            with np.errstate(invalid="ignore"):
+                close = np.abs(x - y) <= (atol or 0.0) + (rtol or 0.0) * np.abs(y)
+            same = close | ((x == y) & np.isinf(y))
+        ok &= both_nan | same
+    return ok
+
+
+def mismatch(example: Example, actual: Sequence[np.ndarray]) -> str | None:
+    """None if ``actual`` matches the example's expected results, else why not."""
+    if len(actual) != len(example.expected):
+        return f"{len(actual)} results, expected {len(example.expected)}"
+    for i, (a, e) in enumerate(zip(actual, example.expected)):
+        a = np.asarray(a)
+        if type_of(a) != type_of(e):
+            return f"result {i} is {type_of(a)}, expected {type_of(e)}"
+        ok = _same(a, e, example.rtol, example.atol)
+        if not ok.all():
+            return (f"result {i}: got {to_literal(a)}, expected {to_literal(e)}"
+                    + (f" (rtol={example.rtol}, atol={example.atol})"
+                       if example.rtol or example.atol else ""))
+    return None

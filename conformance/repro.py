@@ -1,0 +1,121 @@
+"""Reproducers: every saved divergence is a folder with ``case.json`` and ``repro.py``.
+
+``case.json`` holds the signature, the exact input bits, the oracle's and the
+backend's results, the class and the backend's name. ``repro.py`` re-runs the
+case on the backend (or another one given on its command line), compares with the
+oracle exactly as the run did, prints both, and exits 1 while the divergence is
+there and 0 once it is fixed. It needs only this package installed: no network.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance import oracles
+from conformance.case import Case, Signature
+from conformance.compare import ELEMENT_CLASSES, compare_batch
+from conformance.literals import decode, encode, to_literal
+from conformance.specs import load_spec
+
+SCRIPT = '''"""Reproducer: {op} on {backend}: {cls} divergence.
+
+{signature}
+
+Run:  python repro.py [BACKEND]     (BACKEND: jax, numpy, module:Class, ...; default {backend})
+Exit: 1 while the backend diverges from the StableHLO oracle, 0 when it agrees.
+"""
+import sys
+from pathlib import Path
+
+from conformance.repro import main
+
+sys.exit(main(Path(__file__).with_name("case.json"), *sys.argv[1:]))
+'''
+
+
+def case_record(case: Case) -> dict[str, Any]:
+    return {"signature": case.signature.to_json(), "inputs": [encode(x) for x in case.inputs],
+            "case_id": case.case_id}
+
+
+def case_from_record(rec: dict[str, Any]) -> Case:
+    return Case(Signature.from_json(rec["signature"]), tuple(decode(x) for x in rec["inputs"]),
+                rec.get("case_id"))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80]
+
+
+def save(folder: Path, backend: str, case: Case, cls: str, expected: Sequence[np.ndarray],
+         actual: Sequence[np.ndarray] | None, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``case.json`` and ``repro.py`` into ``folder``; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"backend": backend, "class": cls, **case_record(case),
+              "expected": [encode(x) for x in expected],
+              "actual": [encode(np.asarray(x)) for x in actual] if actual is not None else None,
+              **(extra or {})}
+    (folder / "case.json").write_text(json.dumps(record, indent=1))
+    (folder / "repro.py").write_text(SCRIPT.format(op=case.op, backend=backend, cls=cls,
+                                                   signature=case.signature.key()))
+    return folder
+
+
+def folder_name(backend: str, op: str, key: str, cls: str, n: int) -> str:
+    return f"{_slug(backend)}/{_slug(op)}/{_slug(key)}-{cls}-{n}"
+
+
+def check_case(backend, case: Case) -> tuple[str, list[np.ndarray], list[np.ndarray] | None, str]:
+    """Run one case on a backend and compare it with the oracle, as the runner does.
+
+    Returns (class, expected, actual, message); class is ``pass`` when they agree.
+    """
+    from conformance.backends import Unsupported
+    spec = load_spec(case.op)
+    sig = case.signature
+    stacked = [x[None] for x in case.inputs]
+    expected = list(oracles.evaluate_batch(sig, stacked, spec))
+    try:
+        actual = [np.asarray(a)[None] for a in backend.run(case)]
+    except Unsupported as e:
+        return "unsupported", [e[0] for e in expected], None, str(e)
+    except Exception as e:  # noqa: BLE001 - the backend's own failure is the finding
+        return "backend_error", [e[0] for e in expected], None, f"{type(e).__name__}: {e}"
+    masks = oracles.implementation_defined(sig, stacked, spec, expected)
+    verdict = compare_batch(expected, actual, spec.accuracy(sig.input_types[0].element_type),
+                            masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))
+    cls = verdict.case_class_names()[0]
+    return cls, [e[0] for e in expected], [a[0] for a in actual], verdict.type_message or ""
+
+
+def main(case_json: "str | Path", backend_name: str | None = None) -> int:
+    from conformance.backends import BackendLoadError, get_backend
+    rec = json.loads(Path(case_json).read_text())
+    case = case_from_record(rec)
+    name = backend_name or rec["backend"]
+    try:
+        backend = get_backend(name)
+    except BackendLoadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    cls, expected, actual, message = check_case(backend, case)
+    print(f"case:     {case.signature.key()}")
+    for i, x in enumerate(case.inputs):
+        print(f"input {i}:  {to_literal(x)}")
+    for i, e in enumerate(expected):
+        print(f"oracle {i}: {to_literal(e)}")
+    if actual is not None:
+        for i, a in enumerate(actual):
+            print(f"{name} {i}: {to_literal(a)}")
+    print(f"verdict:  {cls}{(' - ' + message) if message else ''}")
+    return 0 if cls in ("pass",) else 1
+
+
+def is_divergence(cls: str) -> bool:
+    return cls not in ("pass", "unsupported", "rejected") and cls in ELEMENT_CLASSES + [
+        "type", "backend_error"]

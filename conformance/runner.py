@@ -1,0 +1,419 @@
+"""The differential runner: generate, run on every backend, compare with the oracle,
+stream results, minimise and save every divergence.
+
+Work is grouped in *units*, one per op. For each of the op's type bindings (its
+matrix columns) the runner draws signatures with hypothesis (seeded: the same
+command gives the same cases), compiles each signature once per backend, and runs
+several batches of vectorised value cases through it. Then every rule of the spec
+is broken on purpose (invalid signatures the backends must reject), and the spec's
+examples are run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+
+from conformance import golden, oracles
+from conformance.backends import Backend, Unsupported
+from conformance.case import Case, Signature
+from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, compare_batch, max_error,
+                                 ulp_histogram)
+from conformance.generators import (batch_inputs, breakable, candidates, canonical,
+                                    signatures, unbreakable)
+from conformance.generators.signatures import SHAPE_PROFILES
+from conformance.minimize import element_mask, minimize
+from conformance.repro import case_record, folder_name, save
+from conformance.results import ResultsWriter, finite_or_none
+from conformance.specs import OpSpec, binding_key, load_spec, op_names
+from conformance.types import element_type
+
+
+@dataclasses.dataclass(frozen=True)
+class Depth:
+    """How hard a run looks."""
+
+    signatures: int            # signatures per type binding
+    batches: int               # value batches per signature
+    batch_size: int            # value cases per batch
+    invalid_per_rule: int      # invalid signatures per rule of the spec
+    shape_profile: str
+    max_signatures_per_op: int  # ops with many bindings (convert) get fewer per binding
+
+
+DEPTHS = {
+    "quick": Depth(2, 1, 32, 1, "quick", 60),
+    "default": Depth(4, 3, 64, 1, "default", 160),
+    "deep": Depth(16, 8, 256, 3, "deep", 1200),
+}
+
+
+@dataclasses.dataclass
+class RunConfig:
+    backends: Sequence[str] = ("jax",)
+    ops: Sequence[str] | None = None
+    families: Sequence[str] | None = None
+    element_types: Sequence[str] | None = None
+    depth: str = "default"
+    seed: int = 0
+    out: Path = Path("conformance-report")
+    max_repros: int = 2          # saved reproducers per (backend, op, binding, class)
+    invalid: bool = True
+    examples: bool = True
+    progress: bool = True
+
+
+def select_ops(config: RunConfig) -> list[OpSpec]:
+    names = list(config.ops) if config.ops else op_names()
+    specs = [load_spec(n) for n in names]
+    if config.families:
+        specs = [s for s in specs if s.family in set(config.families)]
+    return specs
+
+
+def select_bindings(spec: OpSpec, element_types: Sequence[str] | None) -> list[dict[str, str]]:
+    bindings = spec.type_bindings()
+    if element_types:
+        wanted = {element_type(t).name for t in element_types}
+        bindings = [b for b in bindings if wanted & set(b.values())]
+    return bindings
+
+
+def stable_hash(*parts: Any) -> int:
+    return zlib.crc32("\x1f".join(map(str, parts)).encode())
+
+
+def _collect(strategy, n: int, seed: int) -> list:
+    """The first ``n`` examples hypothesis generates from ``strategy`` for ``seed``.
+
+    Deterministic for a seed: no example database, generation phase only.
+    """
+    out: list = []
+
+    @hseed(seed)
+    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck), derandomize=False)
+    @given(strategy)
+    def gather(x):
+        out.append(x)
+
+    gather()
+    return out[:n]
+
+
+def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
+                    profile: str) -> list[Signature]:
+    sigs = _collect(signatures(spec, binding, profile), n,
+                    stable_hash(seed, spec.name, binding_key(binding)))
+    unique: list[Signature] = []
+    for s in sigs:
+        if s not in unique:
+            unique.append(s)
+    return unique
+
+
+def plan_invalid(spec: OpSpec, rule: str, n: int, seed: int,
+                 valid: Sequence[Signature]) -> list[Signature]:
+    """``n`` signatures breaking ``rule`` alone, each a single change of a valid one.
+
+    Deterministic: the valid signatures are the unit's own plan plus canonical
+    small ones; the changes are picked with a seeded generator.
+    """
+    bindings = spec.type_bindings()
+    step = max(1, len(bindings) // 6)
+    pool = list(valid) + [canonical(spec, b) for b in bindings[::step]]
+    rng = np.random.default_rng([seed, stable_hash(spec.name, "invalid", rule)])
+    out: list[Signature] = []
+    for i in rng.permutation(len(pool)):
+        found = candidates(spec, pool[i], rule)
+        if found:
+            out.append(found[int(rng.integers(len(found)))])
+            if len(out) == n:
+                break
+    return out
+
+
+@dataclasses.dataclass
+class CellStats:
+    """Totals for one (backend, op, binding) cell, kept for the run summary."""
+
+    cases: dict[str, int] = dataclasses.field(default_factory=lambda: defaultdict(int))
+    repros: dict[str, int] = dataclasses.field(default_factory=lambda: defaultdict(int))
+
+
+class Runner:
+    def __init__(self, config: RunConfig, backends: Sequence[Backend], writer: ResultsWriter,
+                 on_progress: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.depth = DEPTHS[config.depth]
+        self.backends = list(backends)
+        self.writer = writer
+        self.cells: dict[tuple[str, str, str], CellStats] = defaultdict(CellStats)
+        self.on_progress = on_progress or (lambda _: None)
+        self.repro_dir = Path(config.out) / "repros"
+
+    # -- top level -------------------------------------------------------------------
+    def header(self) -> dict[str, Any]:
+        return {"kind": "run", "seed": self.config.seed, "depth": self.config.depth,
+                "backends": [b.describe() for b in self.backends],
+                "ops": self.config.ops, "families": self.config.families,
+                "element_types": self.config.element_types, "started": time.time()}
+
+    def run_unit(self, spec: OpSpec) -> None:
+        """Everything for one op: valid cases per binding, invalid cases, examples."""
+        bindings = select_bindings(spec, self.config.element_types)
+        planned: list[Signature] = []
+        per_binding = max(1, min(self.depth.signatures,
+                                 self.depth.max_signatures_per_op // max(1, len(bindings))))
+        for binding in bindings:
+            key = binding_key(binding)
+            self.on_progress(f"{spec.name} {key}")
+            try:
+                plan = plan_signatures(spec, binding, per_binding, self.config.seed,
+                                       self.depth.shape_profile)
+            except Exception as e:  # noqa: BLE001 - a generator bug must not stop the run
+                self._internal_error(spec.name, key, "generating signatures", e)
+                continue
+            planned += plan
+            for i, sig in enumerate(plan):
+                self.run_signature(spec, key, i, sig)
+        if self.config.invalid:
+            self.run_invalid(spec, planned)
+        if self.config.examples:
+            self.run_examples(spec)
+        self.writer.write({"kind": "unit_done", "op": spec.name})
+
+    # -- valid signatures --------------------------------------------------------------
+    def _executables(self, sig: Signature, record_base: dict) -> dict[str, Any]:
+        exes = {}
+        for b in self.backends:
+            try:
+                exes[b.name] = b.batch_executable(sig)
+            except Unsupported as e:
+                self.writer.write({**record_base, "backend": b.name, "outcome": "unsupported",
+                                   "reason": str(e), "cases": 0, "counts": {}})
+            except Exception as e:  # noqa: BLE001 - the backend's failure is a finding
+                self.writer.write({**record_base, "backend": b.name, "outcome": "backend_error",
+                                   "reason": _one_line(e), "cases": 0, "counts": {}})
+                self.cells[(b.name, sig.op, record_base["type_key"])].cases["backend_error"] += 1
+        return exes
+
+    def run_signature(self, spec: OpSpec, key: str, index: int, sig: Signature) -> None:
+        base = {"kind": "signature", "op": spec.name, "family": spec.family, "type_key": key,
+                "signature": sig.key(), "index": index}
+        exes = self._executables(sig, base)
+        if not exes:
+            return
+        accuracy = spec.accuracy(sig.input_types[0].element_type)
+        totals = {name: _Totals() for name in exes}
+        for batch in range(self.depth.batches):
+            rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, key), index,
+                                         batch])
+            stacked = batch_inputs(sig, rng, self.depth.batch_size, spec)
+            try:
+                expected = oracles.evaluate_batch(sig, stacked, spec)
+                masks = oracles.implementation_defined(sig, stacked, spec, expected)
+            except Exception as e:  # noqa: BLE001
+                self._internal_error(spec.name, key, f"oracle on {sig.key()}", e)
+                return
+            for name, exe in list(exes.items()):
+                t = totals[name]
+                try:
+                    actual = exe(stacked)
+                except Exception as e:  # noqa: BLE001
+                    t.error = _one_line(e)
+                    t.counts["backend_error"] += self.depth.batch_size
+                    del exes[name]
+                    continue
+                verdict = compare_batch(expected, actual, accuracy, masks, stacked,
+                                        lambda xs: oracles.evaluate_batch(sig, xs, spec))
+                t.add(verdict)
+                if (verdict.case_classes != PASS).any():
+                    self._record_divergences(spec, key, index, sig, name, batch, stacked,
+                                             expected, actual, verdict)
+        for name, t in totals.items():
+            self.writer.write({**base, "backend": name, **t.record()})
+            cell = self.cells[(name, spec.name, key)]
+            for cls, n in t.counts.items():
+                cell.cases[cls] += n
+
+    def _backend(self, name: str) -> Backend:
+        return next(b for b in self.backends if b.name == name)
+
+    def _record_divergences(self, spec, key, index, sig, backend_name, batch, stacked,
+                            expected, actual, verdict: BatchVerdict) -> None:
+        cell = self.cells[(backend_name, spec.name, key)]
+        names = verdict.case_class_names()
+        seen_here: set[str] = set()
+        for c in verdict.diverging_cases():
+            cls = names[c]
+            if cls in seen_here or cell.repros[cls] >= self.config.max_repros:
+                continue
+            seen_here.add(cls)
+            cell.repros[cls] += 1
+            case_id = f"{self.config.seed}:{self.config.depth}:{spec.name}:{key}:{index}:{batch}:{c}"
+            case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked), case_id)
+            backend = self._backend(backend_name)
+            if verdict.type_message:
+                small, small_cls = case, "type"
+            else:
+                mask = element_mask(verdict.element_classes, c)
+                small, small_cls = minimize(spec, case, mask,
+                                            lambda k: _check(backend, spec, k))
+            exp_small, act_small = _results(backend, spec, small)
+            folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
+                                                  cell.repros[cls])
+            save(folder, backend_name, small, small_cls or cls, exp_small, act_small,
+                 {"original_case_id": case_id})
+            self.writer.write({
+                "kind": "divergence", "backend": backend_name, "op": spec.name,
+                "family": spec.family, "type_key": key, "class": cls,
+                "minimised_class": small_cls, "case_id": case_id,
+                "signature": sig.key(), "minimised_signature": small.signature.key(),
+                "reproduces_alone": small_cls is not None,
+                "case": case_record(small),
+                "expected": [_enc(x) for x in exp_small],
+                "actual": [_enc(x) for x in act_small] if act_small is not None else None,
+                "message": verdict.type_message,
+                "repro": str(folder.relative_to(Path(self.config.out))),
+                "batch_count": int(sum(1 for n in names if n == cls))})
+
+    # -- invalid signatures --------------------------------------------------------------
+    def run_invalid(self, spec: OpSpec, valid: Sequence[Signature]) -> None:
+        for rule, reason in unbreakable(spec.name).items():
+            for b in self.backends:
+                self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
+                                   "backend": b.name, "rule": rule, "outcome": "not_generated",
+                                   "reason": reason})
+        for rule in breakable(spec):
+            self.on_progress(f"{spec.name} !{rule}")
+            plan = plan_invalid(spec, rule, self.depth.invalid_per_rule, self.config.seed, valid)
+            if not plan:
+                for b in self.backends:
+                    self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
+                                       "backend": b.name, "rule": rule,
+                                       "outcome": "not_generated",
+                                       "reason": "no change of this run's signatures breaks it "
+                                                 "alone"})
+                continue
+            for i, sig in enumerate(plan):
+                rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, rule), i])
+                inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
+                for b in self.backends:
+                    outcome, reason = _run_invalid(b, Case(sig, inputs))
+                    self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
+                                       "backend": b.name, "rule": rule,
+                                       "signature": sig.key(), "outcome": outcome,
+                                       "reason": reason})
+
+    # -- spec examples -------------------------------------------------------------------
+    def run_examples(self, spec: OpSpec) -> None:
+        for ex in golden.examples(spec):
+            for b in self.backends:
+                try:
+                    actual = b.run(ex.case)
+                    problem = golden.mismatch(ex, [np.asarray(a) for a in actual])
+                    outcome = "pass" if problem is None else "fail"
+                except Unsupported as e:
+                    outcome, problem = "unsupported", str(e)
+                except Exception as e:  # noqa: BLE001
+                    outcome, problem = "backend_error", _one_line(e)
+                self.writer.write({"kind": "example", "op": spec.name, "backend": b.name,
+                                   "example": ex.name, "index": ex.index, "outcome": outcome,
+                                   "message": problem, "signature": ex.case.signature.key()})
+
+    def _internal_error(self, op: str, key: str, what: str, e: Exception) -> None:
+        self.writer.write({"kind": "internal_error", "op": op, "type_key": key, "what": what,
+                           "error": _one_line(e),
+                           "traceback": traceback.format_exc(limit=6)})
+
+
+class _Totals:
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = defaultdict(int)
+        self.hist = None
+        self.max_err: float | None = None
+        self.impl: dict[str, dict[str, int]] = {}
+        self.error: str | None = None
+        self.type_message: str | None = None
+
+    def add(self, v: BatchVerdict) -> None:
+        for cls, n in v.counts().items():
+            self.counts[cls] += n
+        h = ulp_histogram(v.errors)
+        self.hist = h if self.hist is None else [a + b for a, b in zip(self.hist, h)]
+        m = max_error(v.errors)
+        if m is not None:
+            self.max_err = m if self.max_err is None else max(self.max_err, m)
+        for rule, st in v.impl_defined.items():
+            d = self.impl.setdefault(rule, {"elements": 0, "conventional": 0})
+            d["elements"] += st["elements"]
+            d["conventional"] += st["conventional"]
+        self.type_message = self.type_message or v.type_message
+
+    def record(self) -> dict[str, Any]:
+        cases = sum(self.counts.values())
+        diverging = {k: v for k, v in self.counts.items() if k != "pass"}
+        outcome = "pass"
+        if self.error:
+            outcome = "backend_error"
+        elif diverging:
+            from conformance.compare import worst
+            outcome = worst(list(diverging))
+        return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
+                "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
+                "impl_defined": self.impl, "reason": self.error or self.type_message}
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
+
+
+def _enc(x):
+    from conformance.literals import encode
+    return encode(np.asarray(x))
+
+
+def _check(backend: Backend, spec: OpSpec, case: Case) -> str | None:
+    from conformance.repro import check_case
+    cls, _, _, _ = check_case(backend, case)
+    return None if cls in ("pass", "unsupported") else cls
+
+
+def _results(backend: Backend, spec: OpSpec, case: Case):
+    from conformance.repro import check_case
+    _, expected, actual, _ = check_case(backend, case)
+    return expected, actual
+
+
+def _run_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
+    try:
+        backend.run(case)
+    except Unsupported as e:
+        return "unsupported", str(e)
+    except Exception as e:  # noqa: BLE001 - rejecting the program is the right answer
+        return "rejected", _one_line(e)
+    return "accepted_invalid", "the backend ran a program that breaks this rule"
+
+
+def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
+        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run everything the config selects; stream results to ``results_path``."""
+    started = time.time()
+    specs = select_ops(config)
+    with ResultsWriter(results_path) as writer:
+        runner = Runner(config, backends, writer, progress)
+        writer.write(runner.header())
+        for spec in specs:
+            runner.run_unit(spec)
+        writer.write({"kind": "end", "elapsed": time.time() - started,
+                      "ops": [s.name for s in specs]})
+    return {"elapsed": time.time() - started, "cells": runner.cells}

@@ -1,0 +1,176 @@
+"""Invalid signatures: a valid one changed so that exactly one rule of the spec fails.
+
+For a target rule (a labelled constraint ``C2``, or a type-table row ``I1``), we
+take a valid signature and enumerate every single change of it — another element
+type for one tensor, another shape for one tensor, another value for one
+attribute, or the signature rebuilt with one type variable bound outside its
+domain — and keep the changes whose violations are exactly the target. Which
+rules break is measured with the same checker that measures validity.
+
+Breaking an input's type-table row may also break the other type-table rows that
+the spec ties to it through a type variable (``and`` of ``f32`` breaks the rows of
+``lhs``, ``rhs`` and ``result`` at once); that collateral is allowed, since no
+program can break one of them alone. Rules no single change can break alone (a table that allows every type)
+are reported by :func:`unbreakable` with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Iterator
+
+from hypothesis import reject, strategies as st
+
+from conformance.case import Signature
+from conformance.specs import OpSpec, load_spec
+from conformance.specs import expressions as ex
+from conformance.specs.validity import checks, violations
+from conformance.types import ALL_ELEMENT_TYPES, TensorType, element_type
+
+from .signatures import SHAPE_PROFILES, ShapeProfile, binding_of, canonical, signatures
+
+
+def _retype(sig: Signature, which: str, i: int, t: TensorType) -> Signature:
+    field = "input_types" if which == "in" else "result_types"
+    types = list(getattr(sig, field))
+    types[i] = t
+    return dataclasses.replace(sig, **{field: tuple(types)})
+
+
+def _shape_mutations(shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    yield shape + (2,)
+    if shape:
+        yield shape[:-1]
+        yield shape[:-1] + (shape[-1] + 1,)
+        yield (shape[0] + 1,) + shape[1:]
+    else:
+        yield (3,)
+
+
+def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
+    """Every single-step change of ``sig`` (types, shapes, attributes), in a fixed order."""
+    for which, types in (("in", sig.input_types), ("out", sig.result_types)):
+        for i, t in enumerate(types):
+            for et in ALL_ELEMENT_TYPES:
+                if et != t.element_type:
+                    yield _retype(sig, which, i, TensorType(t.shape, et))
+            for shape in _shape_mutations(t.shape):
+                yield _retype(sig, which, i, TensorType(shape, t.element_type))
+    attrs = sig.attributes
+    for a in spec.attributes:
+        current = attrs.get(a.name)
+        if a.kind == "enum":
+            alternatives = [v for v in a.values if v != current]
+        elif a.kind == "boolean":
+            alternatives = [not current]
+        else:
+            alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
+        for v in alternatives:
+            yield Signature.make(sig.op, sig.input_types, sig.result_types, {**attrs, a.name: v})
+
+
+def _shape_env(spec: OpSpec, sig: Signature) -> dict[str, list[int]] | None:
+    """The shape variables of a signature, read off tensors whose shape is just ``S``."""
+    env: dict[str, list[int]] = {}
+    for t, tt in list(zip(spec.inputs, sig.input_types)) + list(zip(spec.outputs,
+                                                                      sig.result_types)):
+        if len(t.shape) == 1 and t.shape[0] in spec.shape_variables:
+            env.setdefault(t.shape[0], list(tt.shape))
+    return env if set(env) == set(spec.shape_variables) else None
+
+
+def rebound(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
+    """``sig`` rebuilt with one type variable bound to each type outside its domain."""
+    shapes = _shape_env(spec, sig)
+    binding = binding_of(spec, sig)
+    if shapes is None or set(binding) != set(spec.type_variables):
+        return
+    old_env = {**binding, **shapes}
+    for name, (domain, _) in spec.type_variables.items():
+        for et in ALL_ELEMENT_TYPES:
+            if et in domain:
+                continue
+            env = {**old_env, name: et.name}
+            try:
+                def retyped(specs, types):
+                    out = []
+                    for t, tt in zip(specs, types):
+                        alternatives = [s for s in t.shape
+                                        if list(ex.evaluate(s, old_env)) == list(tt.shape)]
+                        shape = ex.evaluate(alternatives[0] if alternatives else t.shape[0], env)
+                        out.append(TensorType(tuple(shape),
+                                              element_type(ex.evaluate(t.element_type, env))))
+                    return out
+                yield Signature.make(sig.op, retyped(spec.inputs, sig.input_types),
+                                     retyped(spec.outputs, sig.result_types), sig.attributes)
+            except (ex.ExpressionError, ValueError):
+                continue
+
+
+def _allowed_collateral(spec: OpSpec, target: str) -> set[str]:
+    kinds = {c.id: c.kind for c in checks(spec)}
+    if kinds.get(target) == "input_type":
+        return {c.id for c in checks(spec) if c.kind in ("input_type", "output_type")}
+    return set()
+
+
+def breaks_only(spec: OpSpec, sig: Signature, target: str) -> bool:
+    broken = violations(sig, spec)
+    return target in broken and set(broken) - {target} <= _allowed_collateral(spec, target)
+
+
+def candidates(spec: OpSpec, valid: Signature, target: str) -> list[Signature]:
+    """Every single change of ``valid`` that breaks ``target`` and nothing else."""
+    out = [m for m in mutations(spec, valid) if breaks_only(spec, m, target)]
+    out += [m for m in rebound(spec, valid) if breaks_only(spec, m, target)]
+    return [dataclasses.replace(m, invalid=target) for m in out]
+
+
+@functools.lru_cache(maxsize=None)
+def unbreakable(op: str) -> dict[str, str]:
+    """Rules of ``op`` that no single change breaks alone, with the reason."""
+    spec = load_spec(op)
+    out: dict[str, str] = {c.id: c.unbreakable for c in spec.constraints if c.unbreakable}
+    bindings = spec.type_bindings()
+    step = max(1, len(bindings) // 6)
+    samples = [canonical(spec, b, shape) for b in bindings[::step] for shape in ((2,), ())]
+    for c in checks(spec):
+        if c.id in out:
+            continue
+        if c.kind in ("input_type", "output_type"):
+            tensors = spec.inputs if c.kind == "input_type" else spec.outputs
+            index = int(c.id[1:]) - 1 if c.id[1:].isdigit() else 0
+            if index < len(tensors) and len(tensors[index].types) == len(ALL_ELEMENT_TYPES):
+                out[c.id] = "the type table allows every element type"
+                continue
+        if not any(candidates(spec, s, c.id) for s in samples):
+            out[c.id] = ("no single change of a type, shape or attribute breaks it without "
+                         "breaking another rule")
+    return out
+
+
+def breakable(spec: OpSpec) -> list[str]:
+    """The rules of ``spec`` that the invalid-case generator breaks one at a time."""
+    skip = unbreakable(spec.name)
+    return [c.id for c in checks(spec) if c.id not in skip]
+
+
+def invalid_signatures(op: "str | OpSpec", target: str,
+                       profile: "ShapeProfile | str" = "default") -> st.SearchStrategy[Signature]:
+    """Signatures of ``op`` that break rule ``target`` (and no other rule)."""
+    spec = load_spec(op) if isinstance(op, str) else op
+    rules = {c.id for c in checks(spec)}
+    if target not in rules:
+        raise KeyError(f"{spec.name} has no rule {target!r}; it has {', '.join(sorted(rules))}")
+    if target in unbreakable(spec.name):
+        raise ValueError(f"{spec.name} {target}: {unbreakable(spec.name)[target]}")
+
+    @st.composite
+    def strategy(draw):
+        valid = draw(signatures(spec, None, profile))
+        found = candidates(spec, valid, target)
+        if not found:
+            reject()
+        return draw(st.sampled_from(found))
+
+    return strategy()

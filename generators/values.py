@@ -1,0 +1,192 @@
+"""Input values, drawn vectorised with numpy: special values mixed with ordinary ones.
+
+Hypothesis chooses structure (signatures, seeds); numpy fills the arrays, a whole
+batch of cases at a time. Every element independently comes from one of a few
+sources: the type's special values (±0, ±inf, NaN, subnormals, min/max finite,
+integer extremes), random bit patterns, moderate values, log-uniform magnitudes.
+Op-specific distributions (shift amounts, exponents, small multiplicands) are
+named in the spec YAML (``values:`` on an input) and defined here.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from conformance.case import Signature
+from conformance.literals import from_bit_patterns
+from conformance.numerics import round_to
+from conformance.specs import OpSpec, load_spec
+from conformance.types import ElementType, TensorType, element_type
+
+SPECIAL_SHARE = 0.25
+
+
+@functools.lru_cache(maxsize=None)
+def special_values(et: ElementType) -> np.ndarray:
+    """The values of ``et`` that most often expose bugs, as a 1-D array of ``et``."""
+    if et.is_boolean:
+        return np.array([False, True])
+    if et.is_integer:
+        lo, hi = et.int_min, et.int_max
+        vals = {0, 1, lo, hi, lo + 1, hi - 1, 2, et.bits - 1, et.bits, 1 << (et.bits // 2)}
+        if et.is_signed:
+            vals |= {-1, -2, -(et.bits - 1)}
+        vals = sorted(v for v in vals if lo <= v <= hi)
+        return np.array(vals, dtype=object).astype(
+            np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype)
+    if et.is_complex:
+        comp = special_values(et.component)
+        re, im = np.meshgrid(comp, comp)
+        out = np.empty(re.size, et.dtype)
+        out.real, out.imag = re.reshape(-1), im.reshape(-1)
+        return out
+    fi = ml_dtypes.finfo(et.dtype)
+    tiny, big = float(fi.smallest_normal), float(fi.max)
+    sub = float(fi.smallest_subnormal)
+    base = [0.0, 1.0, 0.5, 2.0, 3.0, sub, tiny - sub, tiny, big, 1.0 + float(fi.eps),
+            1.0 - float(fi.epsneg), np.pi, np.log(big), 0.49999999999999994, 1.5, 2.5]
+    vals = base + [-v for v in base] + [np.inf, -np.inf, np.nan, -np.nan]
+    out = round_to(np.array(vals, np.float64), et)
+    # A quiet NaN with a payload, and (where the format has room) a signalling NaN.
+    if et.bits >= 16:
+        exp_mask = (1 << (et.bits - 1)) - (1 << (fi.nmant))
+        payloads = [exp_mask | 1, exp_mask | (1 << (fi.nmant - 1)) | 5]
+        out = np.concatenate([out, from_bit_patterns(np.array(payloads, np.uint64), et)])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Sources: each fills n elements of a type.
+# ---------------------------------------------------------------------------
+
+def _random_bits(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+    if et.is_boolean:
+        return rng.integers(0, 2, n).astype(bool)
+    if et.is_complex:
+        out = np.empty(n, et.dtype)
+        out.real = _random_bits(et.component, n, rng)
+        out.imag = _random_bits(et.component, n, rng)
+        return out
+    bits = rng.integers(0, 1 << min(et.bits, 63), n, dtype=np.uint64, endpoint=False)
+    if et.bits == 64:
+        bits |= rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
+    return from_bit_patterns(bits, et)
+
+
+def _small(et: ElementType, n: int, rng: np.random.Generator, limit: int = 16) -> np.ndarray:
+    if et.is_boolean:
+        return rng.integers(0, 2, n).astype(bool)
+    if et.is_integer:
+        lo, hi = max(et.int_min, -limit), min(et.int_max, limit)
+        return rng.integers(lo, hi, n, endpoint=True).astype(et.dtype)
+    if et.is_complex:
+        out = np.empty(n, et.dtype)
+        out.real = _small(et.component, n, rng, limit)
+        out.imag = _small(et.component, n, rng, limit)
+        return out
+    return round_to(rng.uniform(-8.0, 8.0, n), et)
+
+
+def _log_uniform(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Finite floats of every magnitude the type has, random sign."""
+    if not et.is_float:
+        return _random_bits(et, n, rng)
+    fi = ml_dtypes.finfo(et.dtype)
+    lo = np.log2(float(fi.smallest_subnormal))
+    hi = np.log2(float(fi.max))
+    mag = np.exp2(rng.uniform(lo, hi, n))
+    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    return round_to(np.minimum(mag, float(fi.max)) * sign, et)
+
+
+def _specials(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+    pool = special_values(et)
+    return pool[rng.integers(0, len(pool), n)]
+
+
+def _ints_in(lo: int, hi: int) -> Callable:
+    def source(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+        a, b = max(et.int_min, lo), min(et.int_max, hi)
+        return rng.integers(a, b, n, endpoint=True).astype(et.dtype)
+    return source
+
+
+Source = Callable[[ElementType, int, np.random.Generator], np.ndarray]
+
+
+def _default_sources(et: ElementType) -> list[tuple[float, Source]]:
+    if et.is_float or et.is_complex:
+        return [(SPECIAL_SHARE, _specials), (0.30, _small), (0.25, _random_bits),
+                (0.20, _log_uniform)]
+    return [(SPECIAL_SHARE, _specials), (0.40, _small), (0.35, _random_bits)]
+
+
+def _shift_amount(et: ElementType) -> list[tuple[float, Source]]:
+    if not et.is_integer:
+        return _default_sources(et)
+    return [(0.6, _ints_in(0, et.bits - 1)), (0.15, _ints_in(et.bits, et.bits + 2)),
+            (0.25, _random_bits)]
+
+
+def _exponent(et: ElementType) -> list[tuple[float, Source]]:
+    if et.is_integer:
+        return [(0.6, _ints_in(-2, et.bits + 1)), (0.15, _specials), (0.25, _random_bits)]
+    return [(0.35, lambda e, n, r: _small(e, n, r, 4)), *_default_sources(et)]
+
+
+def _multiplicand(et: ElementType) -> list[tuple[float, Source]]:
+    if not et.is_integer:
+        return _default_sources(et)
+    half = 1 << max(1, et.bits // 2 - 1)
+    return [(0.5, _ints_in(-half, half)), *_default_sources(et)]
+
+
+DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = {
+    "default": _default_sources,
+    "shift_amount": _shift_amount,
+    "exponent": _exponent,
+    "multiplicand": _multiplicand,
+}
+
+
+def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Generator,
+               distribution: str = "default") -> np.ndarray:
+    """An array of ``shape`` whose elements mix the distribution's sources."""
+    et = element_type(et)
+    try:
+        sources = DISTRIBUTIONS[distribution](et)
+    except KeyError:
+        raise ValueError(f"unknown value distribution {distribution!r}; known: "
+                         f"{', '.join(DISTRIBUTIONS)}") from None
+    n = int(np.prod(shape, dtype=np.int64))
+    weights = np.array([w for w, _ in sources], np.float64)
+    which = rng.choice(len(sources), size=n, p=weights / weights.sum())
+    out = np.empty(n, et.dtype)
+    for i, (_, source) in enumerate(sources):
+        idx = np.nonzero(which == i)[0]
+        if idx.size:
+            out[idx] = source(et, idx.size, rng)
+    return out.reshape(tuple(shape))
+
+
+def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
+                 spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
+    """Values for ``batch`` cases of ``sig``: one array per input, shape [batch] + input shape."""
+    spec = spec or load_spec(sig.op)
+    dists = [t.values or "default" for t in spec.inputs]
+    dists += ["default"] * (len(sig.input_types) - len(dists))
+    return tuple(draw_array(t.element_type, (batch, *t.shape), rng, d)
+                 for t, d in zip(sig.input_types, dists))
+
+
+def case_inputs(sig: Signature, rng: np.random.Generator,
+                spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
+    """Values for one case of ``sig``."""
+    return tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
+
+
+def tensor_of(t: TensorType, rng: np.random.Generator, distribution: str = "default"):
+    return draw_array(t.element_type, t.shape, rng, distribution)

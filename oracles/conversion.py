@@ -1,0 +1,156 @@
+"""convert, bitcast_convert, reduce_precision.
+
+convert: where the spec defines the result (exactly representable values, booleans,
+truncation toward zero for floats to integers) it is computed exactly. Where it is
+implementation-defined or TBD, the conventional value returned (and masked by the
+YAML) is: integer overflow wraps; inexact values round to nearest even;
+out-of-range floats saturate to the integer type's bounds and NaN becomes 0 (XLA's
+choice).
+
+bitcast_convert: elements' bits are laid out little-endian when widths differ (the
+spec's example: 1.0f32 -> [0, 0, -128, 63] as si8), complex values as real part
+then imaginary part.
+
+reduce_precision: XLA's bit-level algorithm on the operand's own encoding, which
+is the spec's description: round the stored mantissa to ``mantissa_bits`` with ties
+to even, then overflow to infinity or underflow to zero (sign kept) outside the
+normal range of an ``exponent_bits`` exponent. NaN stays NaN.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from conformance.literals import bit_patterns, from_bit_patterns
+from conformance.numerics import round_to, to_wide
+from conformance.types import ElementType, element_type
+
+from . import register
+from ._kernels import U64, as_u64, wrap
+
+
+def _to_integer(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray:
+    if src.is_complex:
+        return _to_integer(x.real.astype(src.component.dtype), src.component, dst)
+    if src.is_boolean:
+        return x.astype(dst.dtype)
+    if src.is_integer:
+        return wrap(as_u64(x), dst)
+    f = np.trunc(x.astype(np.float64))
+    lo, hi = float(dst.int_min), float(dst.int_max)
+    in_range = (f >= lo) & (f < hi + 1.0)
+    safe = np.where(in_range, f, 0.0)
+    exact = safe.astype(np.uint64 if dst.name == "ui64" else np.int64)
+    if dst.name == "ui64":
+        big = np.full(f.shape, dst.int_max, np.uint64)
+        small = np.zeros(f.shape, np.uint64)
+    else:
+        big = np.full(f.shape, dst.int_max, np.int64)
+        small = np.full(f.shape, dst.int_min, np.int64)
+    r = np.where(in_range, exact, np.where(np.isnan(f), 0, np.where(f > 0, big, small)))
+    return r.astype(dst.dtype)
+
+
+def _to_float(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray:
+    if src.is_complex:
+        return _to_float(x.real.astype(src.component.dtype), src.component, dst)
+    if src.is_integer and dst.name in ("f32", "f64"):
+        return x.astype(np.uint64 if src.name == "ui64" else np.int64).astype(dst.dtype)
+    return round_to(to_wide(x).astype(np.float64), dst)
+
+
+@register("convert")
+def convert(inputs, attrs, types):
+    (x,), out = inputs, types[0]
+    src, dst = element_type(x.dtype), out.element_type
+    if dst.is_boolean:
+        if src.is_complex:
+            r = (x.real != 0) | (x.imag != 0)
+        else:
+            r = to_wide(x) != 0
+    elif dst.is_integer:
+        r = _to_integer(x, src, dst)
+    elif dst.is_float:
+        r = _to_float(x, src, dst)
+    else:
+        comp = dst.component
+        r = np.empty(x.shape, dst.dtype)
+        if src.is_complex:
+            r.real = round_to(x.real.astype(np.float64), comp)
+            r.imag = round_to(x.imag.astype(np.float64), comp)
+        else:
+            r.real = _to_float(x, src, comp)
+            r.imag = 0
+    return np.asarray(r).astype(dst.dtype).reshape(out.shape)
+
+
+# ---------------------------------------------------------------------------
+# bitcast_convert
+# ---------------------------------------------------------------------------
+
+def _element_bits(x: np.ndarray, et: ElementType) -> np.ndarray:
+    """[..., num_bits] array of 0/1, least significant bit first (complex: re then im)."""
+    patterns = bit_patterns(x)
+    width = et.component.bits
+    bits = ((patterns[..., None] >> np.arange(width, dtype=U64)) & U64(1)).astype(np.uint8)
+    if et.is_complex:
+        bits = bits.reshape(bits.shape[:-2] + (2 * width,))
+    return bits
+
+
+def _from_element_bits(bits: np.ndarray, et: ElementType) -> np.ndarray:
+    width = et.component.bits
+    if et.is_complex:
+        bits = bits.reshape(bits.shape[:-1] + (2, width))
+    weights = U64(1) << np.arange(width, dtype=U64)
+    patterns = (bits.astype(U64) * weights).sum(axis=-1, dtype=U64)
+    return from_bit_patterns(patterns, et)
+
+
+@register("bitcast_convert")
+def bitcast_convert(inputs, attrs, types):
+    (x,), out = inputs, types[0]
+    src, dst = element_type(x.dtype), out.element_type
+    bits = _element_bits(x, src)
+    if dst.bits < src.bits:
+        bits = bits.reshape(bits.shape[:-1] + (src.bits // dst.bits, dst.bits))
+    elif dst.bits > src.bits:
+        bits = bits.reshape(bits.shape[:-2] + (dst.bits,))
+    return _from_element_bits(bits, dst).reshape(out.shape)
+
+
+# ---------------------------------------------------------------------------
+# reduce_precision
+# ---------------------------------------------------------------------------
+
+def _float_layout(et: ElementType) -> tuple[int, int]:
+    """(exponent bits, stored mantissa bits) of a float type."""
+    fi = ml_dtypes.finfo(et.dtype)
+    return et.bits - 1 - int(fi.nmant), int(fi.nmant)
+
+
+@register("reduce_precision")
+def reduce_precision(inputs, attrs, types):
+    (x,), out = inputs, types[0]
+    et = out.element_type
+    e_src, m_src = _float_layout(et)
+    e_bits, m_bits = int(attrs["exponent_bits"]), int(attrs["mantissa_bits"])
+    bits = bit_patterns(x)
+    width = et.bits
+    sign = bits & U64(1 << (width - 1))
+    if m_bits < m_src:
+        shift = m_src - m_bits
+        last = (bits >> U64(shift)) & U64(1)
+        bits = bits + U64((1 << (shift - 1)) - 1) + last
+        bits = bits & ~U64((1 << shift) - 1) & U64((1 << width) - 1)
+    if e_bits < e_src:
+        src_bias = (1 << (e_src - 1)) - 1
+        max_exp = (1 << (e_bits - 1)) - 1
+        exp_field = (bits >> U64(m_src)) & U64((1 << e_src) - 1)
+        overflow = exp_field > U64(src_bias + max_exp)
+        underflow = exp_field <= U64(src_bias - max_exp)
+        inf_bits = bit_patterns(round_to(np.array(np.inf), et).reshape(1))[0]
+        bits = np.where(overflow, sign | (inf_bits & ~U64(1 << (width - 1))), bits)
+        bits = np.where(underflow, sign, bits)
+    r = from_bit_patterns(bits, et)
+    return np.where(np.isnan(x.astype(np.float64)), x, r).astype(et.dtype).reshape(out.shape)

@@ -1,0 +1,93 @@
+"""Checking a signature against its op's spec: which constraints does it break?
+
+This is how validity is *measured* rather than assumed: generators build valid
+signatures by construction, and every one they build is checked here against
+the spec's own constraint expressions and type tables. The numpy backend (the
+oracle as a backend) uses the same check to reject invalid programs.
+
+Besides the labelled constraints (C1, C2, ...), the type tables of the spec are
+checks too: each input's element type must be one the table allows (id = the
+input's label, ``I1``), each enum attribute must hold one of its values (its
+label), and each output's element type must be allowed (``O1``, ``O2``...).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from conformance.case import Signature
+from . import OpSpec, load_spec
+from . import expressions as ex
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One checkable rule of an op: a labelled constraint or a type-table row."""
+
+    id: str
+    text: str
+    kind: str          # constraint | input_type | attribute_value | output_type
+
+
+def checks(spec: OpSpec) -> list[Check]:
+    """Every rule a signature of ``spec`` must satisfy, in spec order."""
+    out = []
+    for i, t in enumerate(spec.inputs):
+        out.append(Check(t.label or f"I{i + 1}",
+                         f"`{t.name}` is a {t.type_text or 'tensor'}", "input_type"))
+    for a in spec.attributes:
+        if a.kind == "enum":
+            out.append(Check(a.label or a.name, f"`{a.name}` is one of {', '.join(a.values)}",
+                             "attribute_value"))
+    out += [Check(c.id, c.text, "constraint") for c in spec.constraints]
+    for i, t in enumerate(spec.outputs):
+        out.append(Check(f"O{i + 1}", f"`{t.name}` is a {t.type_text or 'tensor'}", "output_type"))
+    return out
+
+
+def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
+    """Names the constraint expressions see: inputs and outputs as TensorTypes, attributes."""
+    env: dict[str, Any] = {}
+    for t, tt in zip(spec.inputs, sig.input_types):
+        env[t.name] = tt
+    for t, tt in zip(spec.outputs, sig.result_types):
+        env[t.name] = tt
+    env.update(sig.attributes)
+    return env
+
+
+def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
+    """Ids of every rule ``sig`` breaks (empty: the signature is valid).
+
+    A constraint whose expression cannot be evaluated on this signature (say,
+    ``dim(x, -1)`` of a rank-0 tensor) counts as broken.
+    """
+    spec = spec or load_spec(sig.op)
+    if len(sig.input_types) != len(spec.inputs) or len(sig.result_types) != len(spec.outputs):
+        return ["arity"]
+    broken: list[str] = []
+    for i, (t, tt) in enumerate(zip(spec.inputs, sig.input_types)):
+        if tt.element_type not in t.types:
+            broken.append(t.label or f"I{i + 1}")
+    attrs = sig.attributes
+    for a in spec.attributes:
+        if a.name not in attrs:
+            broken.append(a.label or a.name)
+        elif a.kind == "enum" and attrs[a.name] not in a.values:
+            broken.append(a.label or a.name)
+    env = environment(spec, sig)
+    for c in spec.constraints:
+        try:
+            ok = bool(ex.evaluate(c.check, env))
+        except ex.ExpressionError:
+            ok = False
+        if not ok:
+            broken.append(c.id)
+    for i, (t, tt) in enumerate(zip(spec.outputs, sig.result_types)):
+        if tt.element_type not in t.types:
+            broken.append(f"O{i + 1}")
+    return broken
+
+
+def is_valid(sig: Signature, spec: OpSpec | None = None) -> bool:
+    return not violations(sig, spec)
