@@ -53,7 +53,12 @@ def get_backend(spec: "str | Backend") -> Backend:
     """Load a backend by short name, ``module:Class``, or entry point name."""
     if isinstance(spec, Backend):
         return spec
-    spec = spec.strip()
+    backend = _load(spec.strip())
+    backend._locator = spec.strip()
+    return backend
+
+
+def _load(spec: str) -> Backend:
     if spec in BUILTIN:
         return _instantiate(BUILTIN[spec], repr(spec))
     if ":" in spec:

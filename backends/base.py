@@ -94,5 +94,12 @@ class Backend:
         self._cache.clear()
         self._batch_cache.clear()
 
+    @property
+    def locator(self) -> str:
+        """How to load this backend again (reproducers record it): a short name,
+        ``module:Class`` or an entry point name."""
+        return getattr(self, "_locator", None) or \
+            f"{type(self).__module__}:{type(self).__qualname__}"
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -68,6 +68,14 @@ class BatchVerdict:
         return {str(k): int(v) for k, v in zip(names, n)}
 
 
+def _not_close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Wrong beyond any accuracy question: the sign differs, or the error exceeds the
+    value itself (not one correct bit). Such misses are ``value``, not ``accuracy``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        sign_flip = (np.sign(a) * np.sign(e)) < 0
+        return sign_flip | (np.abs(a - e) > np.abs(e))
+
+
 def _float_classes(a: np.ndarray, e: np.ndarray, acc: Accuracy) -> tuple[np.ndarray, np.ndarray]:
     """Classes and ULP errors for real floats of one type (a: actual, e: expected)."""
     cls = np.zeros(e.shape, np.int8)
@@ -87,7 +95,9 @@ def _float_classes(a: np.ndarray, e: np.ndarray, acc: Accuracy) -> tuple[np.ndar
     err = np.where(one_nan, np.inf, err)
     if acc.kind == "ulp":
         inf_mismatch = (np.isinf(aw) | np.isinf(ew)) & (aw != ew) & ~one_nan
-        cls[(err > acc.bound) & ~one_nan] = ACCURACY
+        beyond = (err > acc.bound) & ~one_nan
+        cls[beyond] = ACCURACY
+        cls[beyond & _not_close(aw, ew)] = VALUE
         cls[inf_mismatch] = VALUE
         err = np.where(inf_mismatch, np.inf, err)
     else:  # exact
@@ -119,6 +129,7 @@ def _complex_classes(a: np.ndarray, e: np.ndarray, acc: Accuracy) -> tuple[np.nd
         exact = (aw == ew)
         err = np.where(exact, 0.0, err)
         cls = np.where(err > acc.bound, ACCURACY, PASS).astype(np.int8)
+        cls[(err > acc.bound) & (np.abs(aw - ew) > np.abs(ew))] = VALUE   # not one bit right
         cls[~finite & ~exact] = VALUE
     both_nan = a_nan & e_nan
     cls[both_nan] = PASS
@@ -198,21 +209,54 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
 
 
 def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate) -> None:
+    """Reclassify failing elements as ``subnormal_flush`` where flushing subnormals to
+    zero explains them: the backend's result, flushed, equals the oracle's result
+    flushed (FTZ), or the oracle's result on flushed inputs (DAZ), or the oracle's
+    result with results that were tiny before rounding flushed (FTZ of an
+    intermediate: a product that rounds up to the smallest normal)."""
     failing = [c >= ACCURACY for c in classes]
     if not any(f.any() for f in failing):
         return
     if not (any(is_subnormal(x).any() for x in inputs)
-            or any(is_subnormal(e).any() for e in expected)):
+            or any(_tiny(e).any() for e in expected)):
         return
     with np.errstate(all="ignore"):
         flushed_in = reevaluate([flush_subnormals(x) for x in inputs])
-    candidates = [[flush_subnormals(e) for e in expected],
-                  [flush_subnormals(e) for e in flushed_in]]
+    candidates = [expected, flushed_in, [_flush_tiny(e) for e in expected]]
+    flushed_actual = [flush_subnormals(np.asarray(a)) for a in actual]
     for alt in candidates:
-        for i, (a, e) in enumerate(zip(actual, alt)):
-            cls, _ = classify(np.asarray(a), e, accuracy)
+        for i, (a, e) in enumerate(zip(flushed_actual, alt)):
+            cls, _ = classify(a, flush_subnormals(e), accuracy)
             rescued = failing[i] & (cls == PASS)
             classes[i][rescued] = SUBNORMAL_FLUSH
+
+
+def _tiny(x: np.ndarray) -> np.ndarray:
+    """Subnormals, and values equal to the smallest normal (tiny before rounding?)."""
+    et = element_type(x.dtype)
+    if not (et.is_float or et.is_complex):
+        return np.zeros(x.shape, bool)
+    tiny = float(ml_dtypes.finfo(et.component.dtype).smallest_normal)
+    parts = [x.real, x.imag] if et.is_complex else [x]
+    out = np.zeros(x.shape, bool)
+    for p in parts:
+        w = np.abs(np.asarray(p).astype(np.float64))
+        out |= (w > 0) & (w <= tiny)
+    return out
+
+
+def _flush_tiny(x: np.ndarray) -> np.ndarray:
+    et = element_type(x.dtype)
+    if et.is_complex:
+        comp = et.component.dtype
+        out = x.copy()
+        out.real = _flush_tiny(np.array(x.real, comp))
+        out.imag = _flush_tiny(np.array(x.imag, comp))
+        return out
+    if not et.is_float:
+        return x
+    zeros = np.where(np.signbit(x.astype(np.float64)), -0.0, 0.0).astype(x.dtype)
+    return np.where(_tiny(x), zeros, x)
 
 
 def ulp_histogram(errors: Sequence[np.ndarray | None]) -> list[int]:

@@ -118,7 +118,9 @@ def to_literal(array: np.ndarray) -> Any:
         flat = [[_scalar_literal(v.real, comp), _scalar_literal(v.imag, comp)]
                 for v in array.reshape(-1)]
     elif et.is_float:
-        flat = [_scalar_literal(v, et) for v in array.astype(np.float64).reshape(-1)]
+        with np.errstate(invalid="ignore"):
+            wide = array.astype(np.float64)
+        flat = [_scalar_literal(v, et) for v in wide.reshape(-1)]
     elif et.is_integer:
         flat = [int(v) for v in array.astype(np.uint64 if et.name == "ui64" else np.int64)
                 .reshape(-1)]

@@ -66,11 +66,14 @@ def minimize(spec: OpSpec, case: Case, diverging: np.ndarray, check: Check
     return case, original
 
 
-def element_mask(element_classes: Sequence[np.ndarray], case_index: int) -> np.ndarray:
-    """Diverging elements of one case of a batch (over the first result's shape)."""
+def element_mask(element_classes: Sequence[np.ndarray], case_index: int,
+                 case_class: int | None = None) -> np.ndarray:
+    """Elements of one case of a batch that diverge (over the first result's shape);
+    with ``case_class``, only those of that class, so that the minimised case shows
+    the divergence the case was counted for."""
     mask = None
     for c in element_classes:
-        m = c[case_index] != 0
+        m = c[case_index] == case_class if case_class is not None else c[case_index] != 0
         if mask is None:
             mask = m
         elif m.shape == mask.shape:

@@ -87,7 +87,8 @@ def flush_subnormals(x: np.ndarray) -> np.ndarray:
     sub = is_subnormal(x)
     if not sub.any():
         return x
-    zeros = np.where(np.signbit(x.astype(np.float64)), -0.0, 0.0).astype(x.dtype)
+    with np.errstate(invalid="ignore"):
+        zeros = np.where(np.signbit(x.astype(np.float64)), -0.0, 0.0).astype(x.dtype)
     return np.where(sub, zeros, x)
 
 

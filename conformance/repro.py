@@ -54,7 +54,10 @@ def _slug(text: str) -> str:
 
 def save(folder: Path, backend: str, case: Case, cls: str, expected: Sequence[np.ndarray],
          actual: Sequence[np.ndarray] | None, extra: dict[str, Any] | None = None) -> Path:
-    """Write ``case.json`` and ``repro.py`` into ``folder``; returns the folder."""
+    """Write ``case.json`` and ``repro.py`` into ``folder``; returns the folder.
+
+    ``backend`` is how to load the backend again (see Backend.locator).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     record = {"backend": backend, "class": cls, **case_record(case),
               "expected": [encode(x) for x in expected],

@@ -12,7 +12,7 @@ Record kinds (the ``kind`` key):
   unsupported.
 - ``example``: one spec example on one backend.
 - ``unit_done``: every record of one op has been written (for resuming).
-- ``end``: totals and elapsed time.
+- ``end``: elapsed time and the ops covered (the totals are in the records above).
 """
 from __future__ import annotations
 

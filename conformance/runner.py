@@ -162,12 +162,20 @@ class Runner:
     # -- top level -------------------------------------------------------------------
     def header(self) -> dict[str, Any]:
         return {"kind": "run", "seed": self.config.seed, "depth": self.config.depth,
+                "out": str(self.config.out),
                 "backends": [b.describe() for b in self.backends],
                 "ops": self.config.ops, "families": self.config.families,
                 "element_types": self.config.element_types, "started": time.time()}
 
     def run_unit(self, spec: OpSpec) -> None:
-        """Everything for one op: valid cases per binding, invalid cases, examples."""
+        """Everything for one op: valid cases per binding, invalid cases, examples.
+
+        Floating-point warnings are silenced: NaNs and overflows are what we test.
+        """
+        with np.errstate(all="ignore"):
+            self._run_unit(spec)
+
+    def _run_unit(self, spec: OpSpec) -> None:
         bindings = select_bindings(spec, self.config.element_types)
         planned: list[Signature] = []
         per_binding = max(1, min(self.depth.signatures,
@@ -264,13 +272,13 @@ class Runner:
             if verdict.type_message:
                 small, small_cls = case, "type"
             else:
-                mask = element_mask(verdict.element_classes, c)
+                mask = element_mask(verdict.element_classes, c, int(verdict.case_classes[c]))
                 small, small_cls = minimize(spec, case, mask,
                                             lambda k: _check(backend, spec, k))
             exp_small, act_small = _results(backend, spec, small)
             folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
                                                   cell.repros[cls])
-            save(folder, backend_name, small, small_cls or cls, exp_small, act_small,
+            save(folder, backend.locator, small, small_cls or cls, exp_small, act_small,
                  {"original_case_id": case_id})
             self.writer.write({
                 "kind": "divergence", "backend": backend_name, "op": spec.name,

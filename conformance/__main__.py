@@ -1,0 +1,4 @@
+from conformance.cli import main
+import sys
+
+sys.exit(main())

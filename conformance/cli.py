@@ -1,0 +1,261 @@
+"""The ``conformance`` command: run the suite, render reports, browse the specs.
+
+    conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
+                    [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
+    conformance report RESULTS.jsonl [--out DIR]
+    conformance list [ops|families|types|backends]
+    conformance show OP
+    conformance specs validate [FILE ...]
+
+Exit codes: 0 no divergence; 1 divergences found; 2 usage or input error (unknown
+op, element type, backend, malformed spec); 3 internal error of the suite itself.
+Inputs are all checked before anything is written, so a bad option never
+truncates an existing results file.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_DIVERGENCES, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A bad option or input: reported in one line, exit code 2."""
+
+
+def _csv(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="conformance",
+                                description="StableHLO / XLA op-semantics conformance suite")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run the suite on one or more backends and write the report")
+    r.add_argument("--backend", default="jax",
+                   help="comma list of backends: jax, jax-gpu, numpy, module:Class, or an "
+                        "entry point name (default: jax, on CPU)")
+    r.add_argument("--ops", help="comma list of ops (default: all)")
+    r.add_argument("--family", help="comma list of op families (see `conformance list families`)")
+    r.add_argument("--types", help="comma list of element types, e.g. f32,bf16,si8")
+    r.add_argument("--depth", choices=["quick", "default", "deep"], default="default")
+    r.add_argument("--seed", type=int, default=0, help="same seed, same cases (default 0)")
+    r.add_argument("--out", default="conformance-report", help="output folder")
+    r.add_argument("--max-repros", type=int, default=2,
+                   help="reproducers saved per backend, op, element type and class")
+    r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
+    r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    rep = sub.add_parser("report", help="render the HTML/JSON/JUnit report of a results file")
+    rep.add_argument("results", help="a results.jsonl written by `conformance run`")
+    rep.add_argument("--out", help="output folder (default: the results file's folder)")
+
+    ls = sub.add_parser("list", help="list ops, families, element types or backends")
+    ls.add_argument("what", nargs="?", default="ops",
+                    choices=["ops", "families", "types", "backends"])
+
+    sh = sub.add_parser("show", help="show one op's spec")
+    sh.add_argument("op")
+
+    sp = sub.add_parser("specs", help="work with the spec files")
+    sp_sub = sp.add_subparsers(dest="specs_command", required=True)
+    v = sp_sub.add_parser("validate", help="validate spec files (default: all shipped specs)")
+    v.add_argument("files", nargs="*")
+    return p
+
+
+# ---------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------
+
+def _check_filters(ops, families, types) -> None:
+    from conformance.specs import all_specs, load_spec
+    from conformance.types import element_type
+    for op in ops or []:
+        load_spec(op)
+    if families:
+        known = sorted({s.family for s in all_specs()})
+        for f in families:
+            if f not in known:
+                raise UsageError(f"unknown family {f!r}; known: {', '.join(known)}")
+    for t in types or []:
+        element_type(t)
+
+
+def cmd_run(args) -> int:
+    from conformance import reports
+    from conformance.backends import get_backend
+    from conformance.compare import DIVERGENCES
+    from conformance.runner import RunConfig, run, select_ops
+
+    config = RunConfig(backends=_csv(args.backend) or ["jax"], ops=_csv(args.ops),
+                       families=_csv(args.family), element_types=_csv(args.types),
+                       depth=args.depth, seed=args.seed, out=Path(args.out),
+                       max_repros=args.max_repros, invalid=not args.no_invalid,
+                       examples=not args.no_examples, progress=not args.no_progress)
+    _check_filters(config.ops, config.families, config.element_types)
+    specs = select_ops(config)
+    if not specs:
+        raise UsageError("the filters select no op")
+    backends = [get_backend(b) for b in config.backends]
+    names = [b.name for b in backends]
+    if len(set(names)) != len(names):
+        raise UsageError(f"backend names must differ, got {names}")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    bar = None
+    if config.progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(specs), unit="op", dynamic_ncols=True, disable=None)
+    done: set[str] = set()
+
+    def progress(label: str) -> None:
+        if bar is None:
+            return
+        op = label.split(" ", 1)[0]
+        if op not in done:
+            if done:
+                bar.update(1)
+            done.add(op)
+        bar.set_postfix_str(label[:40], refresh=False)
+
+    try:
+        summary = run(config, backends, results, progress)
+    finally:
+        if bar is not None:
+            bar.update(bar.total - bar.n)
+            bar.close()
+    index = reports.render(results, out)
+    divergent = {cls: n for cell in summary["cells"].values()
+                 for cls, n in cell.cases.items() if cls in DIVERGENCES and n}
+    totals: dict[str, int] = {}
+    for cell in summary["cells"].values():
+        for cls, n in cell.cases.items():
+            totals[cls] = totals.get(cls, 0) + n
+    print(f"checked {sum(totals.values())} cases on {', '.join(names)} in "
+          f"{summary['elapsed']:.1f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+    print(f"results: {results}\nreport:  {index}")
+    return EXIT_DIVERGENCES if divergent else EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from conformance import reports
+    results = Path(args.results)
+    if not results.is_file():
+        raise UsageError(f"{results}: no such results file")
+    out = Path(args.out) if args.out else results.parent
+    print(reports.render(results, out))
+    return EXIT_OK
+
+
+def cmd_list(args) -> int:
+    from conformance.specs import all_specs
+    if args.what == "ops":
+        for s in all_specs():
+            print(f"{s.name:24} {s.family:15} {s.summary}")
+    elif args.what == "families":
+        fams: dict[str, list[str]] = {}
+        for s in all_specs():
+            fams.setdefault(s.family, []).append(s.name)
+        for f, ops in sorted(fams.items()):
+            print(f"{f:15} {', '.join(ops)}")
+    elif args.what == "types":
+        from conformance.types import ALL_ELEMENT_TYPES
+        for t in ALL_ELEMENT_TYPES:
+            print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}")
+    else:
+        from conformance.backends import available
+        print("\n".join(available()))
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from conformance.generators import breakable, unbreakable
+    from conformance.specs import binding_key, load_spec
+    s = load_spec(args.op)
+    w = textwrap.TextWrapper(width=96, initial_indent="    ", subsequent_indent="    ")
+    print(f"{s.name}  ({s.family}; XLA: {', '.join(s.xla_names) or '-'})")
+    print(f"  spec: {s.data['spec_section']}")
+    print(w.fill(s.summary))
+    print("  semantics:")
+    for k, v in s.data["semantics"].items():
+        print(w.fill(f"{k}: {v}"))
+    print("  inputs:")
+    for t in s.inputs:
+        print(f"    {t.label or '':4} {t.name}: {t.type_text}  [element type {t.element_type}, "
+              f"shape {' | '.join(t.shape)}]")
+    for a in s.attributes:
+        vals = ", ".join(map(str, a.values)) if a.values else f"range {a.range}"
+        print(f"    {a.label or '':4} {a.name}: {a.kind} ({vals})")
+    print("  outputs:")
+    for t in s.outputs:
+        print(f"         {t.name}: {t.type_text}  [element type {t.element_type}]")
+    print("  constraints:")
+    for c in s.constraints:
+        print(w.fill(f"{c.id}: {c.text}"))
+        print(f"          check: {c.check}")
+    bindings = [binding_key(b) for b in s.type_bindings()]
+    print(f"  element types ({len(bindings)}): {', '.join(bindings[:40])}"
+          + (" ..." if len(bindings) > 40 else ""))
+    print("  accuracy: " + ", ".join(f"{k}: {v}" for k, v in s.data["accuracy"].items()))
+    for d in s.implementation_defined:
+        print(w.fill(f"implementation-defined {d.id}: {d.text}  [when {d.when}]"))
+    print(f"  invalid cases: breaks {', '.join(breakable(s)) or '-'}; not breakable alone: "
+          + (", ".join(f"{k} ({v})" for k, v in unbreakable(s.name).items()) or "-"))
+    print(f"  examples: {len(s.examples)}")
+    return EXIT_OK
+
+
+def cmd_specs(args) -> int:
+    from conformance.specs import validate_all
+    errors = validate_all(args.files or None)
+    for e in errors:
+        print(e, file=sys.stderr)
+    if not errors:
+        from conformance.specs import op_names
+        n = len(args.files) if args.files else len(op_names())
+        print(f"{n} spec file(s) valid")
+    return EXIT_USAGE if errors else EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
+            "specs": cmd_specs}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from conformance.backends import BackendLoadError
+    from conformance.specs import SpecError, UnknownOp
+    from conformance.types import UnknownElementType
+
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, UnknownOp, UnknownElementType, BackendLoadError, SpecError) as e:
+        print(f"conformance: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("conformance: interrupted; the results written so far are kept", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - report our own bugs in one line, then the trace
+        import traceback
+        traceback.print_exc()
+        print(f"conformance: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""The report's data model, built once from the records of a results file.
+
+The HTML pages, ``summary.json`` and ``junit.xml`` all read this one model, so
+they agree on what a cell's outcome is and on every total. Records of unknown
+kinds and unknown keys are kept or ignored, never an error: the results format
+grows, and a report of a newer run must still render.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance.compare import worst
+from conformance.results import read_results
+from conformance.types import ALL_ELEMENT_TYPES
+
+#: Matrix columns: every spec element type, in spec order.
+COLUMNS: list[str] = [t.name for t in ALL_ELEMENT_TYPES]
+#: Invalid-case outcomes that mean "a case breaking the rule was generated".
+GENERATED = ("rejected", "accepted_invalid", "unsupported")
+#: Outcomes that are errors of the backend rather than wrong values (JUnit <error>).
+ERRORS = ("backend_error", "crash", "timeout")
+
+
+def first_type(type_key: str) -> str:
+    """The matrix column of a type key: ``si8->f32`` is listed under ``si8``."""
+    return type_key.split("->")[0]
+
+
+def parse_error(x: Any) -> float | None:
+    """A ``max_error`` value (float, "inf", "nan" or null) as a float."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _max_error(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)
+
+
+def _add_unique(items: list, x: Any) -> None:
+    if x and x not in items:
+        items.append(x)
+
+
+@dataclasses.dataclass
+class Cell:
+    """The ``signature`` records of one (backend, op, type key), or of a matrix column."""
+
+    records: int = 0
+    outcomes: Counter = dataclasses.field(default_factory=Counter)   # per signature record
+    cases: int = 0
+    counts: Counter = dataclasses.field(default_factory=Counter)     # per case
+    max_error: float | None = None
+    ulp_hist: list[int] | None = None
+    impl_defined: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    reasons: list[str] = dataclasses.field(default_factory=list)     # deduplicated
+    signatures: list[str] = dataclasses.field(default_factory=list)  # deduplicated
+    type_keys: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, rec: dict[str, Any]) -> None:
+        self.records += 1
+        self.outcomes[str(rec.get("outcome", "pass"))] += 1
+        self.cases += int(rec.get("cases") or 0)
+        for cls, n in (rec.get("counts") or {}).items():
+            self.counts[cls] += int(n)
+        self.max_error = _max_error(self.max_error, parse_error(rec.get("max_error")))
+        hist = rec.get("ulp_hist")
+        if hist:
+            if self.ulp_hist is None:
+                self.ulp_hist = [int(n) for n in hist]
+            else:
+                self.ulp_hist = [a + int(b) for a, b in zip(self.ulp_hist, hist)]
+        for rule, st in (rec.get("impl_defined") or {}).items():
+            d = self.impl_defined.setdefault(rule, {"elements": 0, "conventional": 0})
+            d["elements"] += int(st.get("elements", 0))
+            d["conventional"] += int(st.get("conventional", 0))
+        _add_unique(self.reasons, rec.get("reason"))
+        _add_unique(self.signatures, rec.get("signature"))
+        _add_unique(self.type_keys, rec.get("type_key"))
+
+    def merge(self, other: "Cell") -> None:
+        self.records += other.records
+        self.outcomes.update(other.outcomes)
+        self.cases += other.cases
+        self.counts.update(other.counts)
+        self.max_error = _max_error(self.max_error, other.max_error)
+        if other.ulp_hist is not None:
+            self.ulp_hist = (list(other.ulp_hist) if self.ulp_hist is None else
+                             [a + b for a, b in zip(self.ulp_hist, other.ulp_hist)])
+        for rule, st in other.impl_defined.items():
+            d = self.impl_defined.setdefault(rule, {"elements": 0, "conventional": 0})
+            d["elements"] += st["elements"]
+            d["conventional"] += st["conventional"]
+        for r in other.reasons:
+            _add_unique(self.reasons, r)
+        for s in other.signatures:
+            _add_unique(self.signatures, s)
+        for k in other.type_keys:
+            _add_unique(self.type_keys, k)
+
+    @property
+    def outcome(self) -> str:
+        """Worst outcome among the signatures that ran; ``unsupported`` only if none ran.
+
+        A cell where some signatures pass and others are unsupported is ``pass``
+        (with :attr:`partial` set): green means every case that ran agreed.
+        """
+        ran = [o for o in self.outcomes if o != "unsupported"]
+        if ran:
+            return worst(ran)
+        return "unsupported" if self.outcomes else "not_run"
+
+    @property
+    def unsupported(self) -> int:
+        return self.outcomes.get("unsupported", 0)
+
+    @property
+    def partial(self) -> bool:
+        return 0 < self.unsupported < self.records
+
+    @property
+    def diverging(self) -> dict[str, int]:
+        return {k: v for k, v in sorted(self.counts.items()) if k != "pass"}
+
+    @property
+    def has_ulp(self) -> bool:
+        return bool(self.ulp_hist) and sum(self.ulp_hist) > 0
+
+
+@dataclasses.dataclass
+class RuleResult:
+    """Every invalid case of one rule of one op on one backend."""
+
+    rule: str
+    outcomes: Counter = dataclasses.field(default_factory=Counter)
+    reasons: list[str] = dataclasses.field(default_factory=list)
+    signatures: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        for o in ("accepted_invalid", "rejected", "unsupported", "not_generated"):
+            if self.outcomes.get(o):
+                return o
+        return next(iter(self.outcomes), "not_generated")
+
+    @property
+    def generated(self) -> bool:
+        return any(self.outcomes.get(o) for o in GENERATED)
+
+
+@dataclasses.dataclass
+class OpData:
+    """Everything recorded about one op."""
+
+    name: str
+    family: str = "other"
+    spec: Any = None                          # OpSpec, or None if it cannot be loaded
+    cells: dict[tuple[str, str], Cell] = dataclasses.field(default_factory=dict)
+    divergences: list[dict] = dataclasses.field(default_factory=list)
+    invalid: dict[tuple[str, str], RuleResult] = dataclasses.field(default_factory=dict)
+    examples: list[dict] = dataclasses.field(default_factory=list)
+    internal_errors: list[dict] = dataclasses.field(default_factory=list)
+    done: bool = False
+
+    @property
+    def summary(self) -> str:
+        return getattr(self.spec, "summary", "") if self.spec is not None else ""
+
+    def type_keys(self, backend: str) -> list[str]:
+        keys = [k for b, k in self.cells if b == backend]
+        return sorted(keys, key=_type_key_order)
+
+    def applicable(self) -> set[str]:
+        """Matrix columns the spec allows for this op (or, without a spec, those seen)."""
+        if self.spec is not None:
+            try:
+                return {t for b in self.spec.type_bindings() for t in list(b.values())[:1]}
+            except Exception:  # noqa: BLE001 - a broken spec must not break the report
+                pass
+        return {first_type(k) for _, k in self.cells}
+
+    def column(self, backend: str, column: str) -> Cell | None:
+        """The matrix cell: every type key of ``backend`` whose first type is ``column``."""
+        out = None
+        for (b, k), cell in self.cells.items():
+            if b == backend and first_type(k) == column:
+                out = out or Cell()
+                out.merge(cell)
+        return out
+
+    def rule_ids(self) -> list[str]:
+        """The op's rules in spec order, then any others seen in records."""
+        ids: list[str] = [c.id for c in self.checks()]
+        for _, rule in self.invalid:
+            _add_unique(ids, rule)
+        return ids
+
+    def checks(self) -> list:
+        if self.spec is None:
+            return []
+        try:
+            from conformance.specs.validity import checks
+            return checks(self.spec)
+        except Exception:  # noqa: BLE001
+            return []
+
+    def rule_text(self, rule: str) -> str:
+        for c in self.checks():
+            if c.id == rule:
+                return c.text
+        return ""
+
+    def coverage(self, backend: str) -> dict[str, int]:
+        """Negative conformance of one backend: rules broken on purpose, and the answers."""
+        results = [r for (b, _), r in self.invalid.items() if b == backend]
+        counts: Counter = Counter()
+        for r in results:
+            counts.update(r.outcomes)
+        return {"rules": len(self.rule_ids()),
+                "generated": sum(1 for r in results if r.generated),
+                **{o: counts.get(o, 0) for o in
+                   ("rejected", "accepted_invalid", "unsupported", "not_generated")}}
+
+
+def _type_key_order(key: str) -> tuple:
+    parts = key.split("->")
+    return tuple((COLUMNS.index(p) if p in COLUMNS else len(COLUMNS), p) for p in parts)
+
+
+@dataclasses.dataclass
+class Report:
+    """A whole results file, aggregated."""
+
+    run: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    backends: list[str] = dataclasses.field(default_factory=list)
+    backend_info: dict[str, dict] = dataclasses.field(default_factory=dict)
+    ops: dict[str, OpData] = dataclasses.field(default_factory=dict)
+    internal_errors: list[dict] = dataclasses.field(default_factory=list)
+    unknown_records: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.end is not None
+
+    def planned_ops(self) -> list[str] | None:
+        """The ops the run set out to do, where the header or end record says so."""
+        for rec in (self.end, self.run):
+            if rec and isinstance(rec.get("ops"), list):
+                return rec["ops"]
+        return None
+
+    def op(self, name: str, family: str | None = None) -> OpData:
+        if name not in self.ops:
+            spec = _load_spec(name)
+            fam = family or (getattr(spec, "family", None) if spec is not None else None)
+            self.ops[name] = OpData(name, fam or "other", spec)
+        elif family and self.ops[name].family == "other":
+            self.ops[name].family = family
+        return self.ops[name]
+
+    def backend(self, name: str | None) -> str:
+        name = name or "?"
+        if name not in self.backends:
+            self.backends.append(name)
+        return name
+
+    def sorted_ops(self) -> list[OpData]:
+        return sorted(self.ops.values(), key=lambda o: (o.family, o.name))
+
+    def families(self) -> list[tuple[str, list[OpData]]]:
+        out: dict[str, list[OpData]] = {}
+        for o in self.sorted_ops():
+            out.setdefault(o.family, []).append(o)
+        return list(out.items())
+
+    def examples(self, backend: str | None = None) -> list[dict]:
+        return [e for o in self.sorted_ops() for e in o.examples
+                if backend is None or e.get("backend") == backend]
+
+    def divergences(self) -> list[dict]:
+        return [d for o in self.sorted_ops() for d in o.divergences]
+
+    def totals(self, backend: str | None = None) -> dict[str, Any]:
+        """Cases checked, diverging cases and signatures by class, unsupported, masked."""
+        cell = Cell()
+        saved: Counter = Counter()
+        examples: Counter = Counter()
+        for o in self.ops.values():
+            for (b, _), c in o.cells.items():
+                if backend is None or b == backend:
+                    cell.merge(c)
+            for d in o.divergences:
+                if backend is None or d.get("backend") == backend:
+                    saved[str(d.get("class"))] += 1
+            for e in o.examples:
+                if backend is None or e.get("backend") == backend:
+                    examples[str(e.get("outcome"))] += 1
+        impl = {"elements": sum(d["elements"] for d in cell.impl_defined.values()),
+                "conventional": sum(d["conventional"] for d in cell.impl_defined.values())}
+        return {
+            "signatures": cell.records,
+            "cases": cell.cases,
+            "diverging_cases": cell.diverging,
+            "diverging_signatures": {k: v for k, v in sorted(cell.outcomes.items())
+                                     if k not in ("pass", "unsupported")},
+            "saved_divergences": dict(sorted(saved.items())),
+            "unsupported_signatures": cell.unsupported,
+            "impl_defined": impl,
+            "examples": dict(sorted(examples.items())),
+            "internal_errors": sum(1 for e in self.internal_errors
+                                   if backend is None or e.get("backend") in (None, backend)),
+        }
+
+
+def _load_spec(name: str):
+    try:
+        from conformance.specs import load_spec
+        return load_spec(name)
+    except Exception:  # noqa: BLE001 - ops without a spec still get a page
+        return None
+
+
+def build(records: Iterable[dict[str, Any]]) -> Report:
+    """Aggregate results records (in file order) into a :class:`Report`."""
+    rep = Report()
+    for rec in records:
+        if not isinstance(rec, dict):
+            rep.unknown_records += 1
+            continue
+        kind = rec.get("kind")
+        if kind == "run":
+            rep.run = rec
+            for info in rec.get("backends") or []:
+                if isinstance(info, dict):
+                    name = rep.backend(info.get("name"))
+                    rep.backend_info[name] = info
+            for op in rec.get("ops") or []:
+                rep.op(op)
+        elif kind == "signature":
+            op = rep.op(rec.get("op", "?"), rec.get("family"))
+            key = (rep.backend(rec.get("backend")), str(rec.get("type_key", "?")))
+            op.cells.setdefault(key, Cell()).add(rec)
+        elif kind == "divergence":
+            rep.backend(rec.get("backend"))
+            rep.op(rec.get("op", "?"), rec.get("family")).divergences.append(rec)
+        elif kind == "invalid":
+            op = rep.op(rec.get("op", "?"), rec.get("family"))
+            key = (rep.backend(rec.get("backend")), str(rec.get("rule", "?")))
+            r = op.invalid.setdefault(key, RuleResult(key[1]))
+            r.outcomes[str(rec.get("outcome", "?"))] += 1
+            _add_unique(r.reasons, rec.get("reason"))
+            _add_unique(r.signatures, rec.get("signature"))
+        elif kind == "example":
+            rep.backend(rec.get("backend"))
+            rep.op(rec.get("op", "?")).examples.append(rec)
+        elif kind == "internal_error":
+            rep.internal_errors.append(rec)
+            if rec.get("op"):
+                rep.op(rec["op"]).internal_errors.append(rec)
+        elif kind == "unit_done":
+            if rec.get("op"):
+                rep.op(rec["op"]).done = True
+        elif kind == "end":
+            rep.end = rec
+            for op in rec.get("ops") or []:
+                rep.op(op)
+        else:
+            rep.unknown_records += 1
+    return rep
+
+
+def load(results_path: "str | Path") -> Report:
+    """Read and aggregate a results file (a torn last line is skipped)."""
+    return build(read_results(results_path))

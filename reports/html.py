@@ -1,0 +1,151 @@
+"""Renders the model into HTML: ``index.html`` and one page per op, from jinja2 templates.
+
+Templates ship inside the package (``PackageLoader``), so a wheel install
+renders the same pages as a source checkout. Autoescaping is on for every
+``.html.j2`` template: messages and literals come from backends and must never
+be able to inject markup.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import style, svg
+from .aggregate import COLUMNS, Cell, OpData, Report
+
+#: Longest literal shown inline; longer ones are cut (the reproducer has them all).
+MAX_LITERAL = 4000
+
+
+def op_filename(op: str) -> str:
+    """A safe file name for an op's page."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", op) + ".html"
+
+
+def fmt_error(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.3g}"
+
+
+def fmt_time(t: Any) -> str:
+    try:
+        return _dt.datetime.fromtimestamp(float(t), _dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S UTC")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "—"
+
+
+def fmt_elapsed(s: Any) -> str:
+    try:
+        s = float(s)
+    except (TypeError, ValueError):
+        return "—"
+    if s < 120:
+        return f"{s:.1f} s"
+    return f"{int(s // 60)} min {s % 60:.0f} s"
+
+
+def _literal_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_text(v) for v in value) + "]"
+    if isinstance(value, str):      # special values as the literal format writes them: nan, -0.0
+        return value
+    return json.dumps(value)
+
+
+def fmt_literal(value: Any) -> str:
+    """A tensor literal as the spec writes it: ``[1.0, -0.0, nan]`` (strings unquoted)."""
+    text = _literal_text(value)
+    return text if len(text) <= MAX_LITERAL else text[:MAX_LITERAL] + " … (cut; see the reproducer)"
+
+
+def fmt_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "—"
+
+
+def cell_title(backend: str, op: str, column: str, cell: Cell | None, applicable: bool) -> str:
+    """The tooltip of a matrix cell: what it aggregates, with counts."""
+    if cell is None:
+        return (f"{op} {column} on {backend}: " +
+                ("allowed by the spec, no result recorded" if applicable
+                 else "not applicable (the spec does not allow this type)"))
+    keys = cell.type_keys
+    shown = ", ".join(keys[:8]) + (f" … ({len(keys)} type keys)" if len(keys) > 8 else "")
+    lines = [f"{op} {column} on {backend}: {cell.outcome}",
+             f"{cell.records} signature(s): {fmt_counts(dict(cell.outcomes))}",
+             f"{cell.cases} case(s): {fmt_counts(dict(cell.counts))}"]
+    if cell.max_error is not None:
+        lines.append(f"max error {fmt_error(cell.max_error)} (ULP; complex rel_eps: eps)")
+    if len(keys) > 1 or (keys and keys[0] != column):
+        lines.append(f"type keys: {shown}")
+    return "\n".join(lines)
+
+
+def cell_text(cell: Cell | None, applicable: bool) -> str:
+    """The short text in a matrix cell: the case count when it passes, else the class."""
+    if cell is None:
+        return "·" if applicable else ""
+    outcome = cell.outcome
+    text = str(cell.cases) if outcome == "pass" else style.look(outcome).abbrev
+    return text + ("*" if cell.partial else "")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("conformance.reports", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2", "html", "xml"),
+                                            default_for_string=True, default=False),
+        trim_blocks=True, lstrip_blocks=True, undefined=jinja2.ChainableUndefined)
+    env.filters.update(error=fmt_error, time=fmt_time, elapsed=fmt_elapsed,
+                       literal=fmt_literal, counts=fmt_counts, css=style.css_class,
+                       abbrev=lambda o: style.look(o).abbrev, page=op_filename)
+    env.globals.update(look=style.look, legend=style.LEGEND, looks=style.LOOKS,
+                       outcome_css=style.stylesheet(), columns=COLUMNS, ulp_chart=svg.ulp_chart,
+                       cell_title=cell_title, cell_text=cell_text)
+    return env
+
+
+def _repro_links(op: OpData, ops_dir: Path, run_dir: Path) -> dict[int, dict[str, str]]:
+    """Per divergence: a link to its repro.py relative to the op page, and the command."""
+    out = {}
+    for i, d in enumerate(op.divergences):
+        repro = d.get("repro")
+        if not repro:
+            continue
+        target = (run_dir / repro / "repro.py").resolve()
+        href = Path(os.path.relpath(target, ops_dir.resolve())).as_posix()
+        out[i] = {"href": href, "folder": str(repro),
+                  "command": f"python {Path(repro).as_posix()}/repro.py",
+                  "exists": target.exists()}
+    return out
+
+
+def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
+    """Write ``index.html`` and ``ops/<op>.html``; returns the index path."""
+    env = _environment()
+    ops_dir = out_dir / "ops"
+    ops_dir.mkdir(parents=True, exist_ok=True)
+    totals = report.totals()
+    per_backend = {b: report.totals(b) for b in report.backends}
+    index = out_dir / "index.html"
+    index.write_text(env.get_template("index.html.j2").render(
+        report=report, totals=totals, per_backend=per_backend, run=report.run or {},
+        run_dir=str(run_dir)), encoding="utf-8")
+    page = env.get_template("op.html.j2")
+    for op in report.sorted_ops():
+        (ops_dir / op_filename(op.name)).write_text(page.render(
+            report=report, op=op, run=report.run or {},
+            repros=_repro_links(op, ops_dir, run_dir)), encoding="utf-8")
+    return index

@@ -1,0 +1,129 @@
+"""``junit.xml``: the run as JUnit XML, so any CI system shows it as test results.
+
+One ``<testsuite>`` per backend. Test cases: one per (op, type key), one per
+spec example, one per rule broken on purpose. Divergences are ``<failure>``
+(message = class), backend errors, crashes and timeouts are ``<error>``,
+unsupported and not-generated cases are ``<skipped>``. An incomplete run and
+internal errors of the suite go to an extra ``conformance-run`` suite as
+``<error>`` so that a killed run never looks green.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .aggregate import ERRORS, Report
+
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _clean(text: object) -> str:
+    """Text without the characters XML 1.0 cannot hold (backend messages may have them)."""
+    return _ILLEGAL_XML.sub("\ufffd", str(text))
+
+
+class _Suite:
+    def __init__(self, parent: ET.Element, name: str) -> None:
+        self.el = ET.SubElement(parent, "testsuite", name=_clean(name))
+        self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def case(self, classname: str, name: str, result: str | None = None,
+             message: str = "", text: str = "") -> ET.Element:
+        """Add a test case; ``result`` is None (pass), failure, error or skipped."""
+        tc = ET.SubElement(self.el, "testcase", classname=_clean(classname), name=_clean(name),
+                           time="0")
+        self.counts["tests"] += 1
+        if result is not None:
+            child = ET.SubElement(tc, result, message=_clean(message))
+            if result != "skipped":
+                child.set("type", _clean(message))
+            if text:
+                child.text = _clean(text)
+            self.counts[{"failure": "failures", "error": "errors",
+                         "skipped": "skipped"}[result]] += 1
+        return tc
+
+    def close(self) -> None:
+        for k, v in self.counts.items():
+            self.el.set(k, str(v))
+        self.el.set("time", "0")
+
+
+def _result(outcome: str, ok: tuple[str, ...], skipped: tuple[str, ...]) -> str | None:
+    if outcome in ok:
+        return None
+    if outcome in skipped:
+        return "skipped"
+    if outcome in ERRORS:
+        return "error"
+    return "failure"
+
+
+def junit_tree(report: Report) -> ET.ElementTree:
+    root = ET.Element("testsuites", name="stablehlo-conformance")
+    suites: list[_Suite] = []
+    run = report.run or {}
+    for b in report.backends:
+        suite = _Suite(root, b)
+        suites.append(suite)
+        props = ET.SubElement(suite.el, "properties")
+        info = {"seed": run.get("seed"), "depth": run.get("depth"), "complete": report.complete,
+                **{f"backend.{k}": v for k, v in report.backend_info.get(b, {}).items()}}
+        for k, v in info.items():
+            ET.SubElement(props, "property", name=_clean(k), value=_clean(v))
+        for op in report.sorted_ops():
+            cls = f"conformance.{b}.{op.name}"
+            for key in op.type_keys(b):
+                cell = op.cells[(b, key)]
+                outcome = cell.outcome
+                lines = [f"cases per outcome: {dict(sorted(cell.counts.items()))}"]
+                for d in op.divergences:
+                    if d.get("backend") == b and d.get("type_key") == key:
+                        lines.append(f"{d.get('class')}: {d.get('minimised_signature') or d.get('signature')}"
+                                     f"\n  repro: python {d.get('repro')}/repro.py")
+                if len(lines) == 1:
+                    lines += [f"signature: {s}" for s in cell.signatures]
+                lines += [f"reason: {r}" for r in cell.reasons]
+                result = _result(outcome, ("pass",), ("unsupported",))
+                message = outcome if result != "skipped" else \
+                    f"unsupported: {cell.reasons[0] if cell.reasons else ''}"
+                suite.case(cls, key, result, message, "\n".join(lines))
+            for e in op.examples:
+                if e.get("backend") != b:
+                    continue
+                outcome = str(e.get("outcome", "?"))
+                result = _result(outcome, ("pass",), ("unsupported",))
+                suite.case(cls, f"example[{e.get('index', '')}] {e.get('example', '')}", result,
+                           outcome, f"{e.get('signature', '')}\n{e.get('message') or ''}".strip())
+            for rule in op.rule_ids():
+                r = op.invalid.get((b, rule))
+                if r is None:
+                    continue
+                result = _result(r.outcome, ("rejected",), ("unsupported", "not_generated"))
+                text = "\n".join([*r.signatures, *r.reasons])
+                suite.case(cls, f"invalid[{rule}]", result, r.outcome, text)
+    if not report.complete or report.internal_errors:
+        suite = _Suite(root, "conformance-run")
+        suites.append(suite)
+        if not report.complete:
+            done = sum(1 for o in report.ops.values() if o.done)
+            suite.case("conformance.run", "complete", "error", "incomplete",
+                       f"no end record: the run stopped early ({done} of {len(report.ops)} "
+                       f"ops finished)")
+        for i, e in enumerate(report.internal_errors):
+            suite.case(f"conformance.run.{e.get('op', '')}", f"internal_error[{i}] "
+                       f"{e.get('type_key', '')}", "error", "internal_error",
+                       f"{e.get('what', '')}: {e.get('error', '')}\n{e.get('traceback', '')}")
+    for s in suites:
+        s.close()
+    for k in ("tests", "failures", "errors", "skipped"):
+        root.set(k, str(sum(s.counts[k] for s in suites)))
+    return ET.ElementTree(root)
+
+
+def write_junit(report: Report, path: Path) -> Path:
+    tree = junit_tree(report)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+    return path

@@ -1,0 +1,68 @@
+"""``summary.json``: the report's numbers for machines (dashboards, CI annotations, diffs of runs)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .aggregate import Cell, Report
+
+#: Bumped when the layout of summary.json changes incompatibly.
+FORMAT_VERSION = 1
+
+
+def _error(x: float | None) -> float | str | None:
+    if x is None:
+        return None
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _cell(c: Cell) -> dict[str, Any]:
+    return {"outcome": c.outcome, "signatures": c.records, "unsupported_signatures": c.unsupported,
+            "cases": c.cases, "counts": dict(sorted(c.counts.items())),
+            "max_error": _error(c.max_error), "impl_defined": c.impl_defined,
+            "reasons": c.reasons}
+
+
+def summary(report: Report) -> dict[str, Any]:
+    """The whole report as plain JSON data."""
+    run = dict(report.run or {})
+    run.pop("kind", None)
+    run.update(complete=report.complete,
+               elapsed=(report.end or {}).get("elapsed"),
+               ops_done=[o.name for o in report.sorted_ops() if o.done])
+    backends: dict[str, Any] = {}
+    invalid: dict[str, Any] = {}
+    for b in report.backends:
+        ops = {}
+        for op in report.sorted_ops():
+            keys = op.type_keys(b)
+            if keys:
+                ops[op.name] = {"family": op.family,
+                                "type_keys": {k: _cell(op.cells[(b, k)]) for k in keys}}
+        backends[b] = {"info": report.backend_info.get(b, {}), "totals": report.totals(b),
+                       "ops": ops}
+        invalid[b] = {op.name: {**op.coverage(b),
+                                "rules_detail": {r.rule: {"outcome": r.outcome,
+                                                          "counts": dict(r.outcomes)}
+                                                 for (bb, _), r in op.invalid.items() if bb == b}}
+                      for op in report.sorted_ops() if op.invalid or op.checks()}
+    examples = [{k: e.get(k) for k in ("op", "backend", "example", "index", "outcome", "message",
+                                       "signature")} for e in report.examples()]
+    divergences = [{k: d.get(k) for k in ("backend", "op", "type_key", "class", "minimised_class",
+                                          "case_id", "signature", "minimised_signature", "repro")}
+                   for d in report.divergences()]
+    return {"format_version": FORMAT_VERSION, "run": run, "totals": report.totals(),
+            "backends": backends, "examples": examples, "invalid": invalid,
+            "divergences": divergences, "internal_errors": len(report.internal_errors)}
+
+
+def write_summary(report: Report, path: Path) -> Path:
+    path.write_text(json.dumps(summary(report), indent=1, sort_keys=False, default=str) + "\n",
+                    encoding="utf-8")
+    return path

@@ -1,0 +1,112 @@
+"""The Backend interface: discovery, run-only and compile-only vendors, jax and numpy."""
+import numpy as np
+import pytest
+
+from conformance import oracles
+from conformance.backends import Backend, BackendLoadError, Unsupported, get_backend
+from conformance.case import Case, Signature
+
+
+class RunOnly(Backend):
+    name = "run-only"
+
+    def run(self, case):
+        return oracles.evaluate_case(case)
+
+
+class CompileOnly(Backend):
+    name = "compile-only"
+    compiled = 0
+
+    def compile(self, sig):
+        CompileOnly.compiled += 1
+        return lambda inputs: oracles.evaluate(sig.op, inputs, sig.attributes,
+                                               result_types=sig.result_types)
+
+
+class Neither(Backend):
+    name = "neither"
+
+
+def _case():
+    return Case.make("add", [np.array([1, 2], np.int32), np.array([3, 4], np.int32)],
+                     ["tensor<2xsi32>"])
+
+
+def test_short_names_and_module_class():
+    assert get_backend("numpy").name == "numpy"
+    assert get_backend("jax").name == "jax"
+    assert get_backend(f"{__name__}:RunOnly").name == "run-only"
+
+
+def test_load_errors_are_one_line_and_name_the_backend():
+    for spec, text in [("nosuch", "unknown backend 'nosuch'"),
+                       ("nosuchmodule:X", "cannot import 'nosuchmodule'"),
+                       (f"{__name__}:Missing", "has no 'Missing'"),
+                       (f"{__name__}:Neither", "must implement run(case) or compile"),
+                       ("numpy:pi", "is not a conformance.backends.Backend")]:
+        with pytest.raises(BackendLoadError) as e:
+            get_backend(spec)
+        assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_entry_point_discovery(monkeypatch):
+    from importlib import metadata
+    ep = metadata.EntryPoint("vendor", f"{__name__}:RunOnly", "conformance.backends")
+    monkeypatch.setattr("conformance.backends.metadata.entry_points",
+                        lambda group=None: [ep] if group == "conformance.backends" else [])
+    assert get_backend("vendor").name == "run-only"
+
+
+def test_run_only_backend_gets_compile_and_batches():
+    b = RunOnly()
+    out = b.run(_case())
+    assert out[0].tolist() == [4, 6]
+    sig = _case().signature
+    stacked = [np.array([[1, 2], [3, 4]], np.int32), np.array([[1, 1], [1, 1]], np.int32)]
+    (res,) = b.batch_executable(sig)(stacked)
+    assert res.tolist() == [[2, 3], [4, 5]]
+
+
+def test_compile_only_backend_compiles_each_signature_once():
+    b = CompileOnly()
+    before = CompileOnly.compiled
+    for _ in range(3):
+        assert b.run(_case())[0].tolist() == [4, 6]
+    assert CompileOnly.compiled == before + 1
+
+
+def test_numpy_backend_rejects_invalid_programs():
+    sig = Signature.make("add", ["tensor<2xsi32>", "tensor<2xf32>"], ["tensor<2xsi32>"],
+                         invalid="C1")
+    with pytest.raises(ValueError, match="breaks C1"):
+        get_backend("numpy").run(Case(sig, (np.zeros(2, np.int32), np.zeros(2, np.float32))))
+
+
+def test_jax_backend_reports_unsupported_types_with_the_reason():
+    jax = get_backend("jax")
+    case = Case.make("add", [np.array([True]), np.array([False])], ["tensor<1xi1>"])
+    with pytest.raises(Unsupported, match="add"):
+        jax.run(case)
+    cmp = Case.make("compare", [np.array([1.0], np.float32)] * 2, ["tensor<1xi1>"],
+                    {"comparison_direction": "LT", "compare_type": "TOTALORDER"})
+    assert jax.run(cmp)[0].tolist() == [False]
+
+
+def test_jax_backend_runs_every_element_type_of_convert():
+    jax = get_backend("jax")
+    from conformance.types import ALL_ELEMENT_TYPES
+    for et in ALL_ELEMENT_TYPES:
+        x = np.zeros(3, et.dtype)
+        out = jax.run(Case.make("convert", [x], [f"tensor<3xf32>"]))
+        assert out[0].dtype == np.float32
+
+
+def test_jax_backend_batches_with_scalar_broadcast_inputs():
+    jax = get_backend("jax")
+    sig = Signature.make("clamp", ["tensor<f32>", "tensor<3xf32>", "tensor<f32>"],
+                         ["tensor<3xf32>"])
+    stacked = [np.array([0.0, 1.0], np.float32), np.array([[-1, 0.5, 2]] * 2, np.float32),
+               np.array([1.0, 1.5], np.float32)]
+    (out,) = jax.batch_executable(sig)(stacked)
+    assert out.tolist() == [[0.0, 0.5, 1.0], [1.0, 1.0, 1.5]]
