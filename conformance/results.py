@@ -5,6 +5,8 @@ line. Reports, summaries and JUnit XML are all rendered from this file.
 
 Record kinds (the ``kind`` key):
 - ``run``: header: seed, depth, backends and their versions, filters, start time.
+- ``validity``: for one op and type binding, how many generated signatures satisfy
+  every rule of the spec (the generators' validity, measured).
 - ``signature``: one signature on one backend: case counts per outcome, ULP
   histogram, implementation-defined statistics.
 - ``divergence``: one saved, minimised divergence with its reproducer path.

@@ -33,6 +33,7 @@ from conformance.minimize import element_mask, minimize
 from conformance.repro import case_record, folder_name, save
 from conformance.results import ResultsWriter, finite_or_none
 from conformance.specs import OpSpec, binding_key, load_spec, op_names
+from conformance.specs.validity import violations
 from conformance.types import element_type
 
 
@@ -190,6 +191,7 @@ class Runner:
                 self._internal_error(spec.name, key, "generating signatures", e)
                 continue
             planned += plan
+            self._record_validity(spec, key, plan)
             for i, sig in enumerate(plan):
                 self.run_signature(spec, key, i, sig)
         if self.config.invalid:
@@ -199,6 +201,15 @@ class Runner:
         self.writer.write({"kind": "unit_done", "op": spec.name})
 
     # -- valid signatures --------------------------------------------------------------
+    def _record_validity(self, spec: OpSpec, key: str, plan: Sequence[Signature]) -> None:
+        """Validity is measured, not assumed: every planned signature is checked
+        against the spec's constraint expressions and type tables."""
+        broken = {s.key(): violations(s, spec) for s in plan}
+        bad = {k: v for k, v in broken.items() if v}
+        self.writer.write({"kind": "validity", "op": spec.name, "type_key": key,
+                           "generated": len(plan), "valid": len(plan) - len(bad),
+                           "invalid_examples": dict(list(bad.items())[:3])})
+
     def _executables(self, sig: Signature, record_base: dict) -> dict[str, Any]:
         exes = {}
         for b in self.backends:

@@ -167,8 +167,14 @@ def _float_sign(x: np.ndarray) -> np.ndarray:
 
 
 def _complex_sign(z: np.ndarray) -> np.ndarray:
+    """z / |z|, scaled first so that subnormal z does not overflow; NaN stays NaN.
+    sign(0) is masked by the spec YAML (0 / 0); the conventional value is 0."""
     nan = np.isnan(z.real) | np.isnan(z.imag)
-    r = z / np.abs(z)
+    scale = np.maximum(np.abs(z.real), np.abs(z.imag))
+    safe = np.where(scale > 0, scale, 1.0)
+    w = z / safe
+    r = w / np.abs(w)
+    r = np.where(scale == 0, z, r)
     return np.where(nan, complex(np.nan, np.nan), r)
 
 

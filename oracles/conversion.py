@@ -51,11 +51,28 @@ def _to_integer(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray
     return r.astype(dst.dtype)
 
 
+def _int64_to_f64_round_to_odd(x: np.ndarray, src: ElementType) -> np.ndarray:
+    """si64/ui64 to float64 rounded to odd (float64 may be inexact above 2**53): a
+    later round-to-nearest-even to a type of at most 51 bits of precision is then
+    correct, where rounding to nearest twice would not be."""
+    wide = x.astype(np.uint64 if src.name == "ui64" else np.int64)
+    f = wide.astype(np.float64)
+    top = f >= (2.0 ** 64 if src.name == "ui64" else 2.0 ** 63)   # not an integer of wide's type
+    back = np.where(top, 0, f).astype(wide.dtype)
+    below = top | (wide < back)          # the exact value lies below f
+    above = ~top & (wide > back)
+    even = (f.view(np.uint64) & np.uint64(1)) == 0
+    step = (below | above) & even        # inexact with an even last bit: take the odd neighbour
+    return np.where(step, np.nextafter(f, np.where(below, -np.inf, np.inf)), f)
+
+
 def _to_float(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray:
     if src.is_complex:
         return _to_float(x.real.astype(src.component.dtype), src.component, dst)
     if src.is_integer and dst.name in ("f32", "f64"):
         return x.astype(np.uint64 if src.name == "ui64" else np.int64).astype(dst.dtype)
+    if src.is_integer and src.bits == 64:
+        return round_to(_int64_to_f64_round_to_odd(x, src), dst)
     return round_to(to_wide(x).astype(np.float64), dst)
 
 
@@ -140,19 +157,23 @@ def reduce_precision(inputs, attrs, types):
     bits = bit_patterns(x)
     width = et.bits
     sign = bits & U64(1 << (width - 1))
+    inf_bits = bit_patterns(round_to(np.array(np.inf), et).reshape(1))[0] \
+        & ~U64(1 << (width - 1))
     if m_bits < m_src:
         shift = m_src - m_bits
         last = (bits >> U64(shift)) & U64(1)
         bits = bits + U64((1 << (shift - 1)) - 1) + last
         bits = bits & ~U64((1 << shift) - 1) & U64((1 << width) - 1)
+        # A carry out of the exponent field (f8E4M3FN's top binade is finite) overflows.
+        carried = (bits & U64(1 << (width - 1))) != sign
+        bits = np.where(carried, sign | inf_bits, bits)
     if e_bits < e_src:
         src_bias = (1 << (e_src - 1)) - 1
         max_exp = (1 << (e_bits - 1)) - 1
         exp_field = (bits >> U64(m_src)) & U64((1 << e_src) - 1)
         overflow = exp_field > U64(src_bias + max_exp)
         underflow = exp_field <= U64(src_bias - max_exp)
-        inf_bits = bit_patterns(round_to(np.array(np.inf), et).reshape(1))[0]
-        bits = np.where(overflow, sign | (inf_bits & ~U64(1 << (width - 1))), bits)
+        bits = np.where(overflow, sign | inf_bits, bits)
         bits = np.where(underflow, sign, bits)
     r = from_bit_patterns(bits, et)
     return np.where(np.isnan(x.astype(np.float64)), x, r).astype(et.dtype).reshape(out.shape)
