@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--jobs", type=int, default=1,
+                   help="worker processes (ops are spread over them; same cases and verdicts)")
 
     rep = sub.add_parser("report", help="render the HTML/JSON/JUnit report of a results file")
     rep.add_argument("results", help="a results.jsonl written by `conformance run`")
@@ -130,7 +132,9 @@ def cmd_run(args) -> int:
         bar.set_postfix_str(label[:40], refresh=False)
 
     try:
-        summary = run(config, backends, results, progress)
+        if args.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        summary = run(config, backends, results, progress, jobs=args.jobs)
     finally:
         if bar is not None:
             bar.update(bar.total - bar.n)

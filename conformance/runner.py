@@ -11,6 +11,7 @@ examples are run.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import traceback
 import zlib
@@ -423,16 +424,78 @@ def _run_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
     return "accepted_invalid", "the backend ran a program that breaks this rule"
 
 
+def _run_unit_in_worker(config: RunConfig, locators: Sequence[str], op: str,
+                        part: str) -> tuple[str, dict]:
+    """One op in a worker process: records go to ``part``; returns the cell totals."""
+    from conformance.backends import get_backend
+    backends = _worker_backends(tuple(locators))
+    with ResultsWriter(part) as writer:
+        runner = Runner(config, backends, writer)
+        runner.run_unit(load_spec(op))
+    return part, {k: {"cases": dict(v.cases), "repros": dict(v.repros)}
+                  for k, v in runner.cells.items()}
+
+
+_WORKER_BACKENDS: dict[tuple[str, ...], list[Backend]] = {}
+
+
+def _worker_backends(locators: tuple[str, ...]) -> list[Backend]:
+    """Backends are built once per worker process and reused across its ops."""
+    from conformance.backends import get_backend
+    if locators not in _WORKER_BACKENDS:
+        _WORKER_BACKENDS[locators] = [get_backend(x) for x in locators]
+    return _WORKER_BACKENDS[locators]
+
+
 def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run everything the config selects; stream results to ``results_path``."""
+        progress: Callable[[str], None] | None = None, jobs: int = 1) -> dict[str, Any]:
+    """Run everything the config selects; stream results to ``results_path``.
+
+    With ``jobs`` > 1 the ops are spread over that many worker processes; each op's
+    records are appended to the results file as the op completes. Every op is
+    seeded on its own, so the cases and verdicts are those of a serial run.
+    """
     started = time.time()
     specs = select_ops(config)
     with ResultsWriter(results_path) as writer:
         runner = Runner(config, backends, writer, progress)
         writer.write(runner.header())
-        for spec in specs:
-            runner.run_unit(spec)
+        if jobs <= 1:
+            for spec in specs:
+                runner.run_unit(spec)
+        else:
+            _run_parallel(config, backends, specs, writer, runner, progress, jobs,
+                          Path(results_path))
         writer.write({"kind": "end", "elapsed": time.time() - started,
                       "ops": [s.name for s in specs]})
     return {"elapsed": time.time() - started, "cells": runner.cells}
+
+
+def _run_parallel(config, backends, specs, writer, runner, progress, jobs, results_path):
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    locators = [b.locator for b in backends]
+    ctx = multiprocessing.get_context("spawn")      # jax is not fork-safe
+    with tempfile.TemporaryDirectory(dir=results_path.parent, prefix=".parts-") as tmp, \
+            ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(_run_unit_in_worker, config, locators, s.name,
+                               str(Path(tmp) / f"{s.name}.jsonl")): s.name for s in specs}
+        for fut in as_completed(futures):
+            op = futures[fut]
+            if progress:
+                progress(f"{op} done")
+            try:
+                part, cells = fut.result()
+            except Exception as e:  # noqa: BLE001 - a dead worker costs its op only
+                runner._internal_error(op, "", "worker process", e)
+                continue
+            for line in Path(part).read_text().splitlines():
+                writer.write(json.loads(line))
+            for key, cell in cells.items():
+                target = runner.cells[key]
+                for cls, n in cell["cases"].items():
+                    target.cases[cls] += n
+                for cls, n in cell["repros"].items():
+                    target.repros[cls] += n

@@ -1,4 +1,5 @@
-"""Backends with planted divergences, for the tests (loaded as tests.planted:Class).
+"""Backends with planted divergences, for the tests (loaded as planted:Class; tests/
+is on sys.path under pytest, and subprocesses get it through PYTHONPATH).
 
 Each implements only ``compile`` (the vendor path) on top of the oracle, so the base
 class supplies run() and the batched path.

@@ -1,5 +1,6 @@
 """The conformance command: runs, reports, lists, and one-line errors with exit code 2."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}   # for planted:Class backends
     return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
 
 
 def test_run_writes_results_and_report(tmp_path):
@@ -27,7 +29,7 @@ def test_run_writes_results_and_report(tmp_path):
 
 def test_divergences_exit_1(tmp_path):
     p = cli("run", "--ops", "add", "--types", "f32", "--depth", "quick", "--no-invalid",
-            "--backend", "tests.planted:PlantedAddF32", "--out", str(tmp_path), "--no-progress")
+            "--backend", "planted:PlantedAddF32", "--out", str(tmp_path), "--no-progress")
     assert p.returncode == 1, p.stderr
     assert "value" in p.stdout
 

@@ -47,7 +47,7 @@ def test_same_seed_same_cases(tmp_path):
 
 
 def test_planted_divergence_is_found_classified_minimised_and_reproducible(tmp_path):
-    recs = _run(tmp_path, ["tests.planted:PlantedAddF32"], ops=["add"],
+    recs = _run(tmp_path, ["planted:PlantedAddF32"], ops=["add"],
                 element_types=["f32", "si8"], invalid=False)
     sigs = _kinds(recs, "signature")
     f32 = [r for r in sigs if r["type_key"] == "f32"]
@@ -60,9 +60,9 @@ def test_planted_divergence_is_found_classified_minimised_and_reproducible(tmp_p
     assert d["minimised_signature"] == "add(tensor<f32>, tensor<f32>) -> (tensor<f32>)"
     repro = tmp_path / d["repro"] / "repro.py"
     case = json.loads((repro.parent / "case.json").read_text())
-    assert case["backend"] == "tests.planted:PlantedAddF32"
+    assert case["backend"] == "planted:PlantedAddF32"
     # A vendor's backend module is importable where its reproducers run; ours is tests/.
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
     proc = subprocess.run([sys.executable, str(repro)], cwd=ROOT, capture_output=True, text=True,
                           env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -74,14 +74,14 @@ def test_planted_divergence_is_found_classified_minimised_and_reproducible(tmp_p
 
 
 def test_unsupported_is_reported_with_the_reason(tmp_path):
-    recs = _run(tmp_path, ["tests.planted:NoSine"], ops=["sine"], element_types=["f32"])
+    recs = _run(tmp_path, ["planted:NoSine"], ops=["sine"], element_types=["f32"])
     sigs = _kinds(recs, "signature")
     assert sigs and all(r["outcome"] == "unsupported" for r in sigs)
     assert "sine is not implemented" in sigs[0]["reason"]
 
 
 def test_accepted_invalid_programs_are_divergences(tmp_path):
-    recs = _run(tmp_path, ["tests.planted:AcceptsEverything"], ops=["compare"])
+    recs = _run(tmp_path, ["planted:AcceptsEverything"], ops=["compare"])
     inv = _kinds(recs, "invalid")
     assert {r["rule"] for r in inv if r["outcome"] == "accepted_invalid"} >= {"C1", "C2", "C3"}
 
