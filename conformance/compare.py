@@ -64,8 +64,10 @@ class BatchVerdict:
         return np.nonzero(self.case_classes != PASS)[0]
 
     def counts(self) -> dict[str, int]:
-        names, n = np.unique(self.case_class_names(), return_counts=True)
-        return {str(k): int(v) for k, v in zip(names, n)}
+        if self.type_message is not None:
+            return {"type": int(self.case_classes.size)}
+        n = np.bincount(self.case_classes.astype(np.intp), minlength=len(ELEMENT_CLASSES))
+        return {ELEMENT_CLASSES[i]: int(c) for i, c in enumerate(n) if c}
 
 
 def _not_close(a: np.ndarray, e: np.ndarray) -> np.ndarray:

@@ -135,10 +135,17 @@ TYPE_CLASSES: dict[str, tuple[str, ...]] = {
 }
 
 
+_BY_DTYPE: dict[np.dtype, ElementType] = {t.dtype: t for t in _ALL}
+
+
 def element_type(name: "str | ElementType | np.dtype") -> ElementType:
     """Look up an element type by spec name, MLIR name or numpy dtype."""
     if isinstance(name, ElementType):
         return name
+    if isinstance(name, np.dtype):
+        found = _BY_DTYPE.get(name)      # the hot path: dtype.name is slow in numpy
+        if found is not None:
+            return found
     if isinstance(name, np.dtype) or isinstance(name, type):
         name = np.dtype(name).name
     key = str(name).strip()
