@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="conformance-report", help="output folder")
     r.add_argument("--max-repros", type=int, default=2,
                    help="reproducers saved per backend, op, element type and class")
+    r.add_argument("--tolerances", metavar="FILE",
+                   help="tolerance profile (YAML): per op and element type, accuracy bounds "
+                        "that override the spec's, e.g. 'sine: {f32: {ulp: 8}}'")
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -103,6 +106,9 @@ def cmd_run(args) -> int:
                        depth=args.depth, seed=args.seed, out=Path(args.out),
                        max_repros=args.max_repros, invalid=not args.no_invalid,
                        examples=not args.no_examples, progress=not args.no_progress)
+    if args.tolerances:
+        from conformance.tolerances import load_tolerances
+        config.tolerances = load_tolerances(args.tolerances)
     _check_filters(config.ops, config.families, config.element_types)
     specs = select_ops(config)
     if not specs:

@@ -20,7 +20,7 @@ from conformance import oracles
 from conformance.case import Case, Signature
 from conformance.compare import ELEMENT_CLASSES, compare_batch
 from conformance.literals import decode, encode, to_literal
-from conformance.specs import load_spec
+from conformance.specs import Accuracy, load_spec
 
 SCRIPT = '''"""Reproducer: {op} on {backend}: {cls} divergence.
 
@@ -73,10 +73,12 @@ def folder_name(backend: str, op: str, key: str, cls: str, n: int) -> str:
     return f"{_slug(backend)}/{_slug(op)}/{_slug(key)}-{cls}-{n}"
 
 
-def check_case(backend, case: Case) -> tuple[str, list[np.ndarray], list[np.ndarray] | None, str]:
+def check_case(backend, case: Case, accuracy: Accuracy | None = None
+               ) -> tuple[str, list[np.ndarray], list[np.ndarray] | None, str]:
     """Run one case on a backend and compare it with the oracle, as the runner does.
 
-    Returns (class, expected, actual, message); class is ``pass`` when they agree.
+    ``accuracy`` overrides the spec's bound (a tolerance profile's). Returns
+    (class, expected, actual, message); class is ``pass`` when they agree.
     """
     from conformance.backends import Unsupported
     spec = load_spec(case.op)
@@ -90,8 +92,8 @@ def check_case(backend, case: Case) -> tuple[str, list[np.ndarray], list[np.ndar
     except Exception as e:  # noqa: BLE001 - the backend's own failure is the finding
         return "backend_error", [e[0] for e in expected], None, f"{type(e).__name__}: {e}"
     masks = oracles.implementation_defined(sig, stacked, spec, expected)
-    verdict = compare_batch(expected, actual, spec.accuracy(sig.input_types[0].element_type),
-                            masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))
+    accuracy = accuracy or spec.accuracy(sig.input_types[0].element_type)
+    verdict = compare_batch(expected, actual, accuracy, masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))
     cls = verdict.case_class_names()[0]
     return cls, [e[0] for e in expected], [a[0] for a in actual], verdict.type_message or ""
 
@@ -106,7 +108,9 @@ def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     except BackendLoadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    cls, expected, actual, message = check_case(backend, case)
+    acc = rec.get("accuracy")
+    cls, expected, actual, message = check_case(
+        backend, case, Accuracy(acc["kind"], acc["bound"]) if acc else None)
     print(f"case:     {case.signature.key()}")
     for i, x in enumerate(case.inputs):
         print(f"input {i}:  {to_literal(x)}")

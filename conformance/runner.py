@@ -31,7 +31,7 @@ from conformance.generators import (batch_inputs, breakable, candidates, canonic
                                     signatures, unbreakable)
 from conformance.generators.signatures import SHAPE_PROFILES
 from conformance.minimize import element_mask, minimize
-from conformance.repro import case_record, folder_name, save
+from conformance.repro import case_record, check_case, folder_name, save
 from conformance.results import ResultsWriter, finite_or_none
 from conformance.specs import OpSpec, binding_key, load_spec, op_names
 from conformance.specs.validity import violations
@@ -67,6 +67,7 @@ class RunConfig:
     seed: int = 0
     out: Path = Path("conformance-report")
     max_repros: int = 2          # saved reproducers per (backend, op, binding, class)
+    tolerances: dict | None = None   # a tolerance profile: {op: accuracy table}
     invalid: bool = True
     examples: bool = True
     progress: bool = True
@@ -231,7 +232,7 @@ class Runner:
         exes = self._executables(sig, base)
         if not exes:
             return
-        accuracy = spec.accuracy(sig.input_types[0].element_type)
+        accuracy = self.accuracy(spec, sig)
         totals = {name: _Totals() for name in exes}
         for batch in range(self.depth.batches):
             rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, key), index,
@@ -264,6 +265,11 @@ class Runner:
             for cls, n in t.counts.items():
                 cell.cases[cls] += n
 
+    def accuracy(self, spec: OpSpec, sig: Signature):
+        """The spec's bound for the case's element type, or the tolerance profile's."""
+        overrides = (self.config.tolerances or {}).get(spec.name)
+        return spec.accuracy(sig.input_types[0].element_type, overrides)
+
     def _backend(self, name: str) -> Backend:
         return next(b for b in self.backends if b.name == name)
 
@@ -281,17 +287,19 @@ class Runner:
             case_id = f"{self.config.seed}:{self.config.depth}:{spec.name}:{key}:{index}:{batch}:{c}"
             case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked), case_id)
             backend = self._backend(backend_name)
+            accuracy = self.accuracy(spec, sig)
             if verdict.type_message:
                 small, small_cls = case, "type"
             else:
                 mask = element_mask(verdict.element_classes, c, int(verdict.case_classes[c]))
                 small, small_cls = minimize(spec, case, mask,
-                                            lambda k: _check(backend, spec, k))
-            exp_small, act_small = _results(backend, spec, small)
+                                            lambda k: _check(backend, k, accuracy))
+            exp_small, act_small = _results(backend, small, accuracy)
             folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
                                                   cell.repros[cls])
             save(folder, backend.locator, small, small_cls or cls, exp_small, act_small,
-                 {"original_case_id": case_id})
+                 {"original_case_id": case_id,
+                  "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
             self.writer.write({
                 "kind": "divergence", "backend": backend_name, "op": spec.name,
                 "family": spec.family, "type_key": key, "class": cls,
@@ -402,15 +410,13 @@ def _enc(x):
     return encode(np.asarray(x))
 
 
-def _check(backend: Backend, spec: OpSpec, case: Case) -> str | None:
-    from conformance.repro import check_case
-    cls, _, _, _ = check_case(backend, case)
+def _check(backend: Backend, case: Case, accuracy) -> str | None:
+    cls, _, _, _ = check_case(backend, case, accuracy)
     return None if cls in ("pass", "unsupported") else cls
 
 
-def _results(backend: Backend, spec: OpSpec, case: Case):
-    from conformance.repro import check_case
-    _, expected, actual, _ = check_case(backend, case)
+def _results(backend: Backend, case: Case, accuracy):
+    _, expected, actual, _ = check_case(backend, case, accuracy)
     return expected, actual
 
 

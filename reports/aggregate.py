@@ -174,6 +174,8 @@ class OpData:
     examples: list[dict] = dataclasses.field(default_factory=list)
     internal_errors: list[dict] = dataclasses.field(default_factory=list)
     done: bool = False
+    generated: int = 0                        # signatures the generators planned
+    valid: int = 0                            # ... of which satisfy every rule of the spec
 
     @property
     def summary(self) -> str:
@@ -321,6 +323,8 @@ class Report:
             "unsupported_signatures": cell.unsupported,
             "impl_defined": impl,
             "examples": dict(sorted(examples.items())),
+            "validity": {"generated": sum(o.generated for o in self.ops.values()),
+                         "valid": sum(o.valid for o in self.ops.values())},
             "internal_errors": sum(1 for e in self.internal_errors
                                    if backend is None or e.get("backend") in (None, backend)),
         }
@@ -371,6 +375,10 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
             rep.internal_errors.append(rec)
             if rec.get("op"):
                 rep.op(rec["op"]).internal_errors.append(rec)
+        elif kind == "validity":
+            op = rep.op(rec.get("op", "?"))
+            op.generated += int(rec.get("generated", 0))
+            op.valid += int(rec.get("valid", 0))
         elif kind == "unit_done":
             if rec.get("op"):
                 rep.op(rec["op"]).done = True

@@ -150,28 +150,43 @@ class OpSpec:
                 out.append(binding)
         return out
 
-    def accuracy(self, et: "ElementType | str") -> Accuracy:
-        """The comparison rule for results of element type ``et`` (by name, then class)."""
+    def accuracy(self, et: "ElementType | str",
+                 overrides: dict[str, Any] | None = None) -> Accuracy:
+        """The comparison rule for results of element type ``et`` (by name, then class).
+
+        ``overrides`` (a tolerance profile's entries for this op) take precedence.
+        """
         et = element_type(et)
-        table = self.data["accuracy"]
-        entry = None
-        for key in (et.name, *(c for c, kinds in TYPE_CLASSES.items()
-                               if et.kind in kinds and c != "any"), "any", "default"):
-            if key in table:
-                entry = table[key]
-                break
-        if entry is None:
-            raise SpecError(f"{self.path}: accuracy: no entry covers element type {et.name}")
-        if isinstance(entry, str):
-            return Accuracy(entry)
-        if "ulp" in entry:
-            ulp = entry["ulp"]
-            if isinstance(ulp, dict):
-                ulp = ulp.get(et.component.name, ulp.get("default"))
-                if ulp is None:
-                    raise SpecError(f"{self.path}: accuracy.ulp: no bound for {et.name}")
-            return Accuracy("ulp", float(ulp))
+        for table in (overrides or {}, self.data["accuracy"]):
+            entry = lookup_accuracy(table, et)
+            if entry is not None:
+                return parse_accuracy(entry, et, f"{self.path}: accuracy")
+        raise SpecError(f"{self.path}: accuracy: no entry covers element type {et.name}")
+
+
+def lookup_accuracy(table: dict[str, Any], et: ElementType) -> Any:
+    """The entry of an accuracy table for ``et``: by type name, then type class."""
+    for key in (et.name, *(c for c, kinds in TYPE_CLASSES.items()
+                           if et.kind in kinds and c != "any"), "any", "default"):
+        if key in table:
+            return table[key]
+    return None
+
+
+def parse_accuracy(entry: Any, et: ElementType, where: str) -> Accuracy:
+    """``exact``, ``bits``, ``{ulp: N}``, ``{ulp: {type: N}}`` or ``{rel_eps: N}``."""
+    if entry in ("exact", "bits"):
+        return Accuracy(entry)
+    if isinstance(entry, dict) and "ulp" in entry:
+        ulp = entry["ulp"]
+        if isinstance(ulp, dict):
+            ulp = ulp.get(et.component.name, ulp.get("default"))
+            if ulp is None:
+                raise SpecError(f"{where}.ulp: no bound for {et.name}")
+        return Accuracy("ulp", float(ulp))
+    if isinstance(entry, dict) and "rel_eps" in entry:
         return Accuracy("rel_eps", float(entry["rel_eps"]))
+    raise SpecError(f"{where}: expected exact, bits, {{ulp: N}} or {{rel_eps: N}}, got {entry!r}")
 
 
 def binding_key(binding: dict[str, str]) -> str:

@@ -100,3 +100,30 @@ def test_results_of_a_killed_run_are_readable(tmp_path):
     path.write_text('{"kind": "run", "seed": 0}\n{"kind": "signature", "op": "add"}\n{"kind": "sig')
     recs = list(read_results(path))
     assert [r["kind"] for r in recs] == ["run", "signature"]
+
+
+def test_tolerance_profile_overrides_the_spec_bound(tmp_path):
+    """The planted 1-ulp error in f32 add is a value divergence under the spec's exact
+    rule, and passes under a profile that allows 1 ulp."""
+    from conformance.tolerances import load_tolerances
+    prof = tmp_path / "tol.yaml"
+    prof.write_text("add:\n  f32: {ulp: 1}\n")
+    recs = _run(tmp_path / "run", ["planted:PlantedAddF32"], ops=["add"], element_types=["f32"],
+                invalid=False, examples=False, tolerances=load_tolerances(prof))
+    assert all(r["outcome"] == "pass" for r in _kinds(recs, "signature"))
+
+
+def test_bad_tolerance_profile_names_file_and_key(tmp_path):
+    import pytest
+    from conformance.specs import SpecError
+    from conformance.tolerances import load_tolerances
+    prof = tmp_path / "tol.yaml"
+    prof.write_text("add:\n  f33: {ulp: 1}\n")
+    with pytest.raises(SpecError, match=r"tol.yaml: add.f33: unknown element type"):
+        load_tolerances(prof)
+    prof.write_text("nosuch:\n  f32: {ulp: 1}\n")
+    with pytest.raises(SpecError, match=r"tol.yaml: nosuch: unknown op"):
+        load_tolerances(prof)
+    prof.write_text("add:\n  f32: {ulps: 1}\n")
+    with pytest.raises(SpecError, match=r"add.f32: expected exact"):
+        load_tolerances(prof)
