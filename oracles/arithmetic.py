@@ -172,8 +172,12 @@ def _complex_sign(z: np.ndarray) -> np.ndarray:
     nan = np.isnan(z.real) | np.isnan(z.imag)
     scale = np.maximum(np.abs(z.real), np.abs(z.imag))
     safe = np.where(scale > 0, scale, 1.0)
-    w = z / safe
-    r = w / np.abs(w)
+    # Part by part: numpy's complex / complex division overflows for a subnormal
+    # divisor (and is not correctly rounded); a real divisor divides each part once.
+    re, im = z.real / safe, z.imag / safe
+    a = np.hypot(re, im)
+    r = np.empty(np.shape(z), np.complex128)
+    r.real, r.imag = re / a, im / a
     r = np.where(scale == 0, z, r)
     return np.where(nan, complex(np.nan, np.nan), r)
 

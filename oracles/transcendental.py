@@ -10,7 +10,7 @@ below where the textbook formula loses accuracy near zero:
 - expm1(x+iy) = (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y
 - log1p(z) = log|1+z| + i arg(1+z), with log|1+z| = log1p(2x + x^2 + y^2) / 2
 - complex atan2(y, x) = -i log((x + iy) / sqrt(x^2 + y^2)) (principal branches)
-- complex cbrt: the principal cube root exp(log(z) / 3)
+- complex cbrt: the principal cube root exp(log(z) / 3) = cbrt(|z|) e^(i arg(z) / 3)
 """
 from __future__ import annotations
 
@@ -52,15 +52,75 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(x)
 
 
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a * b = p + e exactly (Dekker; operands of moderate magnitude)."""
+    def split(v):
+        c = 134217729.0 * v
+        hi = c - (c - v)
+        return hi, v - hi
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _real_cbrt(x: np.ndarray) -> np.ndarray:
+    """cbrt to within about half an ulp of float64: libm's cbrt is up to 3 ulp off
+    (glibc documents 3), so one Newton step with the residual y^3 - m computed in
+    double-double follows it, on m in [0.5, 4) with x = m * 2**(3k)."""
+    y0 = np.cbrt(x)
+    ok = np.isfinite(x) & (x != 0)
+    f, e = np.frexp(np.where(ok, np.abs(x), 1.0))
+    k, r = np.divmod(e, 3)
+    m = np.ldexp(f, r)                                   # |x| = m * 2**(3k), m in [0.5, 4)
+    y = np.cbrt(m)
+    p1, e1 = _two_product(y, y)
+    p2, e2 = _two_product(y, p1)
+    residual = (p2 - m) + (e2 + y * e1)                  # p2 - m is exact (Sterbenz)
+    y = y - residual / (3.0 * p1)
+    return np.where(ok, np.copysign(np.ldexp(y, k), x), y0)
+
+
 def _cbrt(z: np.ndarray) -> np.ndarray:
     if np.iscomplexobj(z):
-        return np.exp(np.log(z) / 3.0)
-    return np.cbrt(z)
+        # exp(log(z) / 3) in polar form: exp(log|z| / 3) loses ~|log|z|| / 3 eps far
+        # from |z| = 1, cbrt(|z|) does not. z is scaled by 2**(-3k) first so that |z|
+        # is not rounded to a subnormal (or overflows).
+        s = np.maximum(np.abs(z.real), np.abs(z.imag))
+        _, e = np.frexp(np.where(np.isfinite(s) & (s > 0), s, 1.0))
+        k = e // 3
+        r = _real_cbrt(np.hypot(np.ldexp(z.real, -3 * k), np.ldexp(z.imag, -3 * k)))
+        theta = np.arctan2(z.imag, z.real) / 3.0
+        r, sin = np.ldexp(r, k), np.sin(theta)
+        # part by part, so that zeros keep their signs (and inf * 0 does not make NaN)
+        out = np.empty(np.shape(z), np.complex128)
+        out.real = r * np.cos(theta)
+        out.imag = np.where(sin == 0, sin, r * sin)
+        return out
+    return _real_cbrt(z)
 
 
 def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     if np.iscomplexobj(y):
-        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+        # The formula is homogeneous of degree 0 in (x, y): scale both by one power of
+        # two first, so that x*x + y*y neither overflows nor underflows.
+        s = np.maximum(np.maximum(np.abs(x.real), np.abs(x.imag)),
+                       np.maximum(np.abs(y.real), np.abs(y.imag)))
+        _, e = np.frexp(np.where(np.isfinite(s) & (s > 0), s, 1.0))
+
+        def scaled(v):
+            out = np.empty(np.shape(v), np.complex128)
+            out.real, out.imag = np.ldexp(v.real, -e), np.ldexp(v.imag, -e)
+            return out
+        x, y = scaled(x), scaled(y)
+        t = x + 1j * y
+        r = np.sqrt(x * x + y * y)
+        w = t / r
+        # Near w = 1 (|y| << |x|) log(w) cancels: there use log1p(w - 1), with
+        # w - 1 = (t - r) / r = 2iy t / ((t + r) r) free of cancellation.
+        u = 2j * y * t / ((t + r) * r)
+        near_one = np.abs(w - 1.0) < 0.5
+        return -1j * np.where(near_one, _log1p(np.where(near_one, u, 0)), np.log(w))
     return np.arctan2(y, x)
 
 
