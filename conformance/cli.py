@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    iso = r.add_mutually_exclusive_group()
+    iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
+                     help="run every backend in a child process: a crash or hang costs one "
+                          "case (default: only backends that ask for it, e.g. interpreter)")
+    iso.add_argument("--no-isolate", dest="isolate", action="store_false")
+    r.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds an isolated backend may take per compile or batch (default 60)")
     r.add_argument("--jobs", type=int, default=1,
                    help="worker processes (ops are spread over them; same cases and verdicts)")
 
@@ -105,7 +112,8 @@ def cmd_run(args) -> int:
                        families=_csv(args.family), element_types=_csv(args.types),
                        depth=args.depth, seed=args.seed, out=Path(args.out),
                        max_repros=args.max_repros, invalid=not args.no_invalid,
-                       examples=not args.no_examples, progress=not args.no_progress)
+                       examples=not args.no_examples, progress=not args.no_progress,
+                       isolate=args.isolate, timeout=args.timeout)
     if args.tolerances:
         from conformance.tolerances import load_tolerances
         config.tolerances = load_tolerances(args.tolerances)

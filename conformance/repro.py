@@ -88,9 +88,10 @@ def check_case(backend, case: Case, accuracy: Accuracy | None = None
     try:
         actual = [np.asarray(a)[None] for a in backend.run(case)]
     except Unsupported as e:
-        return "unsupported", [e[0] for e in expected], None, str(e)
+        return "unsupported", [x[0] for x in expected], None, str(e)
     except Exception as e:  # noqa: BLE001 - the backend's own failure is the finding
-        return "backend_error", [e[0] for e in expected], None, f"{type(e).__name__}: {e}"
+        from conformance.runner import failure_class
+        return failure_class(e), [x[0] for x in expected], None, f"{type(e).__name__}: {e}"
     masks = oracles.implementation_defined(sig, stacked, spec, expected)
     accuracy = accuracy or spec.accuracy(sig.input_types[0].element_type)
     verdict = compare_batch(expected, actual, accuracy, masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))

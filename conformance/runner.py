@@ -68,6 +68,8 @@ class RunConfig:
     out: Path = Path("conformance-report")
     max_repros: int = 2          # saved reproducers per (backend, op, binding, class)
     tolerances: dict | None = None   # a tolerance profile: {op: accuracy table}
+    isolate: bool | None = None      # run backends in child processes (None: as each asks)
+    timeout: float = 60.0            # seconds per compile or batch in an isolated backend
     invalid: bool = True
     examples: bool = True
     progress: bool = True
@@ -221,9 +223,10 @@ class Runner:
                 self.writer.write({**record_base, "backend": b.name, "outcome": "unsupported",
                                    "reason": str(e), "cases": 0, "counts": {}})
             except Exception as e:  # noqa: BLE001 - the backend's failure is a finding
-                self.writer.write({**record_base, "backend": b.name, "outcome": "backend_error",
+                outcome = failure_class(e)
+                self.writer.write({**record_base, "backend": b.name, "outcome": outcome,
                                    "reason": _one_line(e), "cases": 0, "counts": {}})
-                self.cells[(b.name, sig.op, record_base["type_key"])].cases["backend_error"] += 1
+                self.cells[(b.name, sig.op, record_base["type_key"])].cases[outcome] += 1
         return exes
 
     def run_signature(self, spec: OpSpec, key: str, index: int, sig: Signature) -> None:
@@ -234,6 +237,7 @@ class Runner:
             return
         accuracy = self.accuracy(spec, sig)
         totals = {name: _Totals() for name in exes}
+        cross = _Cross(list(exes))
         for batch in range(self.depth.batches):
             rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, key), index,
                                          batch])
@@ -244,26 +248,65 @@ class Runner:
             except Exception as e:  # noqa: BLE001
                 self._internal_error(spec.name, key, f"oracle on {sig.key()}", e)
                 return
+            actuals, verdicts = {}, {}
             for name, exe in list(exes.items()):
-                t = totals[name]
                 try:
-                    actual = exe(stacked)
-                except Exception as e:  # noqa: BLE001
-                    t.error = _one_line(e)
-                    t.counts["backend_error"] += self.depth.batch_size
+                    actuals[name] = exe(stacked)
+                except Exception as e:  # noqa: BLE001 - error, crash or hang of the backend
+                    self._backend_failed(spec, key, index, sig, name, batch, stacked, e,
+                                         totals[name])
                     del exes[name]
                     continue
-                verdict = compare_batch(expected, actual, accuracy, masks, stacked,
-                                        lambda xs: oracles.evaluate_batch(sig, xs, spec))
-                t.add(verdict)
+                verdicts[name] = compare_batch(expected, actuals[name], accuracy, masks, stacked,
+                                               lambda xs: oracles.evaluate_batch(sig, xs, spec))
+                totals[name].add(verdicts[name])
+            suspects = cross.add(actuals, verdicts, accuracy)
+            for name, verdict in verdicts.items():
                 if (verdict.case_classes != PASS).any():
                     self._record_divergences(spec, key, index, sig, name, batch, stacked,
-                                             expected, actual, verdict)
+                                             expected, actuals[name], verdict, suspects)
         for name, t in totals.items():
             self.writer.write({**base, "backend": name, **t.record()})
             cell = self.cells[(name, spec.name, key)]
             for cls, n in t.counts.items():
                 cell.cases[cls] += n
+        if len(cross.names) > 1:
+            self.writer.write({"kind": "cross", "op": spec.name, "family": spec.family,
+                               "type_key": key, "signature": sig.key(), **cross.record()})
+
+    def _backend_failed(self, spec, key, index, sig, name, batch, stacked, error, totals) -> None:
+        """A batch made the backend raise, crash or hang: count the batch, and for a crash
+        or hang find the one case that does it and save it as a reproducer."""
+        outcome = failure_class(error)
+        totals.error = _one_line(error)
+        totals.outcome = outcome
+        totals.counts[outcome] += stacked[0].shape[0] if stacked else 1
+        if outcome not in ("crash", "timeout"):
+            return
+        cell = self.cells[(name, spec.name, key)]
+        if cell.repros[outcome] >= self.config.max_repros:
+            return
+        backend = self._backend(name)
+        case = _culprit(backend, sig, stacked, outcome)
+        if case is None:
+            return
+        cell.repros[outcome] += 1
+        case_id = f"{self.config.seed}:{self.config.depth}:{spec.name}:{key}:{index}:{batch}:?"
+        case = Case(sig, case.inputs, case_id)
+        accuracy = self.accuracy(spec, sig)
+        expected = list(oracles.evaluate(sig.op, case.inputs, sig.attributes,
+                                         result_types=sig.result_types))
+        folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
+        save(folder, backend.locator, case, outcome, expected, None,
+             {"original_case_id": case_id,
+              "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
+        self.writer.write({
+            "kind": "divergence", "backend": name, "op": spec.name, "family": spec.family,
+            "type_key": key, "class": outcome, "minimised_class": outcome, "case_id": case_id,
+            "signature": sig.key(), "minimised_signature": sig.key(), "reproduces_alone": True,
+            "case": case_record(case), "expected": [_enc(x) for x in expected], "actual": None,
+            "message": _one_line(error),
+            "repro": str(folder.relative_to(Path(self.config.out))), "batch_count": None})
 
     def accuracy(self, spec: OpSpec, sig: Signature):
         """The spec's bound for the case's element type, or the tolerance profile's."""
@@ -274,7 +317,8 @@ class Runner:
         return next(b for b in self.backends if b.name == name)
 
     def _record_divergences(self, spec, key, index, sig, backend_name, batch, stacked,
-                            expected, actual, verdict: BatchVerdict) -> None:
+                            expected, actual, verdict: BatchVerdict,
+                            suspects: np.ndarray | None = None) -> None:
         cell = self.cells[(backend_name, spec.name, key)]
         names = verdict.case_class_names()
         seen_here: set[str] = set()
@@ -311,7 +355,8 @@ class Runner:
                 "actual": [_enc(x) for x in act_small] if act_small is not None else None,
                 "message": verdict.type_message,
                 "repro": str(folder.relative_to(Path(self.config.out))),
-                "batch_count": int(sum(1 for n in names if n == cls))})
+                "batch_count": int(sum(1 for n in names if n == cls)),
+                "oracle_suspect": bool(suspects is not None and suspects[c])})
 
     # -- invalid signatures --------------------------------------------------------------
     def run_invalid(self, spec: OpSpec, valid: Sequence[Signature]) -> None:
@@ -352,7 +397,7 @@ class Runner:
                 except Unsupported as e:
                     outcome, problem = "unsupported", str(e)
                 except Exception as e:  # noqa: BLE001
-                    outcome, problem = "backend_error", _one_line(e)
+                    outcome, problem = failure_class(e), _one_line(e)
                 self.writer.write({"kind": "example", "op": spec.name, "backend": b.name,
                                    "example": ex.name, "index": ex.index, "outcome": outcome,
                                    "message": problem, "signature": ex.case.signature.key()})
@@ -370,6 +415,7 @@ class _Totals:
         self.max_err: float | None = None
         self.impl: dict[str, dict[str, int]] = {}
         self.error: str | None = None
+        self.outcome: str | None = None      # set when the backend failed (error/crash/hang)
         self.type_message: str | None = None
 
     def add(self, v: BatchVerdict) -> None:
@@ -391,13 +437,95 @@ class _Totals:
         diverging = {k: v for k, v in self.counts.items() if k != "pass"}
         outcome = "pass"
         if self.error:
-            outcome = "backend_error"
+            outcome = self.outcome or "backend_error"
         elif diverging:
             from conformance.compare import worst
             outcome = worst(list(diverging))
         return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
                 "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
                 "impl_defined": self.impl, "reason": self.error or self.type_message}
+
+
+class _Cross:
+    """Backends compared with each other, case by case: pairwise disagreements, and
+    cases where every backend diverges from the oracle but they all agree with each
+    other (a suspected oracle defect)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.pairs: dict[str, int] = defaultdict(int)
+        self.suspects = 0
+        self.cases = 0
+
+    def add(self, actuals: dict, verdicts: dict, accuracy) -> np.ndarray | None:
+        if len(verdicts) < 2:
+            return None
+        names = list(verdicts)
+        batch = next(iter(verdicts.values())).case_classes.size
+        self.cases += batch
+        agree_all = np.ones(batch, bool)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                same = _agree(actuals[a], actuals[b], accuracy, batch)
+                self.pairs[f"{a}~{b}"] += int(np.count_nonzero(~same))
+                agree_all &= same
+        all_diverge = np.all([v.case_classes != PASS for v in verdicts.values()], axis=0)
+        suspects = all_diverge & agree_all
+        self.suspects += int(np.count_nonzero(suspects))
+        return suspects
+
+    def record(self) -> dict[str, Any]:
+        return {"backends": self.names, "cases": self.cases, "disagreements": dict(self.pairs),
+                "oracle_suspects": self.suspects}
+
+
+def _agree(x: Sequence[np.ndarray], y: Sequence[np.ndarray], accuracy, batch: int) -> np.ndarray:
+    """Per case: do two backends' results match each other under the op's rule?"""
+    from conformance.compare import classify, _reduce_to_cases
+    out = np.ones(batch, bool)
+    for a, b in zip(x, y):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return np.zeros(batch, bool)
+        cls, _ = classify(a, b, accuracy)
+        out &= _reduce_to_cases(cls) == PASS
+    return out
+
+
+def failure_class(e: BaseException) -> str:
+    """The outcome class of an exception a backend raised while running a case."""
+    from conformance.isolation import BackendCrash, BackendTimeout
+    if isinstance(e, BackendCrash):
+        return "crash"
+    if isinstance(e, BackendTimeout):
+        return "timeout"
+    return "backend_error"
+
+
+def _culprit(backend: Backend, sig: Signature, stacked, outcome: str) -> Case | None:
+    """The case of a batch that crashes (or hangs) the backend, found by bisection in
+    the backend's own process; None if no single case does it again."""
+    lo, hi = 0, stacked[0].shape[0] if stacked else 0
+    run = backend.batch_executable(sig) if hi else None
+
+    def fails(a: int, b: int) -> bool:
+        try:
+            run([x[a:b] for x in stacked])
+        except Exception as e:  # noqa: BLE001
+            return failure_class(e) == outcome
+        return False
+
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(lo, mid):
+            hi = mid
+        elif fails(mid, hi):
+            lo = mid
+        else:
+            return None
+    if hi - lo == 1 and fails(lo, hi):
+        return Case(sig, tuple(np.array(x[lo], order="C") for x in stacked))
+    return None
 
 
 def _one_line(e: BaseException) -> str:
@@ -426,7 +554,8 @@ def _run_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
     except Unsupported as e:
         return "unsupported", str(e)
     except Exception as e:  # noqa: BLE001 - rejecting the program is the right answer
-        return "rejected", _one_line(e)
+        outcome = failure_class(e)
+        return ("rejected" if outcome == "backend_error" else outcome), _one_line(e)
     return "accepted_invalid", "the backend ran a program that breaks this rule"
 
 
@@ -434,7 +563,7 @@ def _run_unit_in_worker(config: RunConfig, locators: Sequence[str], op: str,
                         part: str) -> tuple[str, dict]:
     """One op in a worker process: records go to ``part``; returns the cell totals."""
     from conformance.backends import get_backend
-    backends = _worker_backends(tuple(locators))
+    backends = _worker_backends(config, tuple(locators))
     with ResultsWriter(part) as writer:
         runner = Runner(config, backends, writer)
         runner.run_unit(load_spec(op))
@@ -445,12 +574,24 @@ def _run_unit_in_worker(config: RunConfig, locators: Sequence[str], op: str,
 _WORKER_BACKENDS: dict[tuple[str, ...], list[Backend]] = {}
 
 
-def _worker_backends(locators: tuple[str, ...]) -> list[Backend]:
+def _worker_backends(config: RunConfig, locators: tuple[str, ...]) -> list[Backend]:
     """Backends are built once per worker process and reused across its ops."""
     from conformance.backends import get_backend
     if locators not in _WORKER_BACKENDS:
-        _WORKER_BACKENDS[locators] = [get_backend(x) for x in locators]
+        _WORKER_BACKENDS[locators] = prepare_backends(config,
+                                                      [get_backend(x) for x in locators])
     return _WORKER_BACKENDS[locators]
+
+
+def prepare_backends(config: RunConfig, backends: Sequence[Backend]) -> list[Backend]:
+    """Wrap the backends that must run in a child process (``--isolate``, or those whose
+    class asks for it, like the StableHLO interpreter)."""
+    from conformance.isolation import isolated
+    out = []
+    for b in backends:
+        wanted = config.isolate if config.isolate is not None else b.isolate
+        out.append(isolated(b, config.timeout) if wanted else b)
+    return out
 
 
 def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
@@ -463,17 +604,25 @@ def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
     """
     started = time.time()
     specs = select_ops(config)
-    with ResultsWriter(results_path) as writer:
-        runner = Runner(config, backends, writer, progress)
-        writer.write(runner.header())
-        if jobs <= 1:
-            for spec in specs:
-                runner.run_unit(spec)
-        else:
-            _run_parallel(config, backends, specs, writer, runner, progress, jobs,
-                          Path(results_path))
-        writer.write({"kind": "end", "elapsed": time.time() - started,
-                      "ops": [s.name for s in specs]})
+    if jobs <= 1:
+        backends = prepare_backends(config, backends)
+    try:
+        with ResultsWriter(results_path) as writer:
+            runner = Runner(config, backends, writer, progress)
+            writer.write(runner.header())
+            if jobs <= 1:
+                for spec in specs:
+                    runner.run_unit(spec)
+            else:
+                _run_parallel(config, backends, specs, writer, runner, progress, jobs,
+                              Path(results_path))
+            writer.write({"kind": "end", "elapsed": time.time() - started,
+                          "ops": [s.name for s in specs]})
+    finally:
+        for b in backends:
+            close = getattr(b, "close", None)
+            if close:
+                close()
     return {"elapsed": time.time() - started, "cells": runner.cells}
 
 

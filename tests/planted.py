@@ -58,3 +58,40 @@ class AcceptsEverything(OracleBackend):
             return lambda inputs: [np.zeros(t.shape, t.element_type.dtype)
                                    for t in sig.result_types]
         return super().compile(sig)
+
+
+class CrashesOnNegativeZero(OracleBackend):
+    """Kills its own process when an f32 negate sees -0.0 (a stand-in for a segfault)."""
+
+    name = "crashy"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "negate" or sig.input_types[0].element_type.name != "f32":
+            return inner
+
+        def run(inputs):
+            x = np.asarray(inputs[0])
+            if ((x == 0) & np.signbit(x)).any():
+                import os
+                os.abort()
+            return inner(inputs)
+        return run
+
+
+class HangsOnNaN(OracleBackend):
+    """Never returns when an f32 abs sees a NaN."""
+
+    name = "hangs"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "abs" or sig.input_types[0].element_type.name != "f32":
+            return inner
+
+        def run(inputs):
+            if np.isnan(np.asarray(inputs[0])).any():
+                import time
+                time.sleep(3600)
+            return inner(inputs)
+        return run

@@ -1,0 +1,205 @@
+"""Process isolation: run a backend in a child process so that a crash or a hang
+costs one case, not the run.
+
+:class:`IsolatedBackend` wraps any backend that can be loaded again by its locator
+(a short name, ``module:Class`` or an entry point). It looks like a Backend to the
+runner; every compile and run is a request to a child process that holds the real
+backend. If the child dies (abort, segfault, ``os._exit``) the request raises
+:class:`BackendCrash`; if it does not answer in time the child is killed and the
+request raises :class:`BackendTimeout`. Either way the next request starts a fresh
+child. Executables are cached in the child, so isolation keeps "one compile per
+signature" as long as the child lives.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import traceback
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.backends.base import Backend, BackendLoadError, Unsupported
+from conformance.case import Case, Signature
+
+
+class BackendCrash(Exception):
+    """The backend's process died while handling a request."""
+
+
+class BackendTimeout(Exception):
+    """The backend did not answer within the time limit (its process was killed)."""
+
+
+class BackendFailure(Exception):
+    """An exception the backend raised in its process (the program was rejected)."""
+
+
+def _serve(conn, locator: str) -> None:
+    """The child process: load the backend, answer requests until told to stop."""
+    from conformance.backends import get_backend
+    try:
+        backend = get_backend(locator)
+        conn.send(("ok", backend.describe()))
+    except Exception as e:  # noqa: BLE001 - reported to the parent
+        conn.send(("load_error", f"{type(e).__name__}: {e}"))
+        return
+    while True:
+        try:
+            request, sig, payload = conn.recv()
+        except EOFError:
+            return
+        if request == "stop":
+            return
+        try:
+            if request == "compile":
+                (backend.batch_executable if payload else backend.executable)(sig)
+                result: Any = None
+            elif request == "run_batch":
+                result = [np.asarray(x) for x in backend.batch_executable(sig)(payload)]
+            elif request == "run":
+                result = [np.asarray(x) for x in backend.executable(sig)(payload)]
+            else:
+                raise ValueError(f"unknown request {request!r}")
+            conn.send(("ok", result))
+        except Unsupported as e:
+            conn.send(("unsupported", str(e)))
+        except Exception as e:  # noqa: BLE001 - the backend rejected the program
+            conn.send(("error", f"{type(e).__name__}: {e}",
+                       "".join(traceback.format_exception_only(type(e), e)).strip()))
+
+
+class IsolatedBackend(Backend):
+    """A backend whose every compile and run happens in a child process."""
+
+    isolate = True
+
+    def __init__(self, locator: str, timeout: float = 60.0) -> None:
+        super().__init__()
+        self._locator = locator
+        self.timeout = timeout
+        self._ctx = multiprocessing.get_context("spawn")     # jax is not fork-safe
+        self._proc = None
+        self._conn = None
+        self._info: dict[str, Any] = {}
+        self._start()
+        self.name = self._info.get("name", locator)
+
+    # -- the child -------------------------------------------------------------------
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_serve, args=(child, self._locator), daemon=True)
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        status, info = self._receive(timeout=max(self.timeout, 120.0), what="loading")
+        if status != "ok":
+            self.close()
+            raise BackendLoadError(f"backend {self._locator!r}: {info}")
+        self._info = info
+
+    def _receive(self, timeout: float, what: str):
+        if not self._conn.poll(timeout):
+            self._kill()
+            raise BackendTimeout(f"no answer after {timeout:g} s while {what}; "
+                                 "the backend's process was killed")
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError):
+            code = self._exit_code()
+            self._kill()
+            raise BackendCrash(f"the backend's process died while {what} "
+                               f"({_describe_exit(code)})") from None
+
+    def _exit_code(self) -> int | None:
+        if self._proc is None:
+            return None
+        self._proc.join(timeout=5)
+        return self._proc.exitcode
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout=5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def _request(self, request: str, sig: Signature, payload: Any = None) -> Any:
+        if self._proc is None or not self._proc.is_alive():
+            self._kill()
+            self._start()
+        try:
+            self._conn.send((request, sig, payload))
+        except (BrokenPipeError, OSError):
+            code = self._exit_code()
+            self._kill()
+            raise BackendCrash(f"the backend's process died ({_describe_exit(code)})") from None
+        reply = self._receive(self.timeout, f"{'compiling' if request == 'compile' else 'running'}"
+                                            f" {sig.op}")
+        status = reply[0]
+        if status == "ok":
+            return reply[1]
+        if status == "unsupported":
+            raise Unsupported(reply[1])
+        raise BackendFailure(reply[1])
+
+    def close(self) -> None:
+        if self._conn is not None and self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(("stop", None, None))
+            except (BrokenPipeError, OSError):
+                pass
+            self._proc.join(timeout=5)
+        self._kill()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # -- the Backend interface -------------------------------------------------------------
+    @property
+    def locator(self) -> str:
+        return self._locator
+
+    def describe(self) -> dict[str, Any]:
+        return {**self._info, "isolated": True}
+
+    def compile(self, signature: Signature):
+        self._request("compile", signature, False)
+        return lambda inputs: self._request("run", signature, [np.asarray(x) for x in inputs])
+
+    def compile_batch(self, signature: Signature):
+        self._request("compile", signature, True)
+        return lambda stacked: self._request("run_batch", signature,
+                                             [np.asarray(x) for x in stacked])
+
+    def run(self, case: Case) -> Sequence[np.ndarray]:
+        return self.executable(case.signature)(case.inputs)
+
+    def clear_cache(self) -> None:
+        super().clear_cache()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        import signal
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def isolated(backend: Backend, timeout: float = 60.0) -> IsolatedBackend:
+    """Run ``backend`` (by its locator) in a child process."""
+    if isinstance(backend, IsolatedBackend):
+        return backend
+    locator = backend.locator
+    if locator.startswith("__main__:"):
+        raise BackendLoadError(f"backend {backend.name!r} is defined in __main__; it cannot "
+                               "be isolated: give it as module:Class")
+    return IsolatedBackend(locator, timeout)
