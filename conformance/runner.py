@@ -260,7 +260,7 @@ class Runner:
                 verdicts[name] = compare_batch(expected, actuals[name], accuracy, masks, stacked,
                                                lambda xs: oracles.evaluate_batch(sig, xs, spec))
                 totals[name].add(verdicts[name])
-            suspects = cross.add(actuals, verdicts, accuracy)
+            suspects = cross.add(actuals, verdicts, accuracy, masks)
             for name, verdict in verdicts.items():
                 if (verdict.case_classes != PASS).any():
                     self._record_divergences(spec, key, index, sig, name, batch, stacked,
@@ -457,7 +457,7 @@ class _Cross:
         self.suspects = 0
         self.cases = 0
 
-    def add(self, actuals: dict, verdicts: dict, accuracy) -> np.ndarray | None:
+    def add(self, actuals: dict, verdicts: dict, accuracy, masks: dict) -> np.ndarray | None:
         if len(verdicts) < 2:
             return None
         names = list(verdicts)
@@ -466,7 +466,7 @@ class _Cross:
         agree_all = np.ones(batch, bool)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
-                same = _agree(actuals[a], actuals[b], accuracy, batch)
+                same = _agree(actuals[a], actuals[b], accuracy, batch, masks)
                 self.pairs[f"{a}~{b}"] += int(np.count_nonzero(~same))
                 agree_all &= same
         all_diverge = np.all([v.case_classes != PASS for v in verdicts.values()], axis=0)
@@ -479,15 +479,19 @@ class _Cross:
                 "oracle_suspects": self.suspects}
 
 
-def _agree(x: Sequence[np.ndarray], y: Sequence[np.ndarray], accuracy, batch: int) -> np.ndarray:
-    """Per case: do two backends' results match each other under the op's rule?"""
-    from conformance.compare import classify, _reduce_to_cases
+def _agree(x: Sequence[np.ndarray], y: Sequence[np.ndarray], accuracy, batch: int,
+           masks: dict) -> np.ndarray:
+    """Per case: do two backends' results match each other under the op's rule?
+    Implementation-defined elements may differ between backends and are ignored."""
+    from conformance.compare import _reduce_to_cases, classify
     out = np.ones(batch, bool)
     for a, b in zip(x, y):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             return np.zeros(batch, bool)
         cls, _ = classify(a, b, accuracy)
+        for m in masks.values():
+            cls = np.where(np.broadcast_to(m, cls.shape), PASS, cls)
         out &= _reduce_to_cases(cls) == PASS
     return out
 
