@@ -26,6 +26,10 @@ SCRIPT = '''"""Reproducer: {op} on {backend}: {cls} divergence.
 
 {signature}
 
+The case as a StableHLO program (case.json holds the exact input bits):
+
+{stablehlo}
+
 Run:  python repro.py [BACKEND]     (BACKEND: jax, numpy, module:Class, ...; default {backend})
 Exit: 1 while the backend diverges from the StableHLO oracle, 0 when it agrees.
 """
@@ -39,8 +43,18 @@ sys.exit(main(Path(__file__).with_name("case.json"), *sys.argv[1:]))
 
 
 def case_record(case: Case) -> dict[str, Any]:
+    """A case as JSON: signature, exact input bits, and its StableHLO module text."""
     return {"signature": case.signature.to_json(), "inputs": [encode(x) for x in case.inputs],
-            "case_id": case.case_id}
+            "case_id": case.case_id, "stablehlo": stablehlo_text(case.signature)}
+
+
+def stablehlo_text(sig: Signature) -> str | None:
+    """The canonical module of a signature, or None where it cannot be printed yet."""
+    from conformance.emitter import EmitError, module_text
+    try:
+        return module_text(sig)
+    except EmitError:
+        return None
 
 
 def case_from_record(rec: dict[str, Any]) -> Case:
@@ -64,8 +78,10 @@ def save(folder: Path, backend: str, case: Case, cls: str, expected: Sequence[np
               "actual": [encode(np.asarray(x)) for x in actual] if actual is not None else None,
               **(extra or {})}
     (folder / "case.json").write_text(json.dumps(record, indent=1))
-    (folder / "repro.py").write_text(SCRIPT.format(op=case.op, backend=backend, cls=cls,
-                                                   signature=case.signature.key()))
+    text = stablehlo_text(case.signature) or "(no StableHLO text for this case)"
+    (folder / "repro.py").write_text(SCRIPT.format(
+        op=case.op, backend=backend, cls=cls, signature=case.signature.key(),
+        stablehlo="\n".join("    " + line for line in text.splitlines())))
     return folder
 
 
@@ -113,6 +129,9 @@ def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     cls, expected, actual, message = check_case(
         backend, case, Accuracy(acc["kind"], acc["bound"]) if acc else None)
     print(f"case:     {case.signature.key()}")
+    text = stablehlo_text(case.signature)
+    if text:
+        print(text)
     for i, x in enumerate(case.inputs):
         print(f"input {i}:  {to_literal(x)}")
     for i, e in enumerate(expected):

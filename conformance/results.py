@@ -11,7 +11,10 @@ Record kinds (the ``kind`` key):
   histogram, implementation-defined statistics.
 - ``divergence``: one saved, minimised divergence with its reproducer path.
 - ``invalid``: one invalid signature on one backend: rejected / accepted_invalid /
-  unsupported.
+  unsupported / crash / timeout, and what the StableHLO verifier says of the program
+  (``verifier``: its message, or null when the verifier accepts it).
+- ``cross``: one signature on two or more backends: pairwise disagreements and
+  suspected oracle defects (every backend diverges, all agree with each other).
 - ``example``: one spec example on one backend.
 - ``unit_done``: every record of one op has been written (for resuming).
 - ``end``: elapsed time and the ops covered (the totals are in the records above).

@@ -305,7 +305,7 @@ class Runner:
             "type_key": key, "class": outcome, "minimised_class": outcome, "case_id": case_id,
             "signature": sig.key(), "minimised_signature": sig.key(), "reproduces_alone": True,
             "case": case_record(case), "expected": [_enc(x) for x in expected], "actual": None,
-            "message": _one_line(error),
+            "message": _one_line(error), "stablehlo": case_record(case)["stablehlo"],
             "repro": str(folder.relative_to(Path(self.config.out))), "batch_count": None})
 
     def accuracy(self, spec: OpSpec, sig: Signature):
@@ -354,6 +354,7 @@ class Runner:
                 "expected": [_enc(x) for x in exp_small],
                 "actual": [_enc(x) for x in act_small] if act_small is not None else None,
                 "message": verdict.type_message,
+                "stablehlo": case_record(small)["stablehlo"],
                 "repro": str(folder.relative_to(Path(self.config.out))),
                 "batch_count": int(sum(1 for n in names if n == cls)),
                 "oracle_suspect": bool(suspects is not None and suspects[c])})
@@ -379,12 +380,13 @@ class Runner:
             for i, sig in enumerate(plan):
                 rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, rule), i])
                 inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
+                verifier = _verifier_message(sig)
                 for b in self.backends:
                     outcome, reason = _run_invalid(b, Case(sig, inputs))
                     self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
                                        "backend": b.name, "rule": rule,
                                        "signature": sig.key(), "outcome": outcome,
-                                       "reason": reason})
+                                       "reason": reason, "verifier": verifier})
 
     # -- spec examples -------------------------------------------------------------------
     def run_examples(self, spec: OpSpec) -> None:
@@ -494,6 +496,16 @@ def _agree(x: Sequence[np.ndarray], y: Sequence[np.ndarray], accuracy, batch: in
             cls = np.where(np.broadcast_to(m, cls.shape), PASS, cls)
         out &= _reduce_to_cases(cls) == PASS
     return out
+
+
+def _verifier_message(sig: Signature) -> str | None:
+    """What the StableHLO dialect's verifier says of an invalid program (None: it
+    accepts it, so only a backend's own checks can reject it)."""
+    from conformance.emitter import EmitError, verifier_rejects
+    try:
+        return verifier_rejects(sig)
+    except EmitError as e:
+        return f"not printable: {e}"
 
 
 def failure_class(e: BaseException) -> str:

@@ -315,7 +315,17 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     spec = OpSpec(data["op"], path, data, inputs, outputs, tuple(attributes),
                   tuple(constraints), tuple(impl))
     _check_examples(spec)
+    _check_mlir(spec)
     return spec
+
+
+def _check_mlir(spec: OpSpec) -> None:
+    """The ``mlir:`` section's format strings may name only the op's attributes."""
+    from conformance.emitter import EmitError, syntax_of
+    try:
+        syntax_of(spec)
+    except EmitError as e:
+        raise SpecError(str(e)) from None      # already names the file and key
 
 
 def _check_examples(spec: OpSpec) -> None:

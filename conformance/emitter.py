@@ -1,0 +1,324 @@
+"""The canonical program: any signature printed as a StableHLO MLIR module.
+
+Every case of the suite has one textual form, the module that XLA-direct, the
+StableHLO reference interpreter and IREE consume and that every reproducer and
+report shows (DESIGN.md, "Canonical program")::
+
+    module {
+      func.func public @main(%arg0: tensor<2xi32>, %arg1: tensor<2xi32>) -> (tensor<2xi32>) {
+        %0 = "stablehlo.add"(%arg0, %arg1) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+        func.return %0 : tensor<2xi32>
+      }
+    }
+
+One printer serves every op: the op is written in MLIR's *generic* form, and all
+that differs between ops comes from the ``mlir:`` section of the op's spec YAML
+(the full op name, and per MLIR attribute a format string over the spec's
+attributes; see specs/schema.yaml). Operands are the spec's inputs in spec order;
+input and result types are printed exactly as the signature declares them, so
+convert, bitcast_convert and *invalid* signatures print what they say (an
+invalid program is what a backend is asked to reject).
+
+:func:`parse` parses and verifies a text with the MLIR Python bindings that
+jaxlib bundles, in a cached context with the func, stablehlo and chlo dialects
+registered; :func:`verifier_rejects` says whether the MLIR verifier itself
+rejects a signature (then no backend ever sees that program).
+
+Regions (reduce, sort, ...) are not printed yet: :func:`module_text` raises
+:class:`EmitError` for a signature with regions; a region printer plugs into
+:func:`_regions_text`.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import string
+import threading
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from conformance.case import Signature
+from conformance.types import TensorType
+
+__all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "syntax_of", "attribute_value",
+           "op_text", "module_text", "context", "parse", "verify", "verifier_rejects"]
+
+
+class EmitError(ValueError):
+    """A signature that cannot be printed (regions, an attribute the spec has no syntax for)."""
+
+
+class VerifyError(ValueError):
+    """The MLIR parser or verifier rejected a module; one line: op name and message."""
+
+    def __init__(self, op: str, message: str, text: str):
+        super().__init__(f"{op}: MLIR rejected the program: {message}")
+        self.op, self.message, self.text = op, message, text
+
+
+# ---------------------------------------------------------------------------
+# The op's syntax, from the spec YAML
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpSyntax:
+    """The ``mlir:`` section of one op's spec, checked."""
+
+    op: str                                     # spec name: add
+    name: str                                   # MLIR name: stablehlo.add
+    attributes: tuple[tuple[str, str], ...]     # (MLIR attribute name, format string)
+    fields: tuple[frozenset[str], ...]          # spec attributes each format names
+
+
+def _fields(fmt: str, where: str) -> frozenset[str]:
+    names = set()
+    try:
+        parsed = list(string.Formatter().parse(fmt))
+    except ValueError as e:
+        raise EmitError(f"{where}: bad format string {fmt!r}: {e}") from None
+    for _, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or spec or conversion:
+            raise EmitError(f"{where}: placeholder {{{field}{'!' + conversion if conversion else ''}"
+                            f"{':' + spec if spec else ''}}} in {fmt!r} must be a bare spec "
+                            "attribute name")
+        names.add(field)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=None)
+def op_syntax(op: str) -> OpSyntax:
+    """The checked ``mlir:`` section of ``op``'s spec (EmitError if it is inconsistent)."""
+    from conformance.specs import load_spec
+    return syntax_of(load_spec(op))
+
+
+def syntax_of(spec) -> OpSyntax:
+    """The checked ``mlir:`` section of one OpSpec: every placeholder names an attribute
+    of the spec and every spec attribute is printed by some MLIR attribute."""
+    op = spec.name
+    data = spec.data.get("mlir")
+    if not data:
+        raise EmitError(f"{spec.path}: mlir: the spec has no mlir section (needed to print "
+                        f"{op} as StableHLO)")
+    spec_attrs = {a.name for a in spec.attributes}
+    attrs, fields = [], []
+    for mlir_name, fmt in (data.get("attributes") or {}).items():
+        where = f"{spec.path}: mlir.attributes.{mlir_name}"
+        names = _fields(fmt, where)
+        unknown = names - spec_attrs
+        if unknown:
+            raise EmitError(f"{where}: {fmt!r} names {sorted(unknown)}, which are not attributes "
+                            f"of {op} (it has {sorted(spec_attrs)})")
+        attrs.append((mlir_name, fmt))
+        fields.append(names)
+    unused = spec_attrs - set().union(*fields)
+    if unused:
+        raise EmitError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the spec "
+                        f"attribute(s) {sorted(unused)}")
+    return OpSyntax(op, data["op"], tuple(attrs), tuple(fields))
+
+
+# ---------------------------------------------------------------------------
+# Printing
+# ---------------------------------------------------------------------------
+
+def _float_text(v: float) -> str:
+    if not math.isfinite(v):
+        raise EmitError(f"cannot print the non-finite float attribute value {v!r} yet")
+    r = repr(float(v))
+    if "e" in r and "." not in r.split("e")[0]:      # MLIR float literals need a '.'
+        mantissa, exponent = r.split("e")
+        r = f"{mantissa}.0e{exponent}"
+    return r
+
+
+def attribute_value(value: Any) -> str:
+    """How one spec attribute value fills a format placeholder.
+
+    str as is, bool as ``true``/``false``, int in decimal, float as an MLIR float
+    literal, a list as its items joined by ``", "`` (nested lists in brackets).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(f"[{attribute_value(v)}]" if isinstance(v, (list, tuple))
+                         else attribute_value(v) for v in value)
+    if hasattr(value, "item"):                       # numpy scalar
+        return attribute_value(value.item())
+    raise EmitError(f"cannot print the attribute value {value!r} ({type(value).__name__})")
+
+
+def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
+    """`` {name = value, ...}`` or ``""``. An MLIR attribute whose spec attributes the
+    signature lacks is left out (the verifier then says whether that is allowed)."""
+    attrs = sig.attributes
+    known = set().union(*syntax.fields) if syntax.fields else set()
+    extra = set(attrs) - known
+    if extra:
+        raise EmitError(f"{sig.op}: the spec's mlir section has no syntax for attribute(s) "
+                        f"{sorted(extra)}")
+    parts = []
+    for (mlir_name, fmt), names in zip(syntax.attributes, syntax.fields):
+        if not names <= set(attrs):
+            continue
+        parts.append(f"{mlir_name} = " + fmt.format(**{n: attribute_value(attrs[n])
+                                                        for n in names}))
+    return f" {{{', '.join(parts)}}}" if parts else ""
+
+
+def _regions_text(sig: Signature) -> str:
+    """`` ({...}, {...})``: the op's regions in generic form (not implemented yet)."""
+    if not sig.regions:
+        return ""
+    raise EmitError(f"{sig.op}: printing regions is not supported yet "
+                    f"(regions: {'; '.join(sig.regions)})")
+
+
+def _types(types: Sequence[TensorType]) -> str:
+    return ", ".join(t.mlir() for t in types)
+
+
+def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
+    """One op in generic form: ``%0 = "stablehlo.add"(%a, %b) {...} : (...) -> ...``.
+
+    With several results the line binds ``%0:N`` and they are ``%0#0 ...``.
+    """
+    syntax = op_syntax(sig.op)
+    n = len(sig.result_types)
+    lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
+    results = sig.result_types[0].mlir() if n == 1 else f"({_types(sig.result_types)})"
+    return (f'{lhs}"{syntax.name}"({", ".join(operands)}){_regions_text(sig)}'
+            f"{_attributes_text(sig, syntax)} : ({_types(sig.input_types)}) -> {results}")
+
+
+def module_text(sig: Signature) -> str:
+    """The signature as a complete StableHLO module: ``@main`` takes the inputs and
+    returns the results, with exactly the types the signature declares."""
+    args = [f"%arg{i}" for i in range(len(sig.input_types))]
+    params = ", ".join(f"{a}: {t.mlir()}" for a, t in zip(args, sig.input_types))
+    n = len(sig.result_types)
+    values = ["%0"] if n == 1 else [f"%0#{i}" for i in range(n)]
+    ret = f"func.return {', '.join(values)} : {_types(sig.result_types)}" if n else "func.return"
+    attrs = ""
+    if sig.num_replicas != 1 or sig.num_partitions != 1:
+        attrs = (f" attributes {{mhlo.num_partitions = {sig.num_partitions} : i32, "
+                 f"mhlo.num_replicas = {sig.num_replicas} : i32}}")
+    return (f"module{attrs} {{\n"
+            f"  func.func public @main({params}) -> ({_types(sig.result_types)}) {{\n"
+            f"    {op_text(sig, args)}\n"
+            f"    {ret}\n"
+            f"  }}\n"
+            f"}}\n")
+
+
+# ---------------------------------------------------------------------------
+# Parsing and verifying with jaxlib's MLIR
+# ---------------------------------------------------------------------------
+
+_LOCK = threading.RLock()
+
+
+def _new_context():
+    """A fresh context with the upstream dialects (func, ...) that jax uses.
+
+    PRIVATE API, the one place that touches it: jaxlib's Python MLIR has no public
+    way to register the upstream ``func`` dialect. jax does it through jaxlib's
+    ``jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects`` (see
+    ``upstream_dialects`` in jax/_src/interpreters/mlir.py; checked with jaxlib
+    0.10.2); we do the same. Should a jaxlib release drop that extension, we fall
+    back to ``jax.interpreters.mlir.make_ir_context`` (jax's own context, which
+    also loads sdy/mpmd/mhlo and shares jax's thread pool).
+    """
+    from jaxlib.mlir import ir
+    try:
+        from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+        register = _jax_mlir_ext.register_dialects
+    except (ImportError, AttributeError):
+        from jax.interpreters.mlir import make_ir_context
+        return make_ir_context()
+    registry = ir.DialectRegistry()
+    register(registry)
+    ctx = ir.Context()
+    ctx.enable_multithreading(False)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    return ctx
+
+
+def context():
+    """The MLIR context (one per process, cached): func, stablehlo and chlo registered
+    and loaded, unregistered dialects refused, MLIR's own threading off (the
+    modules are tiny, and no thread pool is left behind for a fork)."""
+    return _context(os.getpid())
+
+
+@functools.lru_cache(maxsize=1)
+def _context(pid: int):
+    from jaxlib.mlir.dialects import chlo, stablehlo
+    ctx = _new_context()
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    ctx.allow_unregistered_dialects = False
+    return ctx
+
+
+_OP_RE = re.compile(r'"([a-z_]\w*\.[\w.]+)"\s*\(')     # the first generic-form op
+
+
+def _op_of(text: str) -> str:
+    m = _OP_RE.search(text)
+    return m.group(1) if m else "module"
+
+
+def _message(err) -> str:
+    diags = getattr(err, "error_diagnostics", None) or []
+    parts = []
+    for d in diags:
+        msg = d.message
+        notes = [n.message for n in d.notes]
+        parts.append(msg + (f" ({'; '.join(notes)})" if notes else ""))
+    text = "; ".join(parts) if parts else str(err)
+    return " ".join(text.split())
+
+
+def parse(text: str):
+    """Parse and verify ``text``; the ``ir.Module``, or :class:`VerifyError` (one line
+    with the op name and the parser's or verifier's message)."""
+    from jaxlib.mlir import ir
+    ctx = context()
+    with _LOCK:
+        try:
+            module = ir.Module.parse(text, ctx)
+            module.operation.verify()
+        except ir.MLIRError as e:
+            raise VerifyError(_op_of(text), _message(e), text) from None
+    return module
+
+
+def verify(sig: Signature):
+    """``parse(module_text(sig))``: the verified module of a signature."""
+    return parse(module_text(sig))
+
+
+@functools.lru_cache(maxsize=65536)
+def verifier_rejects(sig: Signature) -> str | None:
+    """The MLIR verifier's message if it rejects ``sig``'s program, else None.
+
+    For an invalid signature this says whether the case reaches a backend at all:
+    a program the verifier rejects never gets past parsing.
+    """
+    try:
+        verify(sig)
+    except VerifyError as e:
+        return e.message
+    return None
