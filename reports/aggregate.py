@@ -4,6 +4,13 @@ The HTML pages, ``summary.json`` and ``junit.xml`` all read this one model, so
 they agree on what a cell's outcome is and on every total. Records of unknown
 kinds and unknown keys are kept or ignored, never an error: the results format
 grows, and a report of a newer run must still render.
+
+With two or more backends the runner also writes ``cross`` records (one per
+signature): the backends compared case by case with each other, the cases
+where each pair disagrees, and the *oracle suspects*, cases where every backend
+diverged from the oracle while all agreed with each other. They are kept per
+(op, type key) in :class:`CrossCell`; divergence records carry
+``oracle_suspect`` to say which saved divergences are such cases.
 """
 from __future__ import annotations
 
@@ -140,6 +147,67 @@ class Cell:
         return bool(self.ulp_hist) and sum(self.ulp_hist) > 0
 
 
+def pair_backends(pair: str) -> tuple[str, str]:
+    """The two backends of a ``cross`` record's pair key (``"jax~numpy"``)."""
+    a, _, b = pair.partition("~")
+    return a, b
+
+
+@dataclasses.dataclass
+class CrossCell:
+    """The ``cross`` records of one (op, type key) or of a matrix column: the backends
+    compared with each other, case by case."""
+
+    records: int = 0
+    cases: int = 0
+    backends: list[str] = dataclasses.field(default_factory=list)
+    disagreements: Counter = dataclasses.field(default_factory=Counter)   # pair -> cases
+    compared: Counter = dataclasses.field(default_factory=Counter)        # pair -> cases
+    oracle_suspects: int = 0
+    signatures: list[str] = dataclasses.field(default_factory=list)
+    type_keys: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, rec: dict[str, Any]) -> None:
+        self.records += 1
+        cases = int(rec.get("cases") or 0)
+        self.cases += cases
+        names = [str(b) for b in rec.get("backends") or []]
+        for b in names:
+            _add_unique(self.backends, b)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                self.compared[f"{a}~{b}"] += cases
+        for pair, n in (rec.get("disagreements") or {}).items():
+            self.disagreements[str(pair)] += int(n or 0)
+            self.compared.setdefault(str(pair), 0)
+        self.oracle_suspects += int(rec.get("oracle_suspects") or 0)
+        _add_unique(self.signatures, rec.get("signature"))
+        _add_unique(self.type_keys, rec.get("type_key"))
+
+    def merge(self, other: "CrossCell") -> None:
+        self.records += other.records
+        self.cases += other.cases
+        for b in other.backends:
+            _add_unique(self.backends, b)
+        self.disagreements.update(other.disagreements)
+        self.compared.update(other.compared)
+        for pair in other.compared:
+            self.compared.setdefault(pair, 0)
+        self.oracle_suspects += other.oracle_suspects
+        for s in other.signatures:
+            _add_unique(self.signatures, s)
+        for k in other.type_keys:
+            _add_unique(self.type_keys, k)
+
+    @property
+    def disagreeing(self) -> int:
+        """Cases summed over pairs (a case where three backends split counts up to 3 times)."""
+        return sum(self.disagreements.values())
+
+    def pairs(self) -> list[str]:
+        return list(self.compared)
+
+
 @dataclasses.dataclass
 class RuleResult:
     """Every invalid case of one rule of one op on one backend."""
@@ -176,6 +244,7 @@ class OpData:
     done: bool = False
     generated: int = 0                        # signatures the generators planned
     valid: int = 0                            # ... of which satisfy every rule of the spec
+    cross: dict[str, CrossCell] = dataclasses.field(default_factory=dict)   # by type key
 
     @property
     def summary(self) -> str:
@@ -202,6 +271,33 @@ class OpData:
                 out = out or Cell()
                 out.merge(cell)
         return out
+
+    def cross_keys(self) -> list[str]:
+        return sorted(self.cross, key=_type_key_order)
+
+    def cross_column(self, column: str) -> CrossCell | None:
+        """Backends compared with each other over every type key under ``column``."""
+        out = None
+        for k, cc in self.cross.items():
+            if first_type(k) == column:
+                out = out or CrossCell()
+                out.merge(cc)
+        return out
+
+    def cross_total(self) -> CrossCell:
+        out = CrossCell()
+        for cc in self.cross.values():
+            out.merge(cc)
+        return out
+
+    @property
+    def cross_differs(self) -> bool:
+        """Whether two backends disagreed, or all agreed against the oracle, on some case."""
+        return any(c.disagreeing or c.oracle_suspects for c in self.cross.values())
+
+    def suspect_divergences(self) -> list[tuple[int, dict]]:
+        """Saved divergences flagged ``oracle_suspect``, with their index on the op page."""
+        return [(i, d) for i, d in enumerate(self.divergences) if d.get("oracle_suspect")]
 
     def rule_ids(self) -> list[str]:
         """The op's rules in spec order, then any others seen in records."""
@@ -296,18 +392,66 @@ class Report:
     def divergences(self) -> list[dict]:
         return [d for o in self.sorted_ops() for d in o.divergences]
 
+    @property
+    def cross_run(self) -> bool:
+        """Whether backends were compared with each other (a ``cross`` record, or 2+ backends)."""
+        return len(self.backends) > 1 or any(o.cross for o in self.ops.values())
+
+    def cross_total(self) -> CrossCell:
+        out = CrossCell()
+        for o in self.ops.values():
+            for cc in o.cross.values():
+                out.merge(cc)
+        return out
+
+    def pairs(self) -> list[str]:
+        """Pairs of backends compared, in the order of the run's backends."""
+        pairs = self.cross_total().pairs()
+        order = {b: i for i, b in enumerate(self.backends)}
+
+        def key(p: str) -> tuple:
+            a, b = pair_backends(p)
+            return (order.get(a, len(order)), order.get(b, len(order)), p)
+        return sorted(pairs, key=key)
+
+    def pair_top_ops(self, pair: str, n: int = 5) -> list[tuple[str, int]]:
+        """The ops where ``pair`` disagrees most: (op, cases), largest first."""
+        counts = [(o.name, o.cross_total().disagreements.get(pair, 0)) for o in self.sorted_ops()]
+        counts = [c for c in counts if c[1]]
+        return sorted(counts, key=lambda c: -c[1])[:n]
+
+    def suspects(self) -> list[tuple[OpData, str, CrossCell]]:
+        """Every (op, type key) with suspected oracle defects (cases where all backends
+        agree with each other against the oracle), or a saved divergence flagged so."""
+        out = []
+        for o in self.sorted_ops():
+            flagged = {d.get("type_key") for _, d in o.suspect_divergences()}
+            for k in o.cross_keys():
+                if o.cross[k].oracle_suspects or k in flagged:
+                    out.append((o, k, o.cross[k]))
+            for k in sorted(flagged - set(o.cross), key=lambda k: _type_key_order(str(k))):
+                out.append((o, str(k), CrossCell()))
+        return out
+
     def totals(self, backend: str | None = None) -> dict[str, Any]:
-        """Cases checked, diverging cases and signatures by class, unsupported, masked."""
+        """Cases checked, diverging cases and signatures by class, unsupported, masked,
+        and (backends compared with each other) disagreements and oracle suspects."""
         cell = Cell()
         saved: Counter = Counter()
         examples: Counter = Counter()
+        cross = CrossCell()
+        saved_suspects = 0
         for o in self.ops.values():
             for (b, _), c in o.cells.items():
                 if backend is None or b == backend:
                     cell.merge(c)
+            for cc in o.cross.values():
+                if backend is None or backend in cc.backends:
+                    cross.merge(cc)
             for d in o.divergences:
                 if backend is None or d.get("backend") == backend:
                     saved[str(d.get("class"))] += 1
+                    saved_suspects += bool(d.get("oracle_suspect"))
             for e in o.examples:
                 if backend is None or e.get("backend") == backend:
                     examples[str(e.get("outcome"))] += 1
@@ -327,6 +471,11 @@ class Report:
                          "valid": sum(o.valid for o in self.ops.values())},
             "internal_errors": sum(1 for e in self.internal_errors
                                    if backend is None or e.get("backend") in (None, backend)),
+            "compared_cases": cross.cases,
+            "disagreements": {p: n for p, n in sorted(cross.disagreements.items())
+                              if backend is None or backend in pair_backends(p)},
+            "oracle_suspects": cross.oracle_suspects,
+            "saved_oracle_suspects": saved_suspects,
         }
 
 
@@ -361,6 +510,11 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
         elif kind == "divergence":
             rep.backend(rec.get("backend"))
             rep.op(rec.get("op", "?"), rec.get("family")).divergences.append(rec)
+        elif kind == "cross":
+            for b in rec.get("backends") or []:
+                rep.backend(str(b))
+            op = rep.op(rec.get("op", "?"), rec.get("family"))
+            op.cross.setdefault(str(rec.get("type_key", "?")), CrossCell()).add(rec)
         elif kind == "invalid":
             op = rep.op(rec.get("op", "?"), rec.get("family"))
             key = (rep.backend(rec.get("backend")), str(rec.get("rule", "?")))

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 
 from . import style, svg
-from .aggregate import COLUMNS, Cell, OpData, Report
+from .aggregate import COLUMNS, Cell, CrossCell, OpData, Report, pair_backends
 
 #: Longest literal shown inline; longer ones are cut (the reproducer has them all).
 MAX_LITERAL = 4000
@@ -102,6 +102,67 @@ def cell_text(cell: Cell | None, applicable: bool) -> str:
     return text + ("*" if cell.partial else "")
 
 
+def short_names(backends: list[str], width: int = 3) -> dict[str, str]:
+    """Short, distinct labels for the combined matrix's sub-columns: the shortest prefix
+    (at least one letter) that tells each backend from the others, at most ``width``
+    characters; backends that still collide are numbered."""
+    out: dict[str, str] = {}
+    for b in backends:
+        for n in range(1, width + 1):
+            label = b[:n]
+            if not any(o != b and o[:n] == label for o in backends):
+                break
+        out[b] = label
+    clashing = {v for v in out.values() if list(out.values()).count(v) > 1}
+    seen: dict[str, int] = {}
+    for b in backends:
+        if out[b] in clashing:
+            seen[out[b]] = n = seen.get(out[b], 0) + 1
+            out[b] = f"{out[b][:width - 1]}{n}"
+    return out
+
+
+def pair_label(pair: str) -> str:
+    a, b = pair_backends(pair)
+    return f"{a} ~ {b}"
+
+
+def short_cell_text(cell: Cell | None, applicable: bool) -> str:
+    """The text of a narrow cell of the combined matrix: the outcome's abbreviation."""
+    if cell is None:
+        return "·" if applicable else ""
+    return style.look(cell.outcome).abbrev + ("*" if cell.partial else "")
+
+
+def cross_title(cross: CrossCell | None, backend: str | None = None) -> str:
+    """Tooltip lines: how the backends compared with each other (pairs with ``backend``)."""
+    if cross is None or not cross.records:
+        return ""
+    lines = [f"{cross.cases} case(s) compared across backends"]
+    for pair in cross.pairs():
+        if backend is None or backend in pair_backends(pair):
+            lines.append(f"{pair_label(pair)}: {cross.disagreements.get(pair, 0)} disagreeing")
+    if cross.oracle_suspects:
+        lines.append(f"oracle suspects: {cross.oracle_suspects} (every backend agrees, "
+                     f"against the oracle)")
+    return "\n".join(lines)
+
+
+def cross_css(cross: CrossCell | None) -> str:
+    """Marks of a combined-matrix cell group: backends disagree (xd), oracle suspects (xs)."""
+    if cross is None:
+        return ""
+    return " ".join(c for c, on in (("xd", cross.disagreeing), ("xs", cross.oracle_suspects))
+                    if on)
+
+
+def percent(n: int, of: int) -> str:
+    if not of:
+        return "—"
+    x = 100.0 * n / of
+    return f"{x:.1f}%" if x >= 0.1 or x == 0 else "<0.1%"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("conformance.reports", "templates"),
@@ -113,7 +174,10 @@ def _environment() -> jinja2.Environment:
                        abbrev=lambda o: style.look(o).abbrev, page=op_filename)
     env.globals.update(look=style.look, legend=style.LEGEND, looks=style.LOOKS,
                        outcome_css=style.stylesheet(), columns=COLUMNS, ulp_chart=svg.ulp_chart,
-                       cell_title=cell_title, cell_text=cell_text)
+                       cell_title=cell_title, cell_text=cell_text,
+                       short_cell_text=short_cell_text, cross_title=cross_title,
+                       cross_css=cross_css, pair_label=pair_label, percent=percent,
+                       pair_backends=pair_backends)
     return env
 
 
@@ -142,7 +206,7 @@ def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
     index = out_dir / "index.html"
     index.write_text(env.get_template("index.html.j2").render(
         report=report, totals=totals, per_backend=per_backend, run=report.run or {},
-        run_dir=str(run_dir)), encoding="utf-8")
+        run_dir=str(run_dir), short=short_names(report.backends)), encoding="utf-8")
     page = env.get_template("op.html.j2")
     for op in report.sorted_ops():
         (ops_dir / op_filename(op.name)).write_text(page.render(

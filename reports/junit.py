@@ -2,7 +2,9 @@
 
 One ``<testsuite>`` per backend. Test cases: one per (op, type key), one per
 spec example, one per rule broken on purpose. Divergences are ``<failure>``
-(message = class), backend errors, crashes and timeouts are ``<error>``,
+(message = class; a divergence that every backend shares against the oracle is
+marked "oracle suspect" in the text, but still fails: the oracle is the
+reference), backend errors, crashes and timeouts are ``<error>``,
 unsupported and not-generated cases are ``<skipped>``. An incomplete run and
 internal errors of the suite go to an extra ``conformance-run`` suite as
 ``<error>`` so that a killed run never looks green.
@@ -80,8 +82,13 @@ def junit_tree(report: Report) -> ET.ElementTree:
                 lines = [f"cases per outcome: {dict(sorted(cell.counts.items()))}"]
                 for d in op.divergences:
                     if d.get("backend") == b and d.get("type_key") == key:
-                        lines.append(f"{d.get('class')}: {d.get('minimised_signature') or d.get('signature')}"
+                        suspect = " (oracle suspect: every backend agrees)" \
+                            if d.get("oracle_suspect") else ""
+                        lines.append(f"{d.get('class')}{suspect}: "
+                                     f"{d.get('minimised_signature') or d.get('signature')}"
                                      f"\n  repro: python {d.get('repro')}/repro.py")
+                        if d.get("actual") is None and d.get("message"):
+                            lines.append(f"  message: {d.get('message')}")
                 if len(lines) == 1:
                     lines += [f"signature: {s}" for s in cell.signatures]
                 lines += [f"reason: {r}" for r in cell.reasons]

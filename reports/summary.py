@@ -6,10 +6,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .aggregate import Cell, Report
+from .aggregate import Cell, CrossCell, Report, pair_backends
 
-#: Bumped when the layout of summary.json changes incompatibly.
-FORMAT_VERSION = 1
+#: Bumped when the layout of summary.json changes. 2: ``cross`` (backends compared with
+#: each other, oracle suspects), and the ``totals`` keys ``compared_cases``,
+#: ``disagreements``, ``oracle_suspects``, ``saved_oracle_suspects``.
+FORMAT_VERSION = 2
 
 
 def _error(x: float | None) -> float | str | None:
@@ -27,6 +29,37 @@ def _cell(c: Cell) -> dict[str, Any]:
             "cases": c.cases, "counts": dict(sorted(c.counts.items())),
             "max_error": _error(c.max_error), "impl_defined": c.impl_defined,
             "reasons": c.reasons}
+
+
+def _cross_cell(c: CrossCell) -> dict[str, Any]:
+    return {"signatures": c.records, "cases": c.cases,
+            "disagreements": {p: c.disagreements.get(p, 0) for p in c.pairs()},
+            "oracle_suspects": c.oracle_suspects}
+
+
+def cross(report: Report) -> dict[str, Any]:
+    """Backends compared with each other: pairwise disagreements, and oracle suspects
+    (cases where every backend diverged from the oracle but all agreed with each other),
+    in total, per pair and per op."""
+    total = report.cross_total()
+    ops = [o for o in report.sorted_ops() if o.cross]
+    pairs = {}
+    for pair in report.pairs():
+        per_op = {o.name: o.cross_total().disagreements.get(pair, 0) for o in ops}
+        pairs[pair] = {"backends": list(pair_backends(pair)),
+                       "cases": total.compared.get(pair, 0),
+                       "disagreements": total.disagreements.get(pair, 0),
+                       "ops": {k: v for k, v in per_op.items() if v}}
+    return {
+        "backends": total.backends, "signatures": total.records, "cases": total.cases,
+        "pairs": pairs,
+        "oracle_suspects": total.oracle_suspects,
+        "saved_oracle_suspects": sum(len(o.suspect_divergences()) for o in report.sorted_ops()),
+        "ops": {o.name: {**_cross_cell(o.cross_total()),
+                         "saved_oracle_suspects": len(o.suspect_divergences()),
+                         "type_keys": {k: _cross_cell(o.cross[k]) for k in o.cross_keys()}}
+                for o in ops},
+    }
 
 
 def summary(report: Report) -> dict[str, Any]:
@@ -54,12 +87,15 @@ def summary(report: Report) -> dict[str, Any]:
                       for op in report.sorted_ops() if op.invalid or op.checks()}
     examples = [{k: e.get(k) for k in ("op", "backend", "example", "index", "outcome", "message",
                                        "signature")} for e in report.examples()]
-    divergences = [{k: d.get(k) for k in ("backend", "op", "type_key", "class", "minimised_class",
-                                          "case_id", "signature", "minimised_signature", "repro")}
+    divergences = [{**{k: d.get(k) for k in ("backend", "op", "type_key", "class",
+                                             "minimised_class", "case_id", "signature",
+                                             "minimised_signature", "repro", "message")},
+                    "oracle_suspect": bool(d.get("oracle_suspect"))}
                    for d in report.divergences()]
     return {"format_version": FORMAT_VERSION, "run": run, "totals": report.totals(),
-            "backends": backends, "examples": examples, "invalid": invalid,
-            "divergences": divergences, "internal_errors": len(report.internal_errors)}
+            "backends": backends, "cross": cross(report), "examples": examples,
+            "invalid": invalid, "divergences": divergences,
+            "internal_errors": len(report.internal_errors)}
 
 
 def write_summary(report: Report, path: Path) -> Path:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -32,7 +33,7 @@ def records(end: bool = True) -> list[dict]:
     recs = [
         {"kind": "run", "seed": 7, "depth": "quick", "started": 1700000000.0,
          "backends": [{"name": "jax", "jax": "0.10.2", "jaxlib": "0.10.2"},
-                      {"name": "vendor", "version": "1.2.3"}],
+                      {"name": "vendor", "version": "1.2.3"}, {"name": "xla", "jaxlib": "0.10.2"}],
          "ops": ["add", "abs", "convert"], "families": None, "element_types": None},
         sig("add", "f32", "jax", "pass", {"pass": 64}, ulp_hist=hist, max_error=1.0),
         sig("add", "f32", "vendor", "value", {"pass": 30, "value": 2}, ulp_hist=hist,
@@ -44,6 +45,22 @@ def records(end: bool = True) -> list[dict]:
         sig("abs", "f16", "vendor", "signed_zero", {"pass": 31, "signed_zero": 1}),
         sig("convert", "si8->f32", "vendor", "accuracy", {"pass": 15, "accuracy": 1}),
         sig("convert", "si8->f16", "vendor", "pass", {"pass": 16}),
+        # a third backend: passes add f32, crashes on add si32, times out on convert
+        sig("add", "f32", "xla", "pass", {"pass": 32}),
+        sig("add", "si32", "xla", "crash", {"crash": 32}, reason="BackendCrash: signal 11"),
+        sig("convert", "si8->f16", "xla", "timeout", {"timeout": 16},
+            reason="BackendTimeout: no answer in 60 s"),
+        # abs(-0.0) on f16: every backend gives the same -0.0 where the oracle says +0.0
+        sig("abs", "f16", "jax", "signed_zero", {"pass": 31, "signed_zero": 1}),
+        sig("abs", "f16", "xla", "signed_zero", {"pass": 31, "signed_zero": 1}),
+        {"kind": "cross", "op": "add", "family": "arithmetic", "type_key": "f32",
+         "signature": "add(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>)",
+         "backends": ["jax", "vendor", "xla"], "cases": 32,
+         "disagreements": {"jax~vendor": 2, "jax~xla": 0, "vendor~xla": 2}, "oracle_suspects": 0},
+        {"kind": "cross", "op": "abs", "family": "arithmetic", "type_key": "f16",
+         "signature": "abs(tensor<4xf16>) -> (tensor<4xf16>)",
+         "backends": ["jax", "vendor", "xla"], "cases": 32,
+         "disagreements": {"jax~vendor": 0, "jax~xla": 0, "vendor~xla": 0}, "oracle_suspects": 1},
         {"kind": "divergence", "backend": "vendor", "op": "add", "family": "arithmetic",
          "type_key": "f32", "class": "value", "minimised_class": "value",
          "case_id": "7:quick:add:f32:0:0:3", "signature": "add(tensor<4xf32>, tensor<4xf32>) -> "
@@ -58,6 +75,30 @@ def records(end: bool = True) -> list[dict]:
          "message": EVIL, "repro": "repros/vendor/add/f32-value-1", "batch_count": 2,
          "stablehlo": "func.func @main(%a: tensor<f32>) -> tensor<f32> { ... }",
          "oracle_suspect": False, "some_future_key": {"x": 1}},
+        {"kind": "divergence", "backend": "xla", "op": "add", "family": "arithmetic",
+         "type_key": "si32", "class": "crash", "minimised_class": "crash",
+         "case_id": "7:quick:add:si32:0:0:?", "signature": "add(tensor<4xsi32>, tensor<4xsi32>) "
+         "-> (tensor<4xsi32>)", "minimised_signature": "add(tensor<4xsi32>, tensor<4xsi32>) -> "
+         "(tensor<4xsi32>)", "reproduces_alone": True,
+         "case": {"signature": {"op": "add", "input_types": ["tensor<si32>", "tensor<si32>"],
+                                "result_types": ["tensor<si32>"], "attributes": {}},
+                  "inputs": [{"type": "tensor<si32>", "bits": "00000007", "literal": 7},
+                             {"type": "tensor<si32>", "bits": "00000009", "literal": 9}]},
+         "expected": [{"type": "tensor<si32>", "bits": "00000010", "literal": 16}],
+         "actual": None, "message": "BackendCrash: the backend process died (signal 11)",
+         "repro": "repros/xla/add/si32-crash-1", "batch_count": None,
+         "stablehlo": "func.func @main(%a: tensor<si32>, %b: tensor<si32>) -> tensor<si32>"},
+        *[{"kind": "divergence", "backend": b, "op": "abs", "family": "arithmetic",
+           "type_key": "f16", "class": "signed_zero", "minimised_class": "signed_zero",
+           "case_id": "7:quick:abs:f16:0:0:5", "signature": "abs(tensor<4xf16>) -> (tensor<4xf16>)",
+           "minimised_signature": "abs(tensor<f16>) -> (tensor<f16>)", "reproduces_alone": True,
+           "case": {"signature": {"op": "abs", "input_types": ["tensor<f16>"],
+                                  "result_types": ["tensor<f16>"], "attributes": {}},
+                    "inputs": [{"type": "tensor<f16>", "bits": "8000", "literal": "-0.0"}]},
+           "expected": [{"type": "tensor<f16>", "bits": "0000", "literal": "0.0"}],
+           "actual": [{"type": "tensor<f16>", "bits": "8000", "literal": "-0.0"}],
+           "message": None, "repro": f"repros/{b}/abs/f16-signed_zero-1", "batch_count": 1,
+           "oracle_suspect": True} for b in ("jax", "vendor")],
         {"kind": "invalid", "op": "add", "family": "arithmetic", "backend": "jax", "rule": "I1",
          "outcome": "not_generated", "reason": "the type table allows every element type"},
         {"kind": "invalid", "op": "add", "family": "arithmetic", "backend": "vendor",
@@ -100,33 +141,61 @@ def rendered(tmp_path):
 
 
 class Cells(HTMLParser):
-    """Matrix cells of an index page: (backend, op, type) -> (attributes, text)."""
+    """Matrix cells of an index page, per matrix: the combined one (``matrix-combined``)
+    and one per backend (``backend:NAME``): (backend, op, type) -> (attributes, text)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.cells: dict[tuple[str, str, str], tuple[dict, str]] = {}
+        self.tables: dict[str, dict[tuple[str, str, str], tuple[dict, str]]] = {}
+        self._table = "?"
         self._open: tuple | None = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if tag == "table" and "matrix" in (a.get("class") or "").split():
+            self._table = a.get("id") or f"backend:{a.get('data-backend')}"
+            self.tables.setdefault(self._table, {})
         if tag == "td" and "cell" in (a.get("class") or "").split():
             self._open = (a["data-backend"], a["data-op"], a["data-type"])
-            self.cells[self._open] = (a, "")
+            assert self._open not in self.tables[self._table], self._open
+            self.tables[self._table][self._open] = (a, "")
 
     def handle_data(self, data):
         if self._open:
-            a, t = self.cells[self._open]
-            self.cells[self._open] = (a, t + data)
+            a, t = self.tables[self._table][self._open]
+            self.tables[self._table][self._open] = (a, t + data)
 
     def handle_endtag(self, tag):
         if tag == "td":
             self._open = None
 
 
-def cells(index: Path) -> dict:
+def matrices(index: Path) -> dict[str, dict]:
     p = Cells()
     p.feed(index.read_text())
-    return p.cells
+    return p.tables
+
+
+def cells(index: Path) -> dict:
+    """The cells of the per-backend matrices, each backend's from its own matrix."""
+    out = {}
+    for name, table in matrices(index).items():
+        if name.startswith("backend:"):
+            assert all(k[0] == name[len("backend:"):] for k in table)
+            out.update(table)
+    return out
+
+
+def divergence(html: str, i: int) -> str:
+    """The section of an op page about its divergence ``i``."""
+    rest = section(html, f'id="divergence-{i}"', "\uffff")
+    return re.split(r'<div class="div|<h2 id="invalid"', rest)[0]
+
+
+def section(html: str, start: str, end: str = "</table>") -> str:
+    """The text from ``start`` to the next ``end``."""
+    assert start in html, start
+    return html.split(start, 1)[1].split(end, 1)[0]
 
 
 def test_files_written(rendered):
@@ -208,7 +277,7 @@ def test_summary_totals_match_records(rendered):
     out, recs, _ = rendered
     s = json.loads((out / "summary.json").read_text())
     sigs = [r for r in recs if r["kind"] == "signature"]
-    assert s["totals"]["cases"] == sum(r["cases"] for r in sigs) == 192
+    assert s["totals"]["cases"] == sum(r["cases"] for r in sigs) == 336
     expected = {}
     for r in sigs:
         for k, v in r["counts"].items():
@@ -216,7 +285,7 @@ def test_summary_totals_match_records(rendered):
                 expected[k] = expected.get(k, 0) + v
     assert s["totals"]["diverging_cases"] == expected
     assert s["totals"]["unsupported_signatures"] == 1
-    assert s["totals"]["saved_divergences"] == {"value": 1}
+    assert s["totals"]["saved_divergences"] == {"crash": 1, "signed_zero": 2, "value": 1}
     assert s["totals"]["impl_defined"] == {"elements": 5, "conventional": 4}
     assert s["run"]["complete"] is True and s["run"]["seed"] == 7
     cell = s["backends"]["vendor"]["ops"]["add"]["type_keys"]["f32"]
@@ -235,7 +304,7 @@ def test_junit_counts(rendered):
     out, _, _ = rendered
     root = ET.parse(out / "junit.xml").getroot()
     suites = {s.get("name"): s for s in root.iter("testsuite")}
-    assert set(suites) == {"jax", "vendor"}
+    assert set(suites) == {"jax", "vendor", "xla"}
     v = suites["vendor"]
     # failures: add f32 value, abs f16 signed_zero, convert si8->f32 accuracy,
     # the failing example, C1 accepted_invalid; error: add si32; skipped: add si8, I1.
@@ -251,8 +320,190 @@ def test_junit_counts(rendered):
     assert "repros/vendor/add/f32-value-1/repro.py" in fail.text
     assert "add(tensor<f32>, tensor<f32>)" in fail.text
     j = suites["jax"]
-    assert (j.get("failures"), j.get("errors"), j.get("skipped")) == ("0", "0", "1")
-    assert root.get("failures") == "5"
+    # abs f16 signed_zero (the oracle suspect still fails: the oracle is the reference)
+    assert (j.get("failures"), j.get("errors"), j.get("skipped")) == ("1", "0", "1")
+    assert "oracle suspect" in j.find("testcase[@name='f16']/failure").text
+    # crash and timeout are errors, not failures; the crash's message is in the text
+    x = suites["xla"]
+    assert (x.get("failures"), x.get("errors"), x.get("skipped"), x.get("tests")) == \
+        ("1", "2", "0", "4")
+    crash = x.find("testcase[@name='si32']/error")
+    assert crash.get("message") == "crash" and "signal 11" in crash.text
+    assert "repros/xla/add/si32-crash-1/repro.py" in crash.text
+    assert x.find("testcase[@name='si8->f16']/error").get("message") == "timeout"
+    assert root.get("failures") == "7" and root.get("errors") == "3"
+
+
+def test_style_covers_every_outcome_class():
+    from conformance.compare import SEVERITY
+    for outcome in [*SEVERITY, "crash", "timeout", "not_run", "not_generated", "fail"]:
+        assert outcome in LOOKS, outcome
+    backgrounds = [LOOKS[c].background for c in SEVERITY]
+    assert len(set(backgrounds)) == len(backgrounds)     # one hue per class
+
+
+def test_combined_matrix_has_a_cell_per_op_type_backend(rendered):
+    _, _, index = rendered
+    tables = matrices(index)
+    assert set(tables) == {"matrix-combined", "backend:jax", "backend:vendor", "backend:xla"}
+    combined = tables["matrix-combined"]
+    from conformance.types import ALL_ELEMENT_TYPES
+    types = [t.name for t in ALL_ELEMENT_TYPES]
+    assert len(types) == 19
+    assert set(combined) == {(b, op, t) for b in ("jax", "vendor", "xla")
+                             for op in ("add", "abs", "convert") for t in types}
+    # the same outcome as each backend's own matrix, with a short label
+    own = cells(index)
+    for key, (attrs, _) in combined.items():
+        assert attrs["data-outcome"] == own[key][0]["data-outcome"], key
+    assert combined[("jax", "add", "f32")][1] == "ok"
+    assert combined[("vendor", "add", "f32")][1] == "val"
+    assert combined[("xla", "add", "si32")][0]["data-outcome"] == "crash"
+    assert "o-crash" in combined[("xla", "add", "si32")][0]["class"].split()
+    assert combined[("xla", "convert", "si8")][0]["data-outcome"] == "timeout"
+    # backends side by side per type: the sub-columns of f32 are adjacent, in run order
+    html = index.read_text()
+    row = section(html, '<tr data-op="add">', "</tr>")
+    f32 = [m for m in row.split("<td")[1:] if 'data-type="f32"' in m]
+    assert [m.split('data-backend="')[1].split('"')[0] for m in f32] == ["jax", "vendor", "xla"]
+    assert row.index('data-type="f16"') < row.index('data-type="f32"') < \
+        row.index('data-type="f64"')
+    # a second header row with one short label per backend per type
+    head = section(html, '<table class="matrix combined" id="matrix-combined">', "</thead>")
+    assert head.count('<th class="bk') == 19 * 3
+    assert '<code>j</code> = jax' in html and '<code>v</code> = vendor' in html
+    # marks: backends disagree on add f32; every backend agrees against the oracle on abs f16
+    assert "xd" in combined[("jax", "add", "f32")][0]["class"].split()
+    assert combined[("jax", "add", "f32")][0]["data-disagreeing"] == "4"
+    abs_f16 = combined[("xla", "abs", "f16")][0]
+    assert "xs" in abs_f16["class"].split() and abs_f16["data-suspects"] == "1"
+    assert "oracle suspects: 1" in abs_f16["title"]
+    # the per-backend matrices are kept, folded
+    assert html.count('<details class="matrix-alone">') == 3
+
+
+def test_short_backend_labels_are_distinct():
+    from conformance.reports.html import short_names
+    assert short_names(["jax", "xla", "interpreter", "numpy"]) == \
+        {"jax": "j", "xla": "x", "interpreter": "i", "numpy": "n"}
+    assert short_names(["jax", "jaxlib", "numpy"]) == {"jax": "ja1", "jaxlib": "ja2", "numpy": "n"}
+    assert short_names(["iree-cpu", "interpreter"]) == {"iree-cpu": "ir", "interpreter": "in"}
+
+
+def test_single_backend_page_is_unchanged(tmp_path):
+    recs = [r for r in records() if r.get("backend") in (None, "jax") and r["kind"] != "cross"]
+    recs[0] = {**recs[0], "backends": recs[0]["backends"][:1]}
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    index = render(tmp_path / "r.jsonl", tmp_path / "out")
+    html = index.read_text()
+    assert set(matrices(index)) == {"backend:jax"}
+    assert "matrix-combined" not in html and "Backends compared" not in html
+    assert "Oracle suspects" not in html and "<details" not in html
+    assert "Backends compared" not in (tmp_path / "out" / "ops" / "add.html").read_text()
+
+
+def test_backends_compared_and_oracle_suspects_on_index(rendered):
+    _, _, index = rendered
+    html = index.read_text()
+    # prominent in the totals
+    assert re.search(r"Oracle suspects: <a href=\"#oracle-suspects\"><strong>1</strong>", html)
+    row = section(html, '<tr class="hl" id="totals-oracle-suspects">', "</tr>")
+    assert ">1</a>" in row and "2 saved divergence(s) flagged" in row
+    # per pair: cases compared, disagreeing cases, top ops
+    pairs = section(html, '<table id="pairs">')
+    rows = {r.split('"')[0]: r for r in pairs.split('<tr data-pair="')[1:]}
+    assert list(rows) == ["jax~vendor", "jax~xla", "vendor~xla"]
+    nums = {p: re.findall(r'<td class="num[^"]*">([^<]*)</td>', r) for p, r in rows.items()}
+    assert nums == {"jax~vendor": ["64", "2", "3.1%"], "jax~xla": ["64", "0", "0.0%"],
+                    "vendor~xla": ["64", "2", "3.1%"]}
+    assert 'href="ops/add.html#cross">add</a> 2' in rows["jax~vendor"]
+    assert "abs" not in rows["jax~vendor"]
+    # per op: add disagrees, abs has the suspect; convert was not compared
+    per_op = section(html, '<table id="pair-ops">')
+    assert '<tr data-op="add">' in per_op and '<tr data-op="abs">' in per_op
+    assert "convert" not in per_op
+    # suspected oracle defects: per op and type key, linking the flagged divergences
+    sus = section(html, '<table id="suspects">')
+    assert sus.count("<tr data-op=") == 1
+    assert '<tr data-op="abs" data-type-key="f16">' in sus
+    links = re.findall(r'class="suspect-link" href="([^"]+)">([^<]+)</a>', sus)
+    assert links == [("ops/abs.html#divergence-0", "jax signed_zero"),
+                     ("ops/abs.html#divergence-1", "vendor signed_zero")]
+
+
+def test_op_page_pairwise_table_and_suspect_badge(rendered):
+    out, _, _ = rendered
+    html = (out / "ops" / "add.html").read_text()
+    table = section(html, '<table class="cross" id="cross-table">')
+    row = section(table, '<tr data-type-key="f32">', "</tr>")
+    got = dict(re.findall(r'data-pair="([^"]+)">([^<]*)</td>', row))
+    assert got == {"jax~vendor": "2", "jax~xla": "0", "vendor~xla": "2"}
+    assert 'data-suspects="0"' in row
+    assert '<tr data-type-key="si32">' not in table        # nothing compared there
+    # abs: the suspect count, a link to both flagged divergences, and the badges
+    html = (out / "ops" / "abs.html").read_text()
+    row = section(section(html, '<table class="cross" id="cross-table">'),
+                  '<tr data-type-key="f16">', "</tr>")
+    assert dict(re.findall(r'data-pair="([^"]+)">([^<]*)</td>', row)) == \
+        {"jax~vendor": "0", "jax~xla": "0", "vendor~xla": "0"}
+    assert 'data-suspects="1">1<' in row
+    assert 'href="#divergence-0">jax signed_zero' in row
+    assert 'href="#divergence-1">vendor signed_zero' in row
+    for i in (0, 1):
+        div = divergence(html, i)
+        assert 'data-oracle-suspect="true"' in div
+        assert '<span class="badge suspect"' in div and "oracle suspect</span>" in div
+    # the value divergence on add is not flagged
+    add = (out / "ops" / "add.html").read_text()
+    div = divergence(add, 0)
+    assert 'data-oracle-suspect="false"' in div and "badge suspect" not in div
+
+
+def test_crash_divergence_renders_without_actual_values(rendered):
+    out, _, _ = rendered
+    html = (out / "ops" / "add.html").read_text()
+    div = divergence(html, 1)
+    assert 'data-class="crash"' in div and "o-crash" in div
+    assert "BackendCrash: the backend process died (signal 11)" in div
+    assert 'href="../../repros/xla/add/si32-crash-1/repro.py"' in div
+    assert "python repros/xla/add/si32-crash-1/repro.py" in div
+    assert "No result from xla" in div and "crashed" in div
+    assert '<pre class="stablehlo">func.func @main(%a: tensor&lt;si32&gt;' in div
+    literals = section(div, '<table class="literals">')
+    assert "Actual" not in literals and "<pre>7</pre>" in literals and "<pre>16</pre>" in literals
+    # the value divergence keeps its actual values
+    assert "Actual (vendor)" in divergence(html, 0)
+
+
+def test_summary_cross_and_oracle_suspects(rendered):
+    out, recs, _ = rendered
+    s = json.loads((out / "summary.json").read_text())
+    assert s["format_version"] == 2
+    assert s["totals"]["oracle_suspects"] == 1
+    assert s["totals"]["saved_oracle_suspects"] == 2
+    assert s["totals"]["compared_cases"] == 64
+    assert s["totals"]["disagreements"] == {"jax~vendor": 2, "jax~xla": 0, "vendor~xla": 2}
+    x = s["cross"]
+    assert x["backends"] == ["jax", "vendor", "xla"]
+    assert x["cases"] == 64 and x["signatures"] == 2
+    assert x["oracle_suspects"] == sum(r["oracle_suspects"] for r in recs
+                                       if r["kind"] == "cross") == 1
+    assert x["saved_oracle_suspects"] == 2
+    assert x["pairs"]["jax~vendor"] == {"backends": ["jax", "vendor"], "cases": 64,
+                                        "disagreements": 2, "ops": {"add": 2}}
+    assert x["pairs"]["jax~xla"]["disagreements"] == 0 and x["pairs"]["jax~xla"]["ops"] == {}
+    assert set(x["ops"]) == {"add", "abs"}
+    assert x["ops"]["abs"]["oracle_suspects"] == 1
+    assert x["ops"]["abs"]["type_keys"]["f16"]["oracle_suspects"] == 1
+    assert x["ops"]["add"]["oracle_suspects"] == 0
+    assert x["ops"]["add"]["type_keys"]["f32"]["disagreements"] == \
+        {"jax~vendor": 2, "jax~xla": 0, "vendor~xla": 2}
+    # per backend: only the pairs it is in
+    assert s["backends"]["xla"]["totals"]["disagreements"] == {"jax~xla": 0, "vendor~xla": 2}
+    flagged = [d for d in s["divergences"] if d["oracle_suspect"]]
+    assert sorted(d["backend"] for d in flagged) == ["jax", "vendor"]
+    crash = next(d for d in s["divergences"] if d["class"] == "crash")
+    assert crash["oracle_suspect"] is False and "signal 11" in crash["message"]
 
 
 def test_incomplete_run(tmp_path):
@@ -296,4 +547,26 @@ def test_real_tiny_run(tmp_path):
     assert "Run complete" in index.read_text()
     s = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert s["totals"]["cases"] > 0 and "add" in s["backends"]["numpy"]["ops"]
+    ET.parse(tmp_path / "report" / "junit.xml")
+
+
+def test_real_two_backend_run(tmp_path):
+    from conformance.backends import get_backend
+    from conformance.runner import RunConfig, run
+    cfg = RunConfig(backends=["jax", "numpy"], ops=["multiply"], depth="quick", out=tmp_path,
+                    progress=False)
+    run(cfg, [get_backend("jax"), get_backend("numpy")], tmp_path / "results.jsonl")
+    index = render(tmp_path / "results.jsonl", tmp_path / "report")
+    html = index.read_text()
+    combined = matrices(index)["matrix-combined"]
+    applicable = {k[2] for k in combined if combined[k][0]["data-outcome"] != "not_applicable"}
+    assert applicable and {("jax", "multiply", t) for t in applicable} <= set(combined)
+    assert {("numpy", "multiply", t) for t in applicable} <= set(combined)
+    assert '<table id="pairs">' in html and '<tr data-pair="jax~numpy">' in html
+    assert "Oracle suspects:" in html
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert list(s["cross"]["pairs"]) == ["jax~numpy"]
+    assert s["cross"]["cases"] > 0 and "multiply" in s["cross"]["ops"]
+    op = (tmp_path / "report" / "ops" / "multiply.html").read_text()
+    assert '<table class="cross" id="cross-table">' in op
     ET.parse(tmp_path / "report" / "junit.xml")
