@@ -1,6 +1,7 @@
 """Backends: the implementations under test, found by name.
 
-``get_backend(spec)`` accepts a short name (``jax``, ``jax-gpu``, ``numpy``), a
+``get_backend(spec)`` accepts a short name (``jax``, ``jax-gpu``, ``numpy``, ``xla``,
+``xla-gpu``, ``interpreter``), a
 ``module:Class`` path, or the name of a ``conformance.backends`` entry point that a
 vendor's package declares. Anything that cannot be loaded raises
 :class:`BackendLoadError` with a one-line reason.
@@ -17,6 +18,9 @@ BUILTIN: dict[str, Callable[[], Backend]] = {
     "jax": lambda: _jax("cpu"),
     "jax-gpu": lambda: _jax("gpu"),
     "numpy": lambda: _numpy(),
+    "xla": lambda: _xla("cpu"),
+    "xla-gpu": lambda: _xla("gpu"),
+    "interpreter": lambda: _interpreter(),
 }
 ENTRY_POINT_GROUP = "conformance.backends"
 
@@ -29,6 +33,16 @@ def _jax(platform: str) -> Backend:
 def _numpy() -> Backend:
     from .numpy_backend import NumpyBackend
     return NumpyBackend()
+
+
+def _xla(platform: str) -> Backend:
+    from .xla_backend import XlaBackend
+    return XlaBackend(platform)
+
+
+def _interpreter() -> Backend:
+    from .interpreter_backend import InterpreterBackend
+    return InterpreterBackend()
 
 
 def _instantiate(obj, where: str) -> Backend:

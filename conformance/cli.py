@@ -40,8 +40,10 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the suite on one or more backends and write the report")
     r.add_argument("--backend", default="jax",
-                   help="comma list of backends: jax, jax-gpu, numpy, module:Class, or an "
-                        "entry point name (default: jax, on CPU)")
+                   help="comma list of backends: jax, jax-gpu (jax.lax), xla, xla-gpu (the "
+                        "case's StableHLO compiled by XLA through PJRT), interpreter (the "
+                        "StableHLO reference interpreter), numpy (the oracle), module:Class, "
+                        "or an entry point name (default: jax, on CPU)")
     r.add_argument("--ops", help="comma list of ops (default: all)")
     r.add_argument("--family", help="comma list of op families (see `conformance list families`)")
     r.add_argument("--types", help="comma list of element types, e.g. f32,bf16,si8")
@@ -59,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     iso = r.add_mutually_exclusive_group()
     iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
                      help="run every backend in a child process: a crash or hang costs one "
-                          "case (default: only backends that ask for it, e.g. interpreter)")
+                          "case (default: only backends that ask for it: xla, interpreter)")
     iso.add_argument("--no-isolate", dest="isolate", action="store_false")
     r.add_argument("--timeout", type=float, default=60.0,
                    help="seconds an isolated backend may take per compile or batch (default 60)")

@@ -1,0 +1,118 @@
+"""The interpreter backend: the StableHLO reference interpreter that jaxlib ships
+(``eval_module`` in its StableHLO bindings), run on each case's canonical module.
+
+Inputs become dense attributes of exactly the declared tensor type, built from the
+arrays' raw bits (bf16, fp8, int4, i1 and complex included); results come back
+bit-exact as numpy arrays of their own element type (NaN payloads, signed zeros and
+subnormals preserved) -- see :mod:`.jaxlib_support`.
+
+Programs are verified once with ``conformance.emitter.parse`` and run in a private
+MLIR context that is replaced after every ``context_limit`` bytes of case data:
+MLIR keeps every attribute (every input and result) for the life of its context.
+
+The interpreter kills its process on some inputs (integer division by zero raises
+SIGFPE; compare LE/LT/GE/GT on complex aborts), so ``isolate = True``: the runner
+runs it in a child process. A program
+that the MLIR verifier rejects is a rejection (right for an invalid signature, a
+backend error for a valid one); an ``eval_module`` failure raises
+:class:`InterpreterError` with the interpreter's own diagnostics.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.case import Signature
+
+from . import jaxlib_support
+from .base import Backend, Unsupported
+from .xla_backend import module_text
+
+
+class InterpreterError(RuntimeError):
+    """``eval_module`` refused to run the program; the message has its diagnostics."""
+
+
+class _Arena:
+    """A private MLIR context for running modules, replaced by a fresh one once the
+    attributes made in it hold more than ``limit`` bytes: MLIR keeps every attribute
+    (every input and result of every case) until its context is destroyed."""
+
+    def __init__(self, lib: jaxlib_support.Jaxlib, limit: int) -> None:
+        self.lib = lib
+        self.limit = limit
+        self.generation = 0
+        self.used = 0
+        self.context: Any = None
+        self.converter: jaxlib_support.AttributeConverter | None = None
+
+    def refresh(self) -> None:
+        if self.context is None or self.used > self.limit:
+            self.converter = None
+            self.context = None               # drop ours before making the next one
+            self.context = jaxlib_support.make_context(self.lib)
+            jaxlib_support.install_dense_caster(self.lib, self.context)
+            self.converter = jaxlib_support.AttributeConverter(self.lib, self.context)
+            self.generation += 1
+            self.used = 0
+
+
+class InterpreterBackend(Backend):
+    name = "interpreter"
+    isolate = True
+    #: Bytes of input and result data after which the MLIR context is replaced.
+    context_limit = 64 << 20
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lib = jaxlib_support.load("interpreter", "interpreter")
+        self._arena = _Arena(self.lib, self.context_limit)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "jax": self.lib.jax_version,
+                "jaxlib": self.lib.jaxlib_version, "platform": "stablehlo-interpreter"}
+
+    def parse(self, text: str):
+        """Parse and verify module text (``conformance.emitter.parse``): a program the
+        MLIR verifier rejects raises here, at compile time."""
+        from conformance.emitter import parse
+        return parse(text)
+
+    def compile_text(self, text: str, sig: Signature):
+        """Verify ``text`` (the canonical module of ``sig``) once; return a function
+        that interprets it on input arrays."""
+        if sig.num_replicas * sig.num_partitions > 1:
+            raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
+                              "processes; eval_module interprets one")
+        self.parse(text)
+        arena = self._arena
+        lib = self.lib
+        eval_module = lib.eval_module
+        op = sig.op
+        parsed: list[Any] = [0, None]            # [arena generation, module]
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            arena.refresh()
+            if parsed[0] != arena.generation:
+                parsed[:] = [arena.generation,
+                             jaxlib_support.parse_module(lib, text, arena.context)]
+            module, conv, context = parsed[1], arena.converter, arena.context
+            arrays = [np.asarray(x) for x in inputs]
+            args = [conv.to_attribute(x) for x in arrays]
+            diagnostics = jaxlib_support.Diagnostics(context)
+            try:
+                results = eval_module(module, args)
+            except Exception as e:  # noqa: BLE001 - the interpreter's own refusal
+                said = "; ".join(diagnostics.take()) or str(e)
+                raise InterpreterError(f"{op}: the interpreter failed: "
+                                       f"{' '.join(said.split())}") from None
+            finally:
+                diagnostics.detach()
+            outs = [conv.from_attribute(r) for r in results]
+            arena.used += sum(x.nbytes for x in arrays) + sum(x.nbytes for x in outs)
+            return outs
+        return execute
+
+    def compile(self, signature: Signature):
+        return self.compile_text(module_text(signature), signature)

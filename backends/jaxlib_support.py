@@ -1,0 +1,514 @@
+"""The one place where the ``xla`` and ``interpreter`` backends touch jax/jaxlib
+internals: a version pin, the PJRT client calls, an MLIR context, and exact
+numpy <-> ``DenseElementsAttr`` conversion for every StableHLO element type.
+
+Every name below that is not public jax API can change in any jaxlib release, so
+:func:`load` resolves all the names a backend needs when it is constructed, checks
+the installed versions against :data:`PINNED`, and raises :class:`BackendLoadError`
+with one line saying what is wrong ("xla backend: needs jaxlib 0.10.2 (found jax
+0.10.2, jaxlib 0.4.30): ...", "...: missing jax._src.lib.xla_client.DeviceList")
+instead of a traceback in the middle of a run. Set ``CONFORMANCE_UNPINNED_JAXLIB=1``
+to try an unpinned version anyway (missing names are still an error).
+
+What is used (``*`` = private, may break on any jaxlib upgrade):
+
+- ``jax.extend.backend.get_backend(platform)``: the PJRT client.
+- ``jax.extend.backend.get_compile_options(...)``: jax's default compile options
+  (the same the ``jax`` backend gets, CUDA data dir included).
+- ``*Client.compile_and_load(text, DeviceList, CompileOptions)``: StableHLO text to a
+  loaded executable (jaxlib parses the text itself).
+- ``*jax._src.lib.xla_client.DeviceList``, ``*xla_client.batched_device_put``,
+  ``*xla_client.HostBufferSemantics``: host -> device transfer without ``jax.device_put``
+  (that one costs ~80 us per array and depends on the global x64 flag).
+- ``*jax._src.core.ShapedArray``, ``jax.sharding.SingleDeviceSharding``: what
+  ``batched_device_put`` needs to describe an array.
+- ``*LoadedExecutable.execute_sharded``, ``*_jax.ExecuteResults.consume_with_handlers``
+  with ``*xla_client.array_result_handler`` (or, for the first call of an executable,
+  ``*ExecuteResults.disassemble_into_single_device_arrays``): run and fetch.
+  Results are fetched with ``numpy.asarray``; nothing touches ``jax_enable_x64``.
+- ``jax.extend.mlir.ir`` and ``jax.extend.mlir.dialects.stablehlo.eval_module``: the
+  MLIR bindings and the StableHLO reference interpreter.
+- ``jax.interpreters.mlir.make_ir_context`` (a legacy, semi-public shim over
+  ``jax._src``): an MLIR context with the StableHLO, CHLO and func dialects loaded,
+  for the interpreter backend's private, recycled contexts.
+- ``*jaxlib.mlir.ir.register_type_caster``: replaces the caster that turns a dense
+  attribute into its Python subclass. The stock one raises on complex element
+  types, and inside ``eval_module`` that exception becomes ``std::terminate``: any
+  complex result would kill the process.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+import threading
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from conformance.literals import from_bit_patterns
+from conformance.types import ElementType, element_type
+
+from .base import BackendLoadError
+
+#: The jax/jaxlib version these private APIs were tried with.
+PINNED = "0.10.2"
+#: Set to 1 to try an unpinned jax/jaxlib (missing names are still reported).
+UNPINNED_ENV = "CONFORMANCE_UNPINNED_JAXLIB"
+
+
+# What each backend needs: field -> (module, attribute path). "pjrt" is the xla
+# backend, "interpreter" the interpreter backend.
+_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "pjrt": {
+        "get_backend": ("jax.extend.backend", "get_backend"),
+        "get_compile_options": ("jax.extend.backend", "get_compile_options"),
+        "DeviceList": ("jax._src.lib", "xla_client", "DeviceList"),
+        "batched_device_put": ("jax._src.lib", "xla_client", "batched_device_put"),
+        "array_result_handler": ("jax._src.lib", "xla_client", "array_result_handler"),
+        "immutable_during_call": ("jax._src.lib", "xla_client", "HostBufferSemantics",
+                                  "IMMUTABLE_ONLY_DURING_CALL"),
+        "ShapedArray": ("jax._src.core", "ShapedArray"),
+        "SingleDeviceSharding": ("jax.sharding", "SingleDeviceSharding"),
+        "_compile_and_load": ("jax._src.lib", "xla_client", "Client", "compile_and_load"),
+        "_execute_sharded": ("jax._src.lib", "xla_client", "LoadedExecutable",
+                             "execute_sharded"),
+        "_disassemble": ("jax._src.lib", "_jax", "ExecuteResults",
+                         "disassemble_into_single_device_arrays"),
+        "_consume": ("jax._src.lib", "_jax", "ExecuteResults", "consume_with_handlers"),
+    },
+    "interpreter": {
+        "ir": ("jax.extend.mlir.ir",),
+        "eval_module": ("jax.extend.mlir.dialects.stablehlo", "eval_module"),
+        "make_ir_context": ("jax.interpreters.mlir", "make_ir_context"),
+        "register_type_caster": ("jaxlib.mlir.ir", "register_type_caster"),
+        **{f"_{name}": ("jax.extend.mlir.ir", name)
+           for name in ("DenseElementsAttr", "DenseIntElementsAttr", "DenseFPElementsAttr",
+                        "RankedTensorType", "Type", "Module", "Location")},
+    },
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Jaxlib:
+    """The resolved jax/jaxlib names of one group (the others are None); see the
+    module docstring for which are private."""
+
+    jax_version: str
+    jaxlib_version: str
+    get_backend: Callable[[str], Any] = None
+    get_compile_options: Callable[..., Any] = None
+    DeviceList: Any = None
+    batched_device_put: Callable[..., Any] = None
+    array_result_handler: Callable[..., Any] = None
+    immutable_during_call: Any = None
+    ShapedArray: Any = None
+    SingleDeviceSharding: Any = None
+    ir: Any = None
+    eval_module: Callable[..., Any] = None
+    make_ir_context: Callable[[], Any] = None
+    register_type_caster: Callable[..., Any] = None
+
+
+def _found(jax_version: str | None, jaxlib_version: str | None) -> str:
+    if jax_version == jaxlib_version:
+        return str(jaxlib_version)
+    return f"jax {jax_version}, jaxlib {jaxlib_version}"
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, Jaxlib] = {}
+
+
+def load(who: str, group: str) -> Jaxlib:
+    """Resolve the jax/jaxlib names of ``group`` ("pjrt" or "interpreter"), or raise
+    a one-line :class:`BackendLoadError` that starts with ``"{who} backend: "``."""
+    with _LOCK:
+        if group not in _LOADED:
+            _LOADED[group] = _resolve(who, group)
+        return _LOADED[group]
+
+
+def _reset() -> None:
+    """Forget the resolved names (tests simulate other jaxlib versions)."""
+    with _LOCK:
+        _LOADED.clear()
+
+
+def _resolve(who: str, group: str) -> Jaxlib:
+    needs = f"{who} backend: needs jaxlib {PINNED}"
+    try:
+        import jax
+        import jaxlib
+    except ImportError as e:
+        raise BackendLoadError(f"{needs} (not installed: {e})") from None
+    jax_v = getattr(jax, "__version__", None)
+    jaxlib_v = getattr(jaxlib, "__version__", None)
+    found = _found(jax_v, jaxlib_v)
+    if (jax_v, jaxlib_v) != (PINNED, PINNED) and os.environ.get(UNPINNED_ENV) != "1":
+        raise BackendLoadError(
+            f"{needs} (found {found}): its private PJRT/MLIR APIs were only tried with "
+            f"jax=={PINNED} jaxlib=={PINNED}; install those, or set {UNPINNED_ENV}=1 to "
+            "try this version anyway")
+    import importlib
+    missing: list[str] = []
+    api: dict[str, Any] = {}
+    for field, (module, *path) in _NAMES[group].items():
+        try:
+            obj = importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001 - any import failure is "missing"
+            missing.append(f"{module} ({type(e).__name__}: {e})".splitlines()[0])
+            continue
+        name = module
+        for attr in path:
+            name += "." + attr
+            if not hasattr(obj, attr):
+                missing.append(name)
+                break
+            obj = getattr(obj, attr)
+        else:
+            if not field.startswith("_"):
+                api[field] = obj
+    if missing:
+        raise BackendLoadError(f"{needs} (found {found}): missing "
+                               + ", ".join(dict.fromkeys(missing)))
+    return Jaxlib(jax_version=jax_v, jaxlib_version=jaxlib_v, **api)
+
+
+# ---------------------------------------------------------------------------------------
+# PJRT: compile StableHLO text, move numpy arrays in and out
+# ---------------------------------------------------------------------------------------
+
+def status_code(error: BaseException) -> str | None:
+    """The absl status code an XLA error message starts with (``UNIMPLEMENTED``...)."""
+    m = re.match(r"\s*([A-Z_]+):", str(error))
+    return m.group(1) if m else None
+
+
+class Pjrt:
+    """One PJRT device: compile module text for it, transfer arrays, execute."""
+
+    def __init__(self, lib: Jaxlib, platform: str) -> None:
+        self.lib = lib
+        self.client = lib.get_backend(platform)
+        self.device = self.client.local_devices()[0]
+        self.devices = lib.DeviceList((self.device,))
+        self.sharding = lib.SingleDeviceSharding(self.device)
+        self._avals: dict[tuple, Any] = {}
+        self._transferable: dict[np.dtype, str | None] = {}
+
+    def compile(self, text: str, num_replicas: int = 1, num_partitions: int = 1):
+        options = self.lib.get_compile_options(num_replicas=num_replicas,
+                                               num_partitions=num_partitions,
+                                               device_assignment=[[self.device.id]])
+        return self.client.compile_and_load(text, self.devices, options)
+
+    def aval(self, shape: tuple[int, ...], dtype: np.dtype):
+        key = (shape, dtype)
+        a = self._avals.get(key)
+        if a is None:
+            a = self._avals[key] = self.lib.ShapedArray(shape, dtype)
+        return a
+
+    def put(self, array: np.ndarray, aval=None):
+        """numpy -> device array; the host buffer is copied during the call."""
+        if aval is None:
+            aval = self.aval(array.shape, array.dtype)
+        return self.lib.batched_device_put(aval, self.sharding, [array], [self.device], True,
+                                           False, self.lib.immutable_during_call, True)
+
+    def cannot_transfer(self, dtype: np.dtype) -> str | None:
+        """Why arrays of ``dtype`` cannot go to this device (None if they can)."""
+        dtype = np.dtype(dtype)
+        if dtype not in self._transferable:
+            try:
+                back = np.asarray(self.put(np.zeros((1,), dtype)))
+                why = None if back.dtype == dtype else \
+                    f"comes back from {self.device.platform} as {back.dtype}"
+            except Exception as e:  # noqa: BLE001 - the platform's refusal is the reason
+                why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            self._transferable[dtype] = why
+        return self._transferable[dtype]
+
+    def loaded(self, executable) -> "Loaded":
+        return Loaded(self, executable)
+
+
+class Loaded:
+    """A loaded executable, callable on device arrays; returns numpy arrays.
+
+    The first call fetches the results through ``disassemble`` and learns their types
+    from the fetched arrays (a result type that differs from the signature's comes
+    back as it is). Later calls wrap results with C++ result handlers, ~7 us cheaper
+    per call -- unless a result's buffer disagrees with the executable's declared
+    result shape (XLA bugs do that: bitcast_convert i1[4] -> si4[] yields s4[4,2]),
+    in which case every call keeps the slow, exact path.
+    """
+
+    def __init__(self, pjrt: Pjrt, executable) -> None:
+        self.pjrt = pjrt
+        self.executable = executable
+        self._handlers: list[Any] | None = None
+        self._learned = False
+
+    def __call__(self, device_arrays: Sequence[Any]) -> list[np.ndarray]:
+        results = self.executable.execute_sharded(device_arrays)
+        if self._handlers is not None:
+            return [np.asarray(r) for r in results.consume_with_handlers(self._handlers)]
+        outs = [shards[0] for shards in results.disassemble_into_single_device_arrays()]
+        arrays = [np.asarray(o) for o in outs]
+        if not self._learned:
+            self._learned = True
+            if all(tuple(o.shape) == a.shape and np.dtype(o.dtype) == a.dtype
+                   for o, a in zip(outs, arrays)):
+                pjrt = self.pjrt
+                self._handlers = [pjrt.lib.array_result_handler(
+                    pjrt.aval(a.shape, a.dtype), pjrt.sharding, True, True) for a in arrays]
+        return arrays
+
+
+# ---------------------------------------------------------------------------------------
+# MLIR: context, parsing, diagnostics
+# ---------------------------------------------------------------------------------------
+
+_CASTER_LOCK = threading.Lock()
+_CASTER_INSTALLED = False
+
+
+def install_dense_caster(lib: Jaxlib, context) -> None:
+    """Make complex dense attributes come back from ``eval_module`` as
+    ``DenseElementsAttr`` instead of killing the process (see module docstring)."""
+    global _CASTER_INSTALLED
+    with _CASTER_LOCK:
+        if _CASTER_INSTALLED:
+            return
+        ir = lib.ir
+        with context:
+            typeid = ir.DenseElementsAttr.get(np.zeros(1, np.float32)).typeid
+
+        def cast(attr):
+            for cls in (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr):
+                try:
+                    return cls(attr)
+                except (ValueError, TypeError):
+                    pass
+            return ir.DenseElementsAttr(attr)
+
+        lib.register_type_caster(typeid, replace=True)(cast)
+        _CASTER_INSTALLED = True
+
+
+class Diagnostics:
+    """Collects the MLIR diagnostics of one context (the interpreter reports its
+    errors there and raises a bare "interpreter failed")."""
+
+    def __init__(self, context) -> None:
+        self.messages: list[str] = []
+        self._handler = context.attach_diagnostic_handler(self._on)
+
+    def _on(self, diagnostic) -> bool:
+        self.messages.append(str(diagnostic.message))
+        return True
+
+    def take(self) -> list[str]:
+        out, self.messages = self.messages, []
+        return out
+
+    def detach(self) -> None:
+        if self._handler is not None:
+            self._handler.detach()
+            self._handler = None
+
+
+def make_context(lib: Jaxlib):
+    return lib.make_ir_context()
+
+
+def parse_module(lib: Jaxlib, text: str, context=None):
+    """Parse and verify module text in ``context`` (a fresh one if None)."""
+    context = context or make_context(lib)
+    with context, lib.ir.Location.unknown(context):
+        return lib.ir.Module.parse(text)
+
+
+# ---------------------------------------------------------------------------------------
+# numpy <-> DenseElementsAttr, exact for every element type
+# ---------------------------------------------------------------------------------------
+
+# Element types whose dense attributes the bindings expose as a Python buffer
+# (numpy dtype name as the buffer reports it).
+_BUFFER_TYPES = {"i1", "si8", "si16", "si32", "si64", "ui8", "ui16", "ui32", "ui64",
+                 "f16", "f32", "f64"}
+
+
+def _raw(array: np.ndarray, et: ElementType) -> np.ndarray:
+    """A buffer whose bytes are MLIR's dense storage of ``array`` (one element per
+    byte for i1 and 4-bit integers, sign-extended for si4)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if et.is_boolean:
+        return flat.astype(np.bool_).view(np.uint8)
+    if et.bits == 4:
+        return flat.astype(np.int8 if et.is_signed else np.uint8)
+    if et.is_complex:
+        return flat.view(et.component.bits_dtype)
+    return flat.view(et.bits_dtype)
+
+
+class AttributeConverter:
+    """numpy arrays <-> dense attributes in one MLIR context."""
+
+    def __init__(self, lib: Jaxlib, context) -> None:
+        self.lib = lib
+        self.context = context
+        self._types: dict[str, Any] = {}
+
+    def element_mlir_type(self, et: ElementType):
+        t = self._types.get(et.name)
+        if t is None:
+            t = self._types[et.name] = self.lib.ir.Type.parse(et.mlir, context=self.context)
+        return t
+
+    def to_attribute(self, array: np.ndarray):
+        array = np.asarray(array)
+        et = element_type(array.dtype)
+        return self.lib.ir.DenseElementsAttr.get(_raw(array, et),
+                                                 type=self.element_mlir_type(et),
+                                                 shape=list(array.shape),
+                                                 context=self.context)
+
+    def from_attribute(self, attr) -> np.ndarray:
+        return from_attribute(self.lib, attr)
+
+
+def attribute_type(lib: Jaxlib, attr) -> tuple[tuple[int, ...], ElementType]:
+    t = lib.ir.RankedTensorType(attr.type)
+    return tuple(t.shape), element_type(str(t.element_type))
+
+
+def from_attribute(lib: Jaxlib, attr) -> np.ndarray:
+    """A dense attribute as a numpy array of its exact element type (bits preserved:
+    NaN payloads, signed zeros, subnormals)."""
+    shape, et = attribute_type(lib, attr)
+    if et.name in _BUFFER_TYPES:
+        try:
+            a = np.array(attr, copy=True)
+        except (TypeError, ValueError, RuntimeError):
+            a = None
+        if a is not None and a.dtype.itemsize == et.dtype.itemsize and a.size == int(
+                np.prod(shape, dtype=np.int64)):
+            a = a.reshape(shape)
+            return a if a.dtype == et.dtype else a.view(et.dtype)
+    return from_text(str(attr), shape, et)
+
+
+_TOKEN = re.compile(r"true|false|0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
+
+
+def from_text(text: str, shape: tuple[int, ...], et: ElementType) -> np.ndarray:
+    """Read a printed dense attribute (``dense<[...]> : tensor<...>``, a splat, or the
+    ``dense<"0x...">`` raw-storage form used above 100 elements)."""
+    if not text.startswith("dense<") or "> : " not in text:
+        raise ValueError(f"not a dense elements attribute: {text[:80]!r}")
+    body = text[len("dense<"):text.rindex("> : ")].strip()
+    n = int(np.prod(shape, dtype=np.int64))
+    if body.startswith('"0x'):
+        return _from_storage(bytes.fromhex(body[3:-1]), shape, et)
+    tokens = _TOKEN.findall(body)
+    per = 2 if et.is_complex else 1
+    if n and len(tokens) == per:                        # splat
+        tokens = tokens * n
+    if len(tokens) != n * per:
+        raise ValueError(f"{len(tokens)} values in a dense attribute of {n} "
+                         f"{et.name} elements: {text[:80]!r}")
+    if et.is_boolean:
+        return np.array([t == "true" for t in tokens], bool).reshape(shape)
+    if et.is_integer:
+        bits = [int(t, 16) if t.startswith("0x") else int(t) for t in tokens]
+        mask = (1 << et.bits) - 1
+        return from_bit_patterns(np.array([b & mask for b in bits], np.uint64),
+                                 et).reshape(shape)
+    bits = _float_bits(tokens, et.component)
+    return from_bit_patterns(bits.reshape(shape + ((2,) if et.is_complex else ())), et)
+
+
+def _from_storage(data: bytes, shape: tuple[int, ...], et: ElementType) -> np.ndarray:
+    """MLIR's raw little-endian dense storage -> numpy."""
+    if et.is_boolean:
+        raw = np.frombuffer(data, np.uint8)
+        n = int(np.prod(shape, dtype=np.int64))
+        if raw.size * 8 >= n > raw.size:               # bit-packed (older MLIR)
+            raw = np.unpackbits(raw, bitorder="little")[:n]
+        return raw.astype(bool).reshape(shape)
+    if et.bits == 4:
+        raw = np.frombuffer(data, np.uint8).astype(np.uint64) & np.uint64(0xF)
+        return from_bit_patterns(raw, et).reshape(shape)
+    storage = et.component.bits_dtype.newbyteorder("<")
+    raw = np.frombuffer(data, storage).astype(et.component.bits_dtype)
+    if et.is_complex:
+        return from_bit_patterns(raw.astype(np.uint64).reshape(shape + (2,)), et)
+    return raw.view(et.dtype).reshape(shape)
+
+
+def _float_bits(tokens: Sequence[str], et: ElementType) -> np.ndarray:
+    """Bit patterns (uint64) of printed float elements. Hex tokens are bit patterns;
+    decimal ones (which MLIR prints only when they read back exactly) are rounded to
+    nearest, ties to even, into ``et`` without double rounding."""
+    cache = _FLOAT_TOKENS.setdefault(et.name, {})
+    missing = list(dict.fromkeys(t for t in tokens if t not in cache))
+    if missing:
+        if len(cache) + len(missing) > 1 << 17:
+            cache.clear()
+        cache.update(zip(missing, (int(b) for b in _convert_float_tokens(missing, et))))
+    return np.array([cache[t] for t in tokens], np.uint64)
+
+
+# Printed float token -> bit pattern, per element type (bf16 and fp8 have few values).
+_FLOAT_TOKENS: dict[str, dict[str, int]] = {}
+
+
+def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
+    sign = np.uint64(1 << (et.bits - 1))
+    out = np.zeros(len(tokens), np.uint64)
+    decimal = [i for i, t in enumerate(tokens) if not t.startswith("0x")]
+    for i, t in enumerate(tokens):
+        if t.startswith("0x"):
+            out[i] = int(t, 16)
+    if not decimal:
+        return out
+    text = [tokens[i] for i in decimal]
+    negative = np.array([t.startswith("-") for t in text])
+    d = np.abs(np.array([float(t) for t in text], np.float64))   # correctly rounded
+    if et.bits == 64:
+        mag = d.view(np.uint64)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            guess = d.astype(et.dtype).view(et.bits_dtype).astype(np.int64)
+        guess &= np.int64(int(sign) - 1)
+        top = _max_finite_bits(et)
+        cands = np.clip(np.stack([guess - 1, guess, guess + 1]), 0, top).astype(np.uint64)
+        vals = from_bit_patterns(cands, et).astype(np.float64)
+        lo_v = np.where(vals <= d, vals, -np.inf).max(axis=0)
+        hi_v = np.where(vals >= d, vals, np.inf).min(axis=0)
+        lo_b = np.take_along_axis(cands, np.argmax(vals == lo_v, axis=0)[None], 0)[0]
+        hi_b = np.take_along_axis(cands, np.argmax(vals == hi_v, axis=0)[None], 0)[0]
+        mid = (lo_v + hi_v) / 2                       # exact: both have few mantissa bits
+        mag = np.where(np.isinf(hi_v) | (d < mid) | (lo_v == d), lo_b, hi_b)
+        # d == mid: the decimal may lie on either side of the midpoint (or on it).
+        for j in np.nonzero((d == mid) & (lo_v != hi_v) & ~np.isinf(hi_v))[0]:
+            q = Fraction(text[j].lstrip("+-"))
+            m = Fraction(float(lo_v[j])) / 2 + Fraction(float(hi_v[j])) / 2
+            if q < m or (q == m and int(lo_b[j]) % 2 == 0):
+                mag[j] = lo_b[j]
+            else:
+                mag[j] = hi_b[j]
+    out[decimal] = mag | np.where(negative, sign, np.uint64(0))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _max_finite_bits(et: ElementType) -> int:
+    import ml_dtypes
+    biggest = ml_dtypes.finfo(et.dtype).max
+    return int(np.array([biggest], et.dtype).view(et.bits_dtype)[0])

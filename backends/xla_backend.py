@@ -1,0 +1,127 @@
+"""The XLA backend: each case's canonical StableHLO module, compiled straight through
+jaxlib's PJRT client and run on one device.
+
+Unlike the ``jax`` backend nothing goes through ``jax.lax``: XLA sees exactly the
+spec's op with exactly the signature's types (``conformance.emitter.module_text``),
+including what ``jax.lax`` does not expose (``add`` on i1, which the spec defines as
+logical OR). ``XlaBackend("cpu")`` is the short name ``xla``, ``XlaBackend("gpu")``
+is ``xla-gpu``.
+
+Outcomes:
+
+- a compile error for a valid signature is a backend error (it propagates), except
+  XLA's ``UNIMPLEMENTED`` status, which is the platform saying it does not support
+  the case: ``Unsupported``, with XLA's message;
+- any compile error for an invalid signature is the right answer (a rejection);
+- an input element type that the device cannot hold is ``Unsupported`` at compile
+  time (PJRT CPU holds all 19 StableHLO element types).
+
+Batches run the same loaded executable once per case (the program under test is
+never changed to add a batch dimension), with the per-call work cut to a transfer
+per input, one execute and one fetch per result (~25 us for a two-input op on CPU).
+All private jax/jaxlib use is in :mod:`.jaxlib_support`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.case import Signature
+
+from . import jaxlib_support
+from .base import Backend, BackendLoadError, Unsupported
+
+
+def module_text(sig: Signature) -> str:
+    """The canonical module of ``sig``; Unsupported when it cannot be printed."""
+    from conformance.emitter import EmitError
+    from conformance.emitter import module_text as emit
+    try:
+        return emit(sig)
+    except EmitError as e:
+        raise Unsupported(f"no StableHLO text for {sig.op}: {e}") from None
+
+
+class XlaBackend(Backend):
+    name = "xla"
+    #: XLA CPU kills the process compiling some valid programs (SIGABRT on
+    #: bitcast_convert complex<f32> -> complex<f64>, SIGSEGV on remainder of complex),
+    #: so it runs in a child process by default.
+    isolate = True
+
+    def __init__(self, platform: str = "cpu") -> None:
+        super().__init__()
+        who = "xla" if platform == "cpu" else f"xla-{platform}"
+        self.lib = jaxlib_support.load(who, "pjrt")
+        try:
+            self.pjrt = jaxlib_support.Pjrt(self.lib, platform)
+        except (RuntimeError, IndexError, ValueError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise BackendLoadError(f"{who} backend: no {platform} device ({first})") from None
+        self.platform = platform
+        if platform != "cpu":
+            self.name = f"xla-{platform}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "jax": self.lib.jax_version,
+                "jaxlib": self.lib.jaxlib_version, "platform": self.platform,
+                "device": str(self.pjrt.device),
+                "platform_version": getattr(self.pjrt.client, "platform_version", None)}
+
+    # -- compile ---------------------------------------------------------------------
+    def compile_text(self, text: str, sig: Signature):
+        """Compile module ``text`` (the canonical module of ``sig``) into a loaded
+        executable; the classification of errors is in the module docstring."""
+        for t in sig.input_types:
+            why = self.pjrt.cannot_transfer(t.element_type.dtype)
+            if why is not None:
+                raise Unsupported(f"{self.platform} cannot hold {t.element_type} arrays: {why}")
+        devices = sig.num_replicas * sig.num_partitions
+        if devices > 1:
+            raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
+                              "processes; this backend runs on one device")
+        try:
+            return self.pjrt.compile(text)
+        except Exception as e:  # noqa: BLE001 - classified below, re-raised otherwise
+            if not sig.invalid and jaxlib_support.status_code(e) == "UNIMPLEMENTED":
+                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}") from None
+            raise
+
+    def _executable(self, sig: Signature):
+        return self.pjrt.loaded(self.compile_text(module_text(sig), sig))
+
+    def compile(self, signature: Signature):
+        run = self._executable(signature)
+        put = self.pjrt.put
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            return run([put(np.ascontiguousarray(x)) for x in inputs])
+        return execute
+
+    def compile_batch(self, signature: Signature):
+        run = self._executable(signature)
+        pjrt = self.pjrt
+        put = pjrt.put
+
+        def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
+            stacked = [np.ascontiguousarray(x) for x in stacked]
+            batch = stacked[0].shape[0] if stacked else 1
+            if batch == 0:
+                return [np.zeros((0,) + t.shape, t.element_type.dtype)
+                        for t in signature.result_types]
+            avals = [pjrt.aval(x.shape[1:], x.dtype) for x in stacked]
+            outs: list[np.ndarray] = []
+            for b in range(batch):
+                results = run([put(x[b], a) for x, a in zip(stacked, avals)])
+                if b == 0:
+                    outs = [np.empty((batch,) + r.shape, r.dtype) for r in results]
+                for out, r in zip(outs, results):
+                    out[b, ...] = r
+            return outs
+        return execute
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 500 else text[:497] + "..."
