@@ -459,7 +459,8 @@ def _float_bits(tokens: Sequence[str], et: ElementType) -> np.ndarray:
     missing = list(dict.fromkeys(t for t in tokens if t not in cache))
     if missing:
         if len(cache) + len(missing) > 1 << 17:
-            cache.clear()
+            cache.clear()                       # then every token of this call is missing
+            missing = list(dict.fromkeys(tokens))
         cache.update(zip(missing, (int(b) for b in _convert_float_tokens(missing, et))))
     return np.array([cache[t] for t in tokens], np.uint64)
 

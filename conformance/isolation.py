@@ -34,8 +34,16 @@ class BackendFailure(Exception):
     """An exception the backend raised in its process (the program was rejected)."""
 
 
-def _serve(conn, locator: str) -> None:
-    """The child process: load the backend, answer requests until told to stop."""
+def _serve(conn, locator: str, log_path: str | None = None) -> None:
+    """The child process: load the backend, answer requests until told to stop.
+
+    With ``log_path``, the child's stderr (where native code prints its last words
+    before an abort) goes to that file instead of the terminal."""
+    import os
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
     from conformance.backends import get_backend
     try:
         backend = get_backend(locator)
@@ -73,21 +81,24 @@ class IsolatedBackend(Backend):
 
     isolate = True
 
-    def __init__(self, locator: str, timeout: float = 60.0) -> None:
+    def __init__(self, locator: str, timeout: float = 60.0, log_path: str | None = None) -> None:
         super().__init__()
         self._locator = locator
         self.timeout = timeout
+        self.log_path = log_path
         self._ctx = multiprocessing.get_context("spawn")     # jax is not fork-safe
         self._proc = None
         self._conn = None
         self._info: dict[str, Any] = {}
+        self._log_mark = 0
         self._start()
         self.name = self._info.get("name", locator)
 
     # -- the child -------------------------------------------------------------------
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self._locator), daemon=True)
+        proc = self._ctx.Process(target=_serve, args=(child, self._locator, self.log_path),
+                                 daemon=True)
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
@@ -108,7 +119,7 @@ class IsolatedBackend(Backend):
             code = self._exit_code()
             self._kill()
             raise BackendCrash(f"the backend's process died while {what} "
-                               f"({_describe_exit(code)})") from None
+                               f"({_describe_exit(code)}){self._last_words()}") from None
 
     def _exit_code(self) -> int | None:
         if self._proc is None:
@@ -124,16 +135,38 @@ class IsolatedBackend(Backend):
             self._conn.close()
         self._proc = self._conn = None
 
+    def _last_words(self) -> str:
+        """The first line the child wrote to its log since the current request began."""
+        if not self.log_path:
+            return ""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_mark)
+                lines = [ln.strip() for ln in f.read(65536).decode(errors="replace").splitlines()]
+        except OSError:
+            return ""
+        lines = [ln for ln in lines if ln]
+        return f": {lines[0][:300]}" if lines else ""
+
+    def _mark_log(self) -> None:
+        import os
+        try:
+            self._log_mark = os.path.getsize(self.log_path) if self.log_path else 0
+        except OSError:
+            self._log_mark = 0
+
     def _request(self, request: str, sig: Signature, payload: Any = None) -> Any:
         if self._proc is None or not self._proc.is_alive():
             self._kill()
             self._start()
+        self._mark_log()
         try:
             self._conn.send((request, sig, payload))
         except (BrokenPipeError, OSError):
             code = self._exit_code()
             self._kill()
-            raise BackendCrash(f"the backend's process died ({_describe_exit(code)})") from None
+            raise BackendCrash(f"the backend's process died ({_describe_exit(code)})"
+                               f"{self._last_words()}") from None
         reply = self._receive(self.timeout, f"{'compiling' if request == 'compile' else 'running'}"
                                             f" {sig.op}")
         status = reply[0]
@@ -194,12 +227,13 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def isolated(backend: Backend, timeout: float = 60.0) -> IsolatedBackend:
-    """Run ``backend`` (by its locator) in a child process."""
+def isolated(backend: Backend, timeout: float = 60.0,
+             log_path: str | None = None) -> IsolatedBackend:
+    """Run ``backend`` (by its locator) in a child process; its stderr to ``log_path``."""
     if isinstance(backend, IsolatedBackend):
         return backend
     locator = backend.locator
     if locator.startswith("__main__:"):
         raise BackendLoadError(f"backend {backend.name!r} is defined in __main__; it cannot "
                                "be isolated: give it as module:Class")
-    return IsolatedBackend(locator, timeout)
+    return IsolatedBackend(locator, timeout, log_path)

@@ -602,11 +602,17 @@ def _worker_backends(config: RunConfig, locators: tuple[str, ...]) -> list[Backe
 def prepare_backends(config: RunConfig, backends: Sequence[Backend]) -> list[Backend]:
     """Wrap the backends that must run in a child process (``--isolate``, or those whose
     class asks for it, like the StableHLO interpreter)."""
+    import re as _re
     from conformance.isolation import isolated
     out = []
     for b in backends:
         wanted = config.isolate if config.isolate is not None else b.isolate
-        out.append(isolated(b, config.timeout) if wanted else b)
+        if not wanted:
+            out.append(b)
+            continue
+        Path(config.out).mkdir(parents=True, exist_ok=True)
+        log = Path(config.out) / f"{_re.sub(r'[^A-Za-z0-9_.-]+', '_', b.name)}.stderr.log"
+        out.append(isolated(b, config.timeout, str(log)))
     return out
 
 

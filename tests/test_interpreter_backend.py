@@ -195,3 +195,18 @@ def test_known_crashes_kill_the_interpreter_process(what, code, signal):
     p = _dies(code)
     assert "survived" not in p.stdout, what
     assert p.returncode == signal, (what, p.returncode, p.stderr[-500:])
+
+
+def test_float_token_cache_refills_after_clearing(monkeypatch):
+    """Regression: clearing the printed-float cache mid-call lost tokens cached before
+    (KeyError '-5.000000e-01' on a long complex<f64> run)."""
+    import numpy as np
+    from conformance.types import element_type
+    from conformance.backends import jaxlib_support as js
+    et = element_type("f64")
+    js._FLOAT_TOKENS.pop(et.name, None)
+    js._float_bits(["-5.000000e-01"], et)                      # cached
+    monkeypatch.setattr(js, "_FLOAT_TOKENS", {et.name: {**js._FLOAT_TOKENS[et.name],
+                                                          **{str(i): i for i in range(1 << 17)}}})
+    bits = js._float_bits(["-5.000000e-01", "2.5"], et)       # forces a clear
+    assert bits.tolist() == [np.float64(-0.5).view(np.uint64), np.float64(2.5).view(np.uint64)]
