@@ -3,12 +3,14 @@
     conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
     conformance report RESULTS.jsonl [--out DIR]
+    conformance expectations check RESULTS.jsonl FILE | update RESULTS.jsonl FILE
     conformance list [ops|families|types|backends]
     conformance show OP
     conformance specs validate [FILE ...]
 
-Exit codes: 0 no divergence; 1 divergences found; 2 usage or input error (unknown
-op, element type, backend, malformed spec); 3 internal error of the suite itself.
+Exit codes: 0 no divergence (with --expectations: none the file does not expect);
+1 divergences found (unexpected ones); 2 usage or input error (unknown op, element
+type, backend, malformed spec or expectations file); 3 internal error of the suite.
 Inputs are all checked before anything is written, so a bad option never
 truncates an existing results file.
 """
@@ -55,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--tolerances", metavar="FILE",
                    help="tolerance profile (YAML): per op and element type, accuracy bounds "
                         "that override the spec's, e.g. 'sine: {f32: {ulp: 8}}'")
+    r.add_argument("--expectations", metavar="FILE",
+                   help="known divergences (YAML): the run fails only on divergences the file "
+                        "does not list; entries that matched nothing are reported stale")
+    r.add_argument("--fail-on-stale", action="store_true",
+                   help="with --expectations: also fail when an entry is stale")
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -78,6 +85,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("show", help="show one op's spec")
     sh.add_argument("op")
+
+    ex = sub.add_parser("expectations", help="check a results file against known divergences, "
+                                             "or write the file from a run")
+    ex_sub = ex.add_subparsers(dest="expectations_command", required=True)
+    chk = ex_sub.add_parser("check", help="gate a results file: exit 1 on unexpected divergences")
+    chk.add_argument("results")
+    chk.add_argument("expectations")
+    chk.add_argument("--fail-on-stale", action="store_true")
+    upd = ex_sub.add_parser("update", help="write the expectations file from a run's results, "
+                                           "keeping the reasons already there")
+    upd.add_argument("results")
+    upd.add_argument("expectations", help="the file to write (read first if it exists)")
+    upd.add_argument("--backend", help="only this backend's divergences")
 
     sp = sub.add_parser("specs", help="work with the spec files")
     sp_sub = sp.add_subparsers(dest="specs_command", required=True)
@@ -120,6 +140,10 @@ def cmd_run(args) -> int:
         from conformance.tolerances import load_tolerances
         config.tolerances = load_tolerances(args.tolerances)
     _check_filters(config.ops, config.families, config.element_types)
+    expectations = None
+    if args.expectations:
+        from conformance.expectations import load_expectations
+        expectations = load_expectations(args.expectations)
     specs = select_ops(config)
     if not specs:
         raise UsageError("the filters select no op")
@@ -156,6 +180,9 @@ def cmd_run(args) -> int:
             bar.update(bar.total - bar.n)
             bar.close()
     index = reports.render(results, out)
+    if expectations is not None:
+        print(f"results: {results}\nreport:  {index}")
+        return _gate(results, expectations, args.fail_on_stale)
     divergent = {cls: n for cell in summary["cells"].values()
                  for cls, n in cell.cases.items() if cls in DIVERGENCES and n}
     totals: dict[str, int] = {}
@@ -166,6 +193,44 @@ def cmd_run(args) -> int:
           f"{summary['elapsed']:.1f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
     print(f"results: {results}\nreport:  {index}")
     return EXIT_DIVERGENCES if divergent else EXIT_OK
+
+
+def _gate(results: Path, expectations, fail_on_stale: bool) -> int:
+    """Print the gate's verdict; exit 1 on unexpected divergences (or stale entries)."""
+    from conformance.expectations import gate
+    from conformance.results import read_results
+    g = gate(read_results(results), expectations)
+
+    def where(item):
+        return item["rule"] or item["element_type"]
+    for item in g.unexpected:
+        print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
+              f"({item['cases']} cases)")
+    for e in g.stale:
+        print(f"STALE       {expectations.path}: expectations[{e.index}] {e.op} "
+              f"{e.rule or e.element_type} {e.cls}: matched nothing in this run")
+    print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
+          f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run")
+    if g.unexpected or (fail_on_stale and g.stale):
+        return EXIT_DIVERGENCES
+    return EXIT_OK
+
+
+def cmd_expectations(args) -> int:
+    from conformance.expectations import dump, load_expectations, update
+    from conformance.results import read_results
+    results = Path(args.results)
+    if not results.is_file():
+        raise UsageError(f"{results}: no such results file")
+    if args.expectations_command == "check":
+        return _gate(results, load_expectations(args.expectations), args.fail_on_stale)
+    path = Path(args.expectations)
+    old = load_expectations(path) if path.exists() else None
+    entries = update(read_results(results), old, args.backend)
+    path.write_text(dump(entries, args.backend or (old.backend if old else None)))
+    todo = sum(1 for e in entries if e.reason.startswith("TODO"))
+    print(f"{path}: {len(entries)} expectation(s), {todo} with a TODO reason to fill in")
+    return EXIT_OK
 
 
 def cmd_report(args) -> int:
@@ -249,18 +314,20 @@ def cmd_specs(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
-            "specs": cmd_specs}
+            "specs": cmd_specs, "expectations": cmd_expectations}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from conformance.backends import BackendLoadError
+    from conformance.expectations import ExpectationsError
     from conformance.specs import SpecError, UnknownOp
     from conformance.types import UnknownElementType
 
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (UsageError, UnknownOp, UnknownElementType, BackendLoadError, SpecError) as e:
+    except (UsageError, UnknownOp, UnknownElementType, BackendLoadError, SpecError,
+            ExpectationsError) as e:
         print(f"conformance: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
