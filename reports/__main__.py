@@ -16,8 +16,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-dir", type=Path, default=None,
                    help="folder the reproducer paths are relative to (default: the results "
                         "file's folder)")
+    p.add_argument("--expectations", type=Path, default=None, metavar="FILE",
+                   help="known divergences (YAML): show the CI gate in the report")
     args = p.parse_args(argv)
-    index = render(args.results, args.out or args.results.parent / "report", args.run_dir)
+    index = render(args.results, args.out or args.results.parent / "report", args.expectations,
+                   run_dir=args.run_dir)
     print(index)
     return 0
 

@@ -349,6 +349,8 @@ class Report:
     ops: dict[str, OpData] = dataclasses.field(default_factory=dict)
     internal_errors: list[dict] = dataclasses.field(default_factory=list)
     unknown_records: int = 0
+    #: The CI gate (reports.gating.GateView) when rendered with an expectations file.
+    gate: Any = None
 
     @property
     def complete(self) -> bool:

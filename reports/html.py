@@ -19,6 +19,7 @@ import jinja2
 
 from . import style, svg
 from .aggregate import COLUMNS, Cell, CrossCell, OpData, Report, pair_backends
+from .gating import Verdict, anchor, safe_link, where
 
 #: Longest literal shown inline; longer ones are cut (the reproducer has them all).
 MAX_LITERAL = 4000
@@ -156,6 +157,19 @@ def cross_css(cross: CrossCell | None) -> str:
                     if on)
 
 
+#: The mark of a matrix cell whose divergences are all expected (with a hatched look).
+EXPECTED_MARK = "\u2713"
+
+
+def gate_title(verdict: Verdict | None) -> str:
+    """Tooltip lines: what the expectations file says about a cell's divergences."""
+    if verdict is None or verdict.status is None:
+        return ""
+    lines = [f"UNEXPECTED: {i['class']} ({i['cases']} cases)" for i in verdict.unexpected]
+    lines += [f"expected: {i['class']} ({i['reason']})" for i in verdict.expected]
+    return "\n".join(lines)
+
+
 def percent(n: int, of: int) -> str:
     if not of:
         return "—"
@@ -177,7 +191,8 @@ def _environment() -> jinja2.Environment:
                        cell_title=cell_title, cell_text=cell_text,
                        short_cell_text=short_cell_text, cross_title=cross_title,
                        cross_css=cross_css, pair_label=pair_label, percent=percent,
-                       pair_backends=pair_backends)
+                       pair_backends=pair_backends, safe_link=safe_link, gate_where=where,
+                       gate_anchor=anchor, gate_title=gate_title, EXPECTED_MARK=EXPECTED_MARK)
     return env
 
 

@@ -8,6 +8,13 @@ reference), backend errors, crashes and timeouts are ``<error>``,
 unsupported and not-generated cases are ``<skipped>``. An incomplete run and
 internal errors of the suite go to an extra ``conformance-run`` suite as
 ``<error>`` so that a killed run never looks green.
+
+Rendered with an expectations file, a test case whose divergences are all
+expected is ``<skipped message="expected: REASON">`` instead of a failure or
+error (one unexpected class keeps it failing, its text naming which classes
+are expected); the file's stale entries, and those for ops the run did not
+cover, are ``<skipped>`` test cases of a ``conformance-expectations`` suite:
+shown by CI, never failing. Without expectations nothing changes.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .aggregate import ERRORS, Report
+from .gating import Verdict, where
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -62,16 +70,56 @@ def _result(outcome: str, ok: tuple[str, ...], skipped: tuple[str, ...]) -> str 
     return "failure"
 
 
+def _gated(result: str | None, message: str, text: str, verdict: Verdict | None
+           ) -> tuple[str | None, str, str]:
+    """A failing or erroring case whose divergences are all expected becomes skipped."""
+    if verdict is None or result not in ("failure", "error") or verdict.status is None:
+        return result, message, text
+    lines = [f"{'expected' if ok else 'UNEXPECTED'}: {i['class']}"
+             + (f" ({i['reason']}{', ' + i['link'] if i.get('link') else ''})" if ok else "")
+             for ok, items in ((False, verdict.unexpected), (True, verdict.expected))
+             for i in items]
+    text = "\n".join([*lines, text]) if text else "\n".join(lines)
+    if verdict.status == "expected":
+        return "skipped", verdict.message, text
+    return result, message, text
+
+
+def _expectations_suite(root: ET.Element, report: Report) -> "_Suite | None":
+    """Stale entries of the expectations file (and entries for ops the run did not
+    cover) as skipped test cases: visible in CI, never failing."""
+    gate = report.gate
+    if gate is None or not (gate.gate.stale or gate.gate.not_exercised):
+        return None
+    suite = _Suite(root, "conformance-expectations")
+    ET.SubElement(ET.SubElement(suite.el, "properties"), "property", name="file",
+                  value=_clean(gate.path))
+    for kind, entries, why in (
+            ("stale", gate.stale(), "matched no divergence of this run; remove the entry if "
+                                    "the divergence is fixed"),
+            ("not exercised", gate.not_exercised(), "the run did not cover this op")):
+        for e in entries:
+            text = f"{gate.path}: expectations[{e['index']}] {e['op']} {where(e)} {e['class']}" \
+                   f"\nreason: {e['reason']}" + (f"\nlink: {e['link']}" if e["link"] else "")
+            suite.case("conformance.expectations",
+                       f"expectations[{e['index']}] {e['op']} {where(e)} {e['class']}",
+                       "skipped", f"{kind}: {why} ({e['reason']})", text)
+    return suite
+
+
 def junit_tree(report: Report) -> ET.ElementTree:
     root = ET.Element("testsuites", name="stablehlo-conformance")
     suites: list[_Suite] = []
     run = report.run or {}
+    gate = report.gate
     for b in report.backends:
         suite = _Suite(root, b)
         suites.append(suite)
         props = ET.SubElement(suite.el, "properties")
         info = {"seed": run.get("seed"), "depth": run.get("depth"), "complete": report.complete,
                 **{f"backend.{k}": v for k, v in report.backend_info.get(b, {}).items()}}
+        if gate is not None:
+            info["expectations"] = gate.path
         for k, v in info.items():
             ET.SubElement(props, "property", name=_clean(k), value=_clean(v))
         for op in report.sorted_ops():
@@ -95,21 +143,25 @@ def junit_tree(report: Report) -> ET.ElementTree:
                 result = _result(outcome, ("pass",), ("unsupported",))
                 message = outcome if result != "skipped" else \
                     f"unsupported: {cell.reasons[0] if cell.reasons else ''}"
-                suite.case(cls, key, result, message, "\n".join(lines))
+                verdict = gate.type_key(b, op.name, key, cell) if gate is not None else None
+                suite.case(cls, key, *_gated(result, message, "\n".join(lines), verdict))
             for e in op.examples:
                 if e.get("backend") != b:
                     continue
                 outcome = str(e.get("outcome", "?"))
                 result = _result(outcome, ("pass",), ("unsupported",))
-                suite.case(cls, f"example[{e.get('index', '')}] {e.get('example', '')}", result,
-                           outcome, f"{e.get('signature', '')}\n{e.get('message') or ''}".strip())
+                verdict = gate.example(e) if gate is not None else None
+                suite.case(cls, f"example[{e.get('index', '')}] {e.get('example', '')}",
+                           *_gated(result, outcome, f"{e.get('signature', '')}\n"
+                                   f"{e.get('message') or ''}".strip(), verdict))
             for rule in op.rule_ids():
                 r = op.invalid.get((b, rule))
                 if r is None:
                     continue
                 result = _result(r.outcome, ("rejected",), ("unsupported", "not_generated"))
                 text = "\n".join([*r.signatures, *r.reasons])
-                suite.case(cls, f"invalid[{rule}]", result, r.outcome, text)
+                verdict = gate.rule(b, op.name, r) if gate is not None else None
+                suite.case(cls, f"invalid[{rule}]", *_gated(result, r.outcome, text, verdict))
     if not report.complete or report.internal_errors:
         suite = _Suite(root, "conformance-run")
         suites.append(suite)
@@ -122,6 +174,9 @@ def junit_tree(report: Report) -> ET.ElementTree:
             suite.case(f"conformance.run.{e.get('op', '')}", f"internal_error[{i}] "
                        f"{e.get('type_key', '')}", "error", "internal_error",
                        f"{e.get('what', '')}: {e.get('error', '')}\n{e.get('traceback', '')}")
+    expectations_suite = _expectations_suite(root, report)
+    if expectations_suite is not None:
+        suites.append(expectations_suite)
     for s in suites:
         s.close()
     for k in ("tests", "failures", "errors", "skipped"):

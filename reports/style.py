@@ -60,4 +60,13 @@ def stylesheet() -> str:
     rules = [f".{css_class(name)}{{background:{lk.background};color:{lk.foreground}}}"
              for name, lk in LOOKS.items()]
     rules.append(f".o-unknown{{background:{_UNKNOWN.background};color:{_UNKNOWN.foreground}}}")
+    # A cell whose divergences are all expected: thin stripes of its class's colour on
+    # white, so that a solid colour always means a new (unexpected) divergence.
+    rules += [f".{css_class(name)}.exp{{{expected_background(lk.background)};color:#000}}"
+              for name, lk in LOOKS.items()]
     return "\n".join(rules)
+
+
+def expected_background(colour: str) -> str:
+    """The hatched background of an expected divergence of a class drawn in ``colour``."""
+    return f"background:repeating-linear-gradient(135deg,{colour} 0 2px,#fff 2px 6px)"

@@ -10,8 +10,9 @@ from .aggregate import Cell, CrossCell, Report, pair_backends
 
 #: Bumped when the layout of summary.json changes. 2: ``cross`` (backends compared with
 #: each other, oracle suspects), and the ``totals`` keys ``compared_cases``,
-#: ``disagreements``, ``oracle_suspects``, ``saved_oracle_suspects``.
-FORMAT_VERSION = 2
+#: ``disagreements``, ``oracle_suspects``, ``saved_oracle_suspects``. 3: ``gate`` (the CI
+#: gate against an expectations file; null when the report was rendered without one).
+FORMAT_VERSION = 3
 
 
 def _error(x: float | None) -> float | str | None:
@@ -95,7 +96,8 @@ def summary(report: Report) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "run": run, "totals": report.totals(),
             "backends": backends, "cross": cross(report), "examples": examples,
             "invalid": invalid, "divergences": divergences,
-            "internal_errors": len(report.internal_errors)}
+            "internal_errors": len(report.internal_errors),
+            "gate": report.gate.summary() if report.gate is not None else None}
 
 
 def write_summary(report: Report, path: Path) -> Path:

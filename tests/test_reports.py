@@ -478,7 +478,7 @@ def test_crash_divergence_renders_without_actual_values(rendered):
 def test_summary_cross_and_oracle_suspects(rendered):
     out, recs, _ = rendered
     s = json.loads((out / "summary.json").read_text())
-    assert s["format_version"] == 2
+    assert s["format_version"] == 3
     assert s["totals"]["oracle_suspects"] == 1
     assert s["totals"]["saved_oracle_suspects"] == 2
     assert s["totals"]["compared_cases"] == 64
@@ -570,3 +570,306 @@ def test_real_two_backend_run(tmp_path):
     op = (tmp_path / "report" / "ops" / "multiply.html").read_text()
     assert '<table class="cross" id="cross-table">' in op
     ET.parse(tmp_path / "report" / "junit.xml")
+
+
+# ---------------------------------------------------------------------------
+# The CI gate: rendered with an expectations file
+# ---------------------------------------------------------------------------
+
+EXPECTATIONS = """\
+backend: "*"
+expectations:
+  - op: add                     # matches vendor's add f32 value divergence
+    element_type: f32
+    class: value
+    reason: vendor rounds <differently>
+    link: https://example.com/bug/1
+  - op: add                     # stale: the run covered add, nothing matches
+    element_type: f16
+    class: nan
+    reason: fixed long ago
+  - op: sine                    # not exercised: the run did not cover sine
+    element_type: f32
+    class: accuracy
+    reason: sine is slow
+  - op: add                     # an invalid rule the vendor runs anyway
+    rule: C1
+    class: accepted_invalid
+    reason: vendor skips verification
+    link: "javascript:alert(1)"
+"""
+
+
+@pytest.fixture
+def gated(tmp_path):
+    write_results(tmp_path / "results.jsonl")
+    (tmp_path / "vendor.yaml").write_text(EXPECTATIONS)
+    index = render(tmp_path / "results.jsonl", tmp_path / "report",
+                   expectations=tmp_path / "vendor.yaml")
+    return tmp_path / "report", index, str(tmp_path / "vendor.yaml")
+
+
+def rows(table: str, attr: str = "data-op") -> list[str]:
+    return table.split(f"<tr {attr}=")[1:]
+
+
+def test_gate_section_on_index(gated):
+    _, index, path = gated
+    html = index.read_text()
+    gate = section(html, '<section id="gate"', "</section>")
+    # at the top: before the run's details and the matrices
+    assert html.index('<section id="gate"') < html.index("<h2>Run</h2>")
+    assert gate.startswith(' class="fail" data-passed="false"')
+    assert '<span class="verdict">FAIL</span>' in gate and path in gate
+    counts = dict(re.findall(r'<tr data-count="(\w+)"><th>[^<]*</th><td class="num[^"]*">(\d+)',
+                             gate))
+    assert counts == {"unexpected": "8", "expected": "2", "stale": "1", "not_exercised": "1"}
+    # unexpected: one row per (backend, op, type key or rule, class), linking the op page
+    unexpected = section(gate, '<table id="gate-unexpected">')
+    got = re.findall(r'<tr data-backend="([^"]+)" data-op="([^"]+)" data-where="([^"]+)" '
+                     r'data-class="([^"]+)">', unexpected)
+    assert ("vendor", "abs", "f16", "signed_zero") in got
+    assert ("xla", "add", "si32", "crash") in got
+    assert ("vendor", "add", "example-0", "fail") in got
+    assert ("vendor", "convert", "si8-&gt;f32", "accuracy") in got
+    assert len(got) == 8 and not any(g[:3] == ("vendor", "add", "f32") for g in got)
+    row = section(unexpected, 'data-where="si32" data-class="crash">', "</tr>")
+    assert '<td class="num">32</td>' in row and 'href="ops/add.html#divergences"' in row
+    assert 'href="ops/add.html#examples"' in section(unexpected, 'data-where="example-0"', "</tr>")
+    # stale: file, index, op, type, class, reason
+    stale = section(gate, '<table id="gate-stale">')
+    (row,) = rows(stale, "data-index")
+    assert row.startswith('"1" data-op="add"') and "STALE" in row and path in row
+    assert "<code>f16</code>" in row and "o-nan" in row and "fixed long ago" in row
+    # expected: compact, with the reason and a link (only web addresses become links)
+    expected = section(gate, '<ul id="gate-expected">', "</ul>")
+    assert 'data-op="add" data-where="f32" data-class="value"' in expected
+    assert "vendor rounds &lt;differently&gt;" in expected
+    assert '<a href="https://example.com/bug/1">' in expected
+    assert 'href="ops/add.html#invalid"' in expected and "vendor skips verification" in expected
+    assert 'href="javascript' not in html
+    # not exercised
+    assert 'data-index="2" data-op="sine"' in section(gate, '<ul id="gate-not-exercised"', "</ul>")
+
+
+def test_gate_marks_expected_matrix_cells(gated):
+    _, index, _ = gated
+    html = index.read_text()
+    c = cells(index)
+    attrs, text = c[("vendor", "add", "f32")]
+    assert "exp" in attrs["class"].split() and "o-value" in attrs["class"].split()
+    assert attrs["data-gate"] == "expected" and text == "\u2713val"
+    assert "expected: value (vendor rounds <differently>)" in attrs["title"]
+    attrs, text = c[("vendor", "abs", "f16")]
+    assert attrs["data-gate"] == "unexpected" and "exp" not in attrs["class"].split()
+    assert text == "±0" and "UNEXPECTED: signed_zero" in attrs["title"]
+    # passing cells carry no gate mark
+    assert "data-gate" not in c[("jax", "add", "f32")][0]
+    combined = matrices(index)["matrix-combined"]
+    attrs, text = combined[("vendor", "add", "f32")]
+    assert "exp" in attrs["class"].split() and text == "\u2713"
+    assert combined[("xla", "add", "si32")][0]["data-gate"] == "unexpected"
+    # the hatched look, and its legend
+    assert ".o-value.exp{background:repeating-linear-gradient(" in html
+    assert 'id="gate-legend"' in html
+
+
+def test_gate_labels_on_op_pages(gated):
+    out, _, path = gated
+    html = (out / "ops" / "add.html").read_text()
+    div = divergence(html, 0)                     # vendor add f32 value: expected
+    assert 'data-gate="expected"' in div
+    assert ('<p class="gate-verdict expected"><strong>expected:</strong> vendor rounds '
+            '&lt;differently&gt; (<a href="https://example.com/bug/1">') in div
+    assert "UNEXPECTED" not in div
+    div = divergence(html, 1)                     # xla add si32 crash: unexpected
+    assert 'data-gate="unexpected"' in div and "UNEXPECTED" in div and path in div
+    # the rule the vendor runs anyway is expected in the invalid-case table
+    row = section(html, '<tr data-rule="C1">', "</tr>")
+    assert 'class="gate-tag expected"' in row
+    # the op's findings and stale entries at the top of the page
+    top = section(html, '<div id="gate"', '<p>Sections:')
+    assert top.startswith(' class="fail"')
+    assert 'data-gate="expected" data-backend="vendor" data-where="f32"' in top
+    assert 'data-gate="unexpected" data-backend="xla" data-where="si32"' in top
+    assert 'class="gate-stale" data-index="1"' in top
+    html = (out / "ops" / "abs.html").read_text()
+    assert all('data-gate="unexpected"' in divergence(html, i) for i in (0, 1))
+    assert "gate-stale" not in html
+
+
+def test_gate_in_summary_json(gated):
+    out, _, path = gated
+    s = json.loads((out / "summary.json").read_text())
+    g = s["gate"]
+    assert g["passed"] is False and g["file"] == path
+    assert g["counts"] == {"unexpected": 8, "expected": 2, "stale": 1, "not_exercised": 1}
+    assert {"backend": "vendor", "op": "add", "element_type": "f32", "rule": None,
+            "class": "value", "cases": 2, "reason": "vendor rounds <differently>",
+            "link": "https://example.com/bug/1"} in g["expected"]
+    assert {"backend": "xla", "op": "add", "element_type": "si32", "rule": None,
+            "class": "crash", "cases": 32} in g["unexpected"]
+    assert [(e["index"], e["op"], e["element_type"], e["class"], e["reason"])
+            for e in g["stale"]] == [(1, "add", "f16", "nan", "fixed long ago")]
+    assert [e["op"] for e in g["not_exercised"]] == ["sine"]
+
+
+def test_gate_in_junit(gated):
+    out, _, path = gated
+    root = ET.parse(out / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {"jax", "vendor", "xla", "conformance-expectations"}
+    v = suites["vendor"]
+    # expected -> skipped: add f32 value, invalid[C1]; the rest as without expectations
+    tc = v.find("testcase[@name='f32']")
+    assert tc.find("failure") is None
+    skipped = tc.find("skipped")
+    assert skipped.get("message") == "expected: vendor rounds <differently>"
+    assert "repros/vendor/add/f32-value-1/repro.py" in skipped.text
+    c1 = v.find("testcase[@name='invalid[C1]']")
+    assert c1.find("failure") is None
+    assert c1.find("skipped").get("message") == "expected: vendor skips verification"
+    # unexpected ones stay failures and errors
+    assert v.find("testcase[@name='f16']/failure").get("message") == "signed_zero"
+    assert v.find("testcase[@name='si32']/error").get("message") == "backend_error"
+    assert (v.get("failures"), v.get("errors"), v.get("skipped"), v.get("tests")) == \
+        ("3", "1", "4", "9")
+    assert suites["xla"].find("testcase[@name='si32']/error").get("message") == "crash"
+    # stale and not-exercised entries: skipped cases of their own suite, never failing
+    e = suites["conformance-expectations"]
+    assert (e.get("failures"), e.get("errors"), e.get("skipped"), e.get("tests")) == \
+        ("0", "0", "2", "2")
+    stale = e.find("testcase[@name='expectations[1] add f16 nan']/skipped")
+    assert stale.get("message").startswith("stale: ") and "fixed long ago" in stale.get("message")
+    assert path in stale.text
+    missing = e.find("testcase[@name='expectations[2] sine f32 accuracy']/skipped")
+    assert missing.get("message").startswith("not exercised: ")
+    assert root.get("failures") == "5" and root.get("errors") == "3"
+
+
+def test_gate_passes_when_every_divergence_is_expected(tmp_path):
+    from conformance.expectations import Expectations, update
+    recs = write_results(tmp_path / "results.jsonl")
+    entries = update(recs, None)
+    index = render(tmp_path / "results.jsonl", tmp_path / "report",
+                   expectations=Expectations(entries, path="all.yaml"))
+    html = index.read_text()
+    assert '<section id="gate" class="ok" data-passed="true">' in html
+    assert '<span class="verdict">PASS</span>' in html and 'id="gate-unexpected"' not in html
+    assert 'data-gate="unexpected"' not in html
+    assert cells(index)[("xla", "add", "si32")][0]["data-gate"] == "expected"
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert s["gate"]["passed"] is True and s["gate"]["counts"]["unexpected"] == 0
+    root = ET.parse(tmp_path / "report" / "junit.xml").getroot()
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    assert "conformance-expectations" not in {s.get("name") for s in root.iter("testsuite")}
+
+
+def test_no_expectations_no_gate(rendered):
+    out, _, index = rendered
+    body = index.read_text().split("</style>", 1)[1]
+    assert 'id="gate' not in body and "data-gate" not in body and "gate-tag" not in body
+    assert "\u2713" not in body
+    assert not any("exp" in a["class"].split() for t in matrices(index).values()
+                   for a, _ in t.values())
+    body = (out / "ops" / "add.html").read_text().split("</style>", 1)[1]
+    assert 'id="gate' not in body and "gate-tag" not in body and "expected:" not in body
+    assert json.loads((out / "summary.json").read_text())["gate"] is None
+    root = ET.parse(out / "junit.xml").getroot()
+    assert "conformance-expectations" not in {s.get("name") for s in root.iter("testsuite")}
+    assert all(p.get("name") != "expectations" for p in root.iter("property"))
+
+
+def test_bad_expectations_file_writes_nothing(tmp_path):
+    from conformance.expectations import ExpectationsError
+    write_results(tmp_path / "results.jsonl")
+    (tmp_path / "bad.yaml").write_text("expectations:\n  - op: add\n    class: value\n")
+    with pytest.raises(ExpectationsError, match="'reason' is required"):
+        render(tmp_path / "results.jsonl", tmp_path / "report", expectations=tmp_path / "bad.yaml")
+    assert not (tmp_path / "report").exists()
+
+
+def test_cli_gate_end_to_end(tmp_path):
+    """`conformance run --expectations`, `report --expectations` and `expectations check`
+    on a backend with a planted divergence (add f32, one ulp high) and on one without."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "tests")}      # planted:Class backends
+
+    def cli(*args, cwd=root):
+        return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    def run(backend, out, *extra):
+        return cli("run", "--backend", backend, "--ops", "add", "--types", "f32", "--depth",
+                   "quick", "--no-invalid", "--no-progress", "--out", str(out), *extra)
+
+    known = tmp_path / "planted.yaml"
+    known.write_text("expectations:\n  - {op: add, element_type: f32, class: value, "
+                     "reason: planted}\n")
+    other = tmp_path / "other.yaml"
+    other.write_text("expectations:\n  - {op: add, element_type: f32, class: nan, "
+                     "reason: not this one}\n")
+
+    # without expectations, the planted divergence fails the run
+    p = run("planted:PlantedAddF32", tmp_path / "plain")
+    assert p.returncode == 1, p.stderr
+    plain = tmp_path / "plain" / "results.jsonl"
+    # expected: exit 0, and the report says so
+    p = run("planted:PlantedAddF32", tmp_path / "known", "--expectations", str(known))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "gate: 0 unexpected, 1 expected, 0 stale" in p.stdout
+    index = tmp_path / "known" / "index.html"
+    html = index.read_text()
+    assert '<section id="gate" class="ok" data-passed="true">' in html
+    assert 'data-op="add" data-where="f32" data-class="value"' in \
+        section(html, '<ul id="gate-expected">', "</ul>")
+    assert cells(index)[("planted", "add", "f32")][0]["data-gate"] == "expected"
+    op = (tmp_path / "known" / "ops" / "add.html").read_text()
+    assert '<p class="gate-verdict expected"><strong>expected:</strong> planted' in op
+    s = json.loads((tmp_path / "known" / "summary.json").read_text())
+    assert s["gate"]["passed"] is True and s["gate"]["counts"]["expected"] == 1
+    junit = ET.parse(tmp_path / "known" / "junit.xml").getroot()
+    assert junit.find(".//testcase[@name='f32']/skipped").get("message") == "expected: planted"
+    assert junit.get("failures") == "0"
+    # a divergence the file does not expect still fails
+    p = run("planted:PlantedAddF32", tmp_path / "other", "--expectations", str(other))
+    assert p.returncode == 1 and "UNEXPECTED  planted: add f32 value" in p.stdout
+    assert "STALE" in p.stdout                       # the nan entry matched nothing
+    # the divergence gone: exit 0, the entry listed stale in stdout and in the report
+    p = run("planted:OracleBackend", tmp_path / "clean", "--expectations", str(known))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"STALE       {known}: expectations[0] add f32 value" in p.stdout
+    html = (tmp_path / "clean" / "index.html").read_text()
+    stale = section(html, '<table id="gate-stale">')
+    assert "STALE" in stale and str(known) in stale and "planted" in stale
+    clean = tmp_path / "clean" / "results.jsonl"
+    # `expectations check` gives the same verdicts on the saved results
+    p = cli("expectations", "check", str(plain), str(known))
+    assert p.returncode == 0 and "1 expected" in p.stdout
+    p = cli("expectations", "check", str(plain), str(other))
+    assert p.returncode == 1 and "UNEXPECTED" in p.stdout
+    p = cli("expectations", "check", str(clean), str(known))
+    assert p.returncode == 0 and "STALE" in p.stdout
+    assert cli("expectations", "check", str(clean), str(known), "--fail-on-stale").returncode == 1
+    # `report --expectations` renders the gate but does not gate (exit 0 even on FAIL)
+    p = cli("report", str(plain), "--out", str(tmp_path / "rep"), "--expectations", str(other))
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert '<section id="gate" class="fail" data-passed="false">' in html
+    assert json.loads((tmp_path / "rep" / "summary.json").read_text())["gate"]["passed"] is False
+    # a malformed file is a usage error, before anything is written
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("expectations:\n  - {op: add, class: value}\n")
+    p = cli("report", str(plain), "--out", str(tmp_path / "bad"), "--expectations", str(bad))
+    assert p.returncode == 2 and "'reason' is required" in p.stderr
+    assert not (tmp_path / "bad").exists()
+    # a saved reproducer, run alone from elsewhere, still fails
+    repros = sorted((tmp_path / "plain" / "repros" / "planted" / "add").glob("*/repro.py"))
+    assert repros
+    p = subprocess.run([sys.executable, str(repros[0])], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "verdict:  value" in p.stdout
