@@ -23,8 +23,10 @@ A file is YAML::
 
 Every entry needs ``op``, ``class`` and ``reason``. A divergence is *expected* when
 an entry matches its backend, op, element type (or rule) and class. An entry that
-matched nothing in a run that covered its op is *stale*: the divergence is gone (or
-never was), and the entry should go.
+matched nothing in a run that exercised what it covers (its backend, op and element
+type or rule; ``when`` conditions included) is *stale*: the divergence is gone (or
+never was), and the entry should go. Entries for what the run did not exercise
+(filtered out by ``--ops``/``--types``, another platform) are "not exercised".
 """
 from __future__ import annotations
 
@@ -60,11 +62,17 @@ class Expectation:
 
     def matches(self, backend: str, info: Mapping[str, Any], op: str, cls: str,
                 element_type: str | None = None, rule: str | None = None) -> bool:
+        if self.cls != "*" and self.cls != cls:
+            return False
+        return self.covers(backend, info, op, element_type, rule)
+
+    def covers(self, backend: str, info: Mapping[str, Any], op: str,
+               element_type: str | None = None, rule: str | None = None) -> bool:
+        """Could this entry match a divergence of this backend, op and element type (or
+        rule)? An entry is stale only if a run exercised something it covers."""
         if self.backend and not fnmatch.fnmatchcase(backend, self.backend):
             return False
         if not fnmatch.fnmatchcase(op, self.op):
-            return False
-        if self.cls != "*" and self.cls != cls:
             return False
         if rule is not None or self.rule is not None:
             if self.rule is None or rule is None or not fnmatch.fnmatchcase(rule, self.rule):
@@ -174,31 +182,34 @@ class Gate:
         return not self.unexpected
 
 
-def findings(records: Iterable[dict]) -> tuple[list[dict], dict[str, dict], set[str]]:
+def findings(records: Iterable[dict]) -> tuple[list[dict], dict[str, dict], set[tuple]]:
     """The run's distinct divergences: (backend, op, type_key or rule, class) with counts;
-    plus the backends' describe() info and the ops the run covered."""
+    plus the backends' describe() info and what the run exercised: (backend, op,
+    type_key, rule) for every signature, invalid rule and example it ran."""
     found: dict[tuple, dict] = {}
     info: dict[str, dict] = {}
-    ops: set[str] = set()
+    ops: set[tuple] = set()
     for r in records:
         kind = r.get("kind")
         if kind == "run":
             info = {b.get("name"): b for b in r.get("backends") or [] if isinstance(b, dict)}
-        elif kind == "unit_done":
-            ops.add(r.get("op"))
         elif kind == "signature":
-            ops.add(r.get("op"))
+            ops.add((r.get("backend"), r.get("op"), r.get("type_key"), None))
             for cls, n in (r.get("counts") or {}).items():
                 if cls in DIVERGENCES and n:
                     _add(found, r["backend"], r["op"], cls, n, element_type=r.get("type_key"))
             if r.get("outcome") in DIVERGENCES and not r.get("counts"):
                 _add(found, r["backend"], r["op"], r["outcome"], 1,
                      element_type=r.get("type_key"))
-        elif kind == "invalid" and r.get("outcome") in ("accepted_invalid", "crash", "timeout"):
-            _add(found, r["backend"], r["op"], r["outcome"], 1, rule=r.get("rule"))
-        elif kind == "example" and r.get("outcome") not in ("pass", "unsupported"):
-            _add(found, r["backend"], r["op"], r.get("outcome"), 1,
-                 rule=f"example-{r.get('index', 0)}")
+        elif kind == "invalid":
+            ops.add((r.get("backend"), r.get("op"), None, r.get("rule")))
+            if r.get("outcome") in ("accepted_invalid", "crash", "timeout"):
+                _add(found, r["backend"], r["op"], r["outcome"], 1, rule=r.get("rule"))
+        elif kind == "example":
+            rule = f"example-{r.get('index', 0)}"
+            ops.add((r.get("backend"), r.get("op"), None, rule))
+            if r.get("outcome") not in ("pass", "unsupported"):
+                _add(found, r["backend"], r["op"], r.get("outcome"), 1, rule=rule)
     return list(found.values()), info, ops
 
 
@@ -211,7 +222,7 @@ def _add(found, backend, op, cls, n, element_type=None, rule=None) -> None:
 
 def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
     """Split a run's divergences into expected and unexpected; find stale entries."""
-    items, info, ops = findings(records)
+    items, info, exercised = findings(records)
     used: set[int] = set()
     expected, unexpected = [], []
     for item in items:
@@ -227,7 +238,7 @@ def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
     for e in (expectations.entries if expectations else []):
         if e.index in used:
             continue
-        if any(fnmatch.fnmatchcase(op, e.op) for op in ops):
+        if any(e.covers(b, info.get(b, {}), op, key, rule) for b, op, key, rule in exercised):
             stale.append(e)
         else:
             not_exercised.append(e)

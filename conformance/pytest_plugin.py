@@ -13,8 +13,61 @@ Options (group "conformance")::
     --conformance-ops=a,b         only these ops
     --conformance-families=f,g    only ops of these families (arithmetic, bitwise, ...)
     --conformance-types=f32,si8   only type bindings that use one of these element types
-    --conformance-seed=N          the run's seed (default 0): same seed, same cases
+    --conformance-seed=N          generate the cases from this seed: the same seed gives
+                                  the same cases (default: random locally, 0 in CI)
     --conformance-repro-dir=DIR   save a reproducer folder for every divergence
+    --conformance-expectations=FILE
+                                  known divergences (the CLI's expectations file): a test
+                                  whose divergences the file lists is an xfail with the
+                                  entry's reason; entries that matched nothing are
+                                  reported stale at the end of the session
+    --conformance-fail-on-stale   with --conformance-expectations: stale entries fail
+                                  the session (exit status 1)
+    --conformance-profile=P       auto (default: ci when the environment variable CI is
+                                  set, else local), local, ci
+    --conformance-database=DIR    hypothesis example database of local runs (default:
+                                  <rootdir>/.hypothesis/conformance; "none": off)
+
+Hypothesis settings profiles
+----------------------------
+The suite's hypothesis settings are registered as profiles (``conformance-quick``,
+``conformance-default``, ``conformance-deep``, ``conformance-ci``), following
+hypothesis' advice for a test suite that runs both on a developer's machine and in CI:
+
+- everywhere: ``deadline=None`` (a first compile is slow, and a deadline would make
+  that flaky), no shrinking (the suite minimises a diverging case itself, and every
+  shrink step would be a new compile), one bug reported per test;
+- local runs (``conformance-<depth>``): random generation, so that every run looks at
+  new cases, and a persistent example database
+  (``DirectoryBasedExampleDatabase``): a divergence once found is replayed first on
+  the next run (phase ``reuse``), until it is fixed;
+- CI (``conformance-ci``, with ``--conformance-profile=ci`` or when ``CI`` is set):
+  ``derandomize=True`` and ``database=None`` (the same cases on every run, nothing
+  read or written between runs), ``print_blob=True``. The suite seeds each test from
+  ``--conformance-seed`` (0 by default) and its op, binding or rule.
+
+``--conformance-depth`` sets ``max_examples`` (signatures per type binding; ops with
+many bindings get fewer each) and the shapes. ``--conformance-seed`` on a local run
+makes it deterministic too; as with ``@seed``, the database is then not used. The
+profiles are registered when pytest starts, so a vendor's own hypothesis tests can use
+them as well (``settings.get_profile("conformance-ci")``, or
+``--hypothesis-profile=conformance-ci`` for every test of the session; outside pytest,
+:func:`register_profiles` registers them). A failing case's message ends with how to
+get it again (the seed, or the example database).
+
+Expectations
+------------
+With ``--conformance-expectations``, each test's divergences are matched against the
+file (backend name, op, binding key such as ``f32`` or ``si8->f32``, class; for
+``test_invalid`` the rule, for ``test_example`` the rule ``example-<index>``). A test
+whose every observed divergence class is expected is an xfail whose reason is the
+entry's; a test that also diverges in a class that is not listed fails, naming that
+class. A listed divergence that does not occur does not fail its test (use
+``--runxfail`` to see expected divergences as failures); instead, the terminal summary
+lists the entries that matched nothing although a test that could have matched them
+ran to the end ("stale"), with ``--conformance-fail-on-stale`` failing the session.
+This works under pytest-xdist: the workers report what each test covered and matched
+in the reports' ``user_properties``, and the controller decides what is stale.
 
 The suite (``conformance.suite``) has one test per op and type binding
 (``test_op[add-f32]``, ``test_op[convert-si8->f32]``), one per spec example
@@ -52,6 +105,8 @@ import pytest
 DEPTH_NAMES = ("quick", "default", "deep")
 DEFAULT_BACKEND = "jax"
 DEFAULT_DEPTH = "quick"
+PROFILE_CHOICES = ("auto", "local", "ci")
+DEFAULT_DATABASE = ".hypothesis/conformance"
 
 _BACKEND_FIXTURES = ("conformance_backend",)
 
@@ -73,7 +128,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-depth", action="store", default=None,
                     choices=DEPTH_NAMES,
                     help=f"how hard to look: {', '.join(DEPTH_NAMES)} "
-                         f"(default: {DEFAULT_DEPTH})")
+                         f"(default: {DEFAULT_DEPTH}); sets the hypothesis profile "
+                         "conformance-<depth>")
     group.addoption("--conformance-ops", action="store", default=None, metavar="OPS",
                     help="comma-separated op names to test (default: all)")
     group.addoption("--conformance-families", action="store", default=None,
@@ -82,11 +138,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-types", action="store", default=None, metavar="TYPES",
                     help="comma-separated element types: only type bindings that use one "
                          "of them (e.g. f32,bf16,si8)")
-    group.addoption("--conformance-seed", action="store", type=int, default=0, metavar="N",
-                    help="seed of the run: the same seed gives the same cases (default: 0)")
+    group.addoption("--conformance-seed", action="store", type=int, default=None,
+                    metavar="N",
+                    help="generate the cases from this seed: the same seed gives the same "
+                         "cases (default: random on local runs, 0 with the ci profile); "
+                         "a seeded run does not use the example database")
     group.addoption("--conformance-repro-dir", action="store", default=None, metavar="DIR",
                     help="save a reproducer folder (case.json, repro.py) for every "
                          "divergence found by the suite")
+    group.addoption("--conformance-expectations", action="store", default=None,
+                    metavar="FILE",
+                    help="expectations file (known divergences): tests whose divergences "
+                         "it lists xfail with the entry's reason; entries that matched "
+                         "nothing are reported stale")
+    group.addoption("--conformance-fail-on-stale", action="store_true", default=False,
+                    help="with --conformance-expectations: fail the session (exit status "
+                         "1) when an entry is stale")
+    group.addoption("--conformance-profile", action="store", default="auto",
+                    choices=PROFILE_CHOICES,
+                    help="hypothesis behaviour: local (random cases, example database), "
+                         "ci (derandomized, no database), or auto: ci when the "
+                         "environment variable CI is set (default: auto)")
+    group.addoption("--conformance-database", action="store", default=None, metavar="DIR",
+                    help="hypothesis example database of local runs, where failing cases "
+                         f"are kept and replayed first next time (default: <rootdir>/"
+                         f"{DEFAULT_DATABASE}); 'none' turns it off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +175,12 @@ class Options:
     ops: tuple[str, ...] | None
     families: tuple[str, ...] | None
     element_types: tuple[str, ...] | None
-    seed: int
+    seed: int | None               # None: hypothesis draws at random (local runs)
     repro_dir: Path | None
+    profile: str = "local"         # "local" or "ci" (auto resolved)
+    database: Path | None = None   # the example database's folder (local runs)
+    expectations: Any = dataclasses.field(default=None, compare=False)
+    fail_on_stale: bool = False
 
     @property
     def depth(self):
@@ -108,13 +188,31 @@ class Options:
         return DEPTHS[self.depth_name]
 
     @property
+    def hypothesis_profile(self) -> str:
+        """The name of the hypothesis settings profile the suite's tests use."""
+        return "conformance-ci" if self.profile == "ci" else f"conformance-{self.depth_name}"
+
+    @property
     def explicit(self) -> bool:
         return (self.backend_explicit or self.ops is not None or self.families is not None
-                or self.element_types is not None)
+                or self.element_types is not None or self.expectations is not None)
 
 
 _OPTIONS_KEY = pytest.StashKey[Options]()
 _BACKEND_KEY = pytest.StashKey[Any]()
+
+
+def in_ci() -> bool:
+    """Whether this looks like a CI run: the CI environment variable is set (as
+    hypothesis decides for its own built-in ``ci`` profile)."""
+    import os
+    if "CI" in os.environ:
+        return True
+    try:  # hypothesis also knows vendor-specific variables (TF_BUILD, GITLAB_CI, ...)
+        from hypothesis._settings import is_in_ci
+        return bool(is_in_ci())
+    except Exception:  # noqa: BLE001 - a private helper; the CI variable is the rule
+        return False
 
 
 def _read_options(config: pytest.Config) -> Options:
@@ -156,10 +254,39 @@ def _read_options(config: pytest.Config) -> Options:
                                         f"({e})") from None
         element_types = tuple(names)
     repro = config.getoption("conformance_repro_dir")
+
+    profile = config.getoption("conformance_profile") or "auto"
+    if profile == "auto":
+        profile = "ci" if in_ci() else "local"
+    seed = config.getoption("conformance_seed")
+    if seed is None and profile == "ci":
+        seed = 0
+    db_text = config.getoption("conformance_database")
+    if db_text is None:
+        database = Path(str(config.rootpath)) / DEFAULT_DATABASE
+    elif db_text.strip().lower() in ("none", ""):
+        database = None
+    else:
+        database = Path(config.invocation_params.dir) / db_text
+    if profile == "ci":
+        database = None       # derandomized: nothing is read or written between runs
+
+    expectations = None
+    exp_text = config.getoption("conformance_expectations")
+    if exp_text is not None:
+        from conformance.expectations import ExpectationsError, load_expectations
+        try:   # relative to the current directory, as pytest's own file options
+            expectations = load_expectations(exp_text)
+        except ExpectationsError as e:
+            raise pytest.UsageError(f"--conformance-expectations: {e}") from None
+    elif config.getoption("conformance_fail_on_stale"):
+        raise pytest.UsageError("--conformance-fail-on-stale needs --conformance-expectations")
     return Options(backend=backend or DEFAULT_BACKEND, backend_explicit=backend is not None,
                    depth_name=depth, ops=ops, families=families,
-                   element_types=element_types, seed=config.getoption("conformance_seed"),
-                   repro_dir=Path(repro) if repro else None)
+                   element_types=element_types, seed=seed,
+                   repro_dir=Path(repro) if repro else None, profile=profile,
+                   database=database, expectations=expectations,
+                   fail_on_stale=bool(config.getoption("conformance_fail_on_stale")))
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -168,10 +295,22 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
             and getattr(config.option, "dist", "no") != "no")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    # tryfirst: the profiles exist before hypothesis' own plugin loads one named by
+    # --hypothesis-profile (conformance-ci, ...).
     config.addinivalue_line("markers", "conformance: a test of the StableHLO conformance suite")
     options = _read_options(config)
     config.stash[_OPTIONS_KEY] = options
+    if options.expectations is not None:
+        config.stash[_GATE_KEY] = state = _GateState()
+        config.pluginmanager.register(state, "conformance-expectations")
+    # Registering imports hypothesis (150 ms): done now only where hypothesis is in use
+    # already or one of the profiles is asked for; the suite registers them on first use.
+    import sys
+    asked = str(config.getoption("hypothesis_profile", None) or "")
+    if "hypothesis" in sys.modules or asked.startswith("conformance-"):
+        register_profiles(options.database)
     # A backend named on the command line is loaded now, so that a typo is a usage
     # error before anything runs. The default one is loaded only if a test uses it
     # (the plugin is active in every pytest run of an environment that has the package).
@@ -241,26 +380,162 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if not options.explicit:
         return None
     parts = [f"backend={options.backend}", f"depth={options.depth_name}",
-             f"seed={options.seed}"]
+             f"profile={options.hypothesis_profile}",
+             f"seed={'random' if options.seed is None else options.seed}"]
     if options.ops is not None:
         parts.append(f"ops={','.join(options.ops)}")
     if options.families is not None:
         parts.append(f"families={','.join(options.families)}")
     if options.element_types is not None:
         parts.append(f"types={','.join(options.element_types)}")
-    return ["conformance: " + " ".join(parts)]
+    lines = ["conformance: " + " ".join(parts)]
+    if options.seed is None and options.database is not None:
+        lines.append(f"conformance: example database {options.database}")
+    if options.expectations is not None:
+        lines.append(f"conformance: expectations {options.expectations.path} "
+                     f"({len(options.expectations.entries)} entries)")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Expectations: what each test covered and matched, gathered where the session ends
+# ---------------------------------------------------------------------------
+
+_PROPERTY = "conformance_expectations"
+
+
+class _GateState:
+    """The session's expectation bookkeeping; a plugin object, so that it sees every
+    test report, the xdist workers' included (on the controller)."""
+
+    def __init__(self) -> None:
+        self.covered: set[int] = set()                 # entry indices
+        self.matched: dict[int, list[str]] = {}        # entry index -> node ids
+        self.stale: list = []
+        self.failed_session = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for name, value in getattr(report, "user_properties", ()):
+            if name != _PROPERTY or not isinstance(value, dict):
+                continue
+            self.covered.update(int(i) for i in value.get("covered", ()))
+            for i in value.get("matched", ()):
+                self.matched.setdefault(int(i), []).append(report.nodeid)
+
+
+_GATE_KEY = pytest.StashKey[_GateState]()
+
+
+def _subject(item: pytest.Item) -> tuple[str, str | None, str | None] | None:
+    """(op, binding key, rule) of a test of the suite (or of a vendor test that takes
+    one of the suite's parameters)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        if isinstance(value, OpBinding):
+            return value.op, value.key, None
+        if isinstance(value, ExampleRef):
+            return value.op, None, f"example-{value.index}"
+        if isinstance(value, InvalidRule):
+            return value.op, None, value.rule
+    return None
+
+
+def _covers(e, backend: str, info: dict, op: str, element_type: str | None,
+            rule: str | None) -> bool:
+    """Whether a test of (op, element type or rule) on this backend could match entry
+    ``e`` (any class): the entry is stale if such a test ran to the end and it did not."""
+    import fnmatch
+    if e.backend and not fnmatch.fnmatchcase(backend, e.backend):
+        return False
+    if not fnmatch.fnmatchcase(op, e.op):
+        return False
+    if e.rule is not None or rule is not None:
+        if e.rule is None or rule is None or not fnmatch.fnmatchcase(rule, e.rule):
+            return False
+    elif element_type is not None and not fnmatch.fnmatchcase(element_type, e.element_type):
+        return False
+    return all(fnmatch.fnmatchcase(str(info.get(k, "")), v) for k, v in e.when)
+
+
+def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> None:
+    """On the call report: which entries this test covered and which it matched, as a
+    user property (so that it reaches the xdist controller with the report)."""
+    options = options_of(item.config)
+    if options.expectations is None:
+        return
+    exc = call.excinfo.value if call.excinfo is not None else None
+    matched = sorted(set(getattr(exc, "conformance_matched", ()) or ()))
+    subject = _subject(item)
+    covered: list[int] = []
+    backend = item.config.stash.get(_BACKEND_KEY, None)
+    # A test that failed stopped at its first unexpected divergence: the entries it did
+    # not match are undecided, not stale.
+    if subject is not None and backend is not None and not report.failed:
+        name, info = _name_and_info(backend)
+        covered = [e.index for e in options.expectations.for_backend(name)
+                   if _covers(e, name, info, *subject)]
+    if covered or matched:
+        report.user_properties.append(
+            (_PROPERTY, {"covered": sorted(set(covered) | set(matched)), "matched": matched}))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    config = session.config
+    options = options_of(config)
+    state = config.stash.get(_GATE_KEY, None)
+    if options.expectations is None or state is None or hasattr(config, "workerinput"):
+        return
+    state.stale = [e for e in options.expectations.entries
+                   if e.index in state.covered and e.index not in state.matched]
+    if options.fail_on_stale and state.stale and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        state.failed_session = True
+
+
+def _entry_text(e) -> str:
+    return f"{e.op} {e.rule or e.element_type} {e.cls}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     backend = config.stash.get(_BACKEND_KEY, None)
-    if backend is None:
-        return
-    try:
-        described = backend.describe()
-    except Exception as e:  # noqa: BLE001 - a summary line must not break the run
-        described = {"name": getattr(backend, "name", "?"), "describe": f"failed: {e}"}
-    terminalreporter.write_line(
-        "conformance backend: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+    if backend is not None and not hasattr(config, "workerinput"):
+        try:
+            described = backend.describe()
+        except Exception as e:  # noqa: BLE001 - a summary line must not break the run
+            described = {"name": getattr(backend, "name", "?"), "describe": f"failed: {e}"}
+        terminalreporter.write_line(
+            "conformance backend: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+    options = options_of(config)
+    state = config.stash.get(_GATE_KEY, None)
+    if options.expectations is None or state is None or hasattr(config, "workerinput"):
+        return   # (an xdist worker has seen only its share of the tests)
+    exp = options.expectations
+    path = exp.path
+    tr = terminalreporter
+    tr.section("conformance expectations", sep="-")
+    for e in exp.entries:
+        if e.index in state.matched:
+            tests = state.matched[e.index]
+            link = f" ({e.link})" if e.link else ""
+            tr.write_line(f"EXPECTED  {path}: expectations[{e.index}] {_entry_text(e)}: "
+                          f"{e.reason}{link} [{len(tests)} test{'s' if len(tests) != 1 else ''}"
+                          f": {', '.join(t.rpartition('::')[2] for t in tests[:3])}"
+                          f"{', ...' if len(tests) > 3 else ''}]")
+    for e in state.stale:
+        tr.write_line(f"STALE     {path}: expectations[{e.index}] {_entry_text(e)}: matched "
+                      f"nothing in this session (reason was: {e.reason})",
+                      yellow=not options.fail_on_stale, red=options.fail_on_stale)
+    n_not = sum(1 for e in exp.entries
+                if e.index not in state.matched and e.index not in state.covered)
+    tr.write_line(f"{path}: {len(state.matched)} matched, {len(state.stale)} stale, "
+                  f"{n_not} not exercised by this session")
+    if state.failed_session:
+        tr.write_line(f"conformance: {len(state.stale)} stale expectation"
+                      f"{'s' if len(state.stale) != 1 else ''} with "
+                      f"--conformance-fail-on-stale: the session fails", red=True)
 
 
 # ---------------------------------------------------------------------------
@@ -369,7 +644,103 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # ---------------------------------------------------------------------------
 
 class ConformanceFailure(AssertionError):
-    """A divergence found by the suite; reported as its message alone (no traceback)."""
+    """A divergence found by the suite; reported as its message alone (no traceback).
+
+    ``conformance_matched``: indices of expectation entries the test matched before it
+    failed on a divergence that no entry lists."""
+
+    conformance_matched: tuple[int, ...] = ()
+
+
+class ExpectedDivergence(pytest.xfail.Exception):
+    """Every divergence a test found is listed in the expectations file: an xfail
+    whose reason is the entries' (``conformance_matched``: their indices)."""
+
+    def __init__(self, reason: str, matched: Sequence[int]) -> None:
+        super().__init__(reason)
+        self.conformance_matched = tuple(matched)
+
+
+_DESCRIBED: dict[int, tuple[Any, str, dict]] = {}
+
+
+def _name_and_info(backend) -> tuple[str, dict]:
+    """The backend's name and describe() (what an entry's ``when`` is matched against)."""
+    hit = _DESCRIBED.get(id(backend))
+    if hit is not None and hit[0] is backend:
+        return hit[1], hit[2]
+    name = getattr(backend, "name", str(backend))
+    try:
+        info = dict(backend.describe())
+    except Exception:  # noqa: BLE001 - a backend without describe() still gets gated
+        info = {"name": name}
+    _DESCRIBED[id(backend)] = (backend, name, info)
+    return name, info
+
+
+class _Gatekeeper:
+    """Which of one test's divergence classes the expectations file lists."""
+
+    def __init__(self, backend, options: "Options | None", op: str,
+                 element_type: str | None = None, rule: str | None = None) -> None:
+        self.expectations = options.expectations if options is not None else None
+        self.backend = backend
+        self.op, self.element_type, self.rule = op, element_type, rule
+        self.seen: dict[str, list] = {}          # class -> [entry, cases]
+
+    def expected(self, cls: str, cases: int = 1):
+        """The entry that expects ``cls`` here (and remember it), or None."""
+        if self.expectations is None:
+            return None
+        name, info = _name_and_info(self.backend)
+        e = self.expectations.match(name, info, self.op, cls, self.element_type, self.rule)
+        if e is not None:
+            seen = self.seen.setdefault(cls, [e, 0])
+            seen[1] += cases
+        return e
+
+    @property
+    def matched(self) -> tuple[int, ...]:
+        return tuple(sorted({e.index for e, _ in self.seen.values()}))
+
+    def describe(self) -> str:
+        path = self.expectations.path if self.expectations is not None else "?"
+        parts = []
+        for cls, (e, n) in sorted(self.seen.items()):
+            link = f" ({e.link})" if e.link else ""
+            parts.append(f"expected {cls} divergence ({n} case{'s' if n != 1 else ''}): "
+                         f"{e.reason}{link} [{path}: expectations[{e.index}]]")
+        return "; ".join(parts)
+
+    def failure(self, message: str) -> ConformanceFailure:
+        path = self.expectations.path if self.expectations is not None else "?"
+        for cls, (e, _) in sorted(self.seen.items()):
+            message += (f"\n  expected:  {cls} divergence, also seen: {e.reason} "
+                        f"[{path}: expectations[{e.index}]]")
+        exc = ConformanceFailure(message)
+        exc.conformance_matched = self.matched
+        return exc
+
+    def finish(self) -> None:
+        """xfail with the entries' reasons if any expected divergence was seen."""
+        __tracebackhide__ = True
+        if self.seen:
+            raise ExpectedDivergence(self.describe(), self.matched)
+
+
+def _rerun_hint(item: pytest.Item) -> str | None:
+    options = options_of(item.config)
+    if options.seed is not None:
+        how = (f"the same options with --conformance-seed={options.seed} "
+               f"--conformance-depth={options.depth_name} generate this case again")
+        if options.profile == "ci":
+            how += " (the ci profile is derandomized)"
+    elif options.database is not None:
+        how = (f"the example database ({options.database}) replays this case first on "
+               f"the next run")
+    else:
+        return None
+    return f"  rerun:     {how}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -381,11 +752,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         text = str(exc)
         # hypothesis notes the failing example's arguments (a long Signature repr);
         # the message already names the signature and the case id.
+        # Its @reproduce_failure blob (print_blob, the ci profile) names a decorator for
+        # the suite's inner function, which a user cannot add: say how to rerun instead.
         notes = [n for n in getattr(exc, "__notes__", ())
-                 if n and not n.startswith(("Failing test case", "Falsifying example"))]
+                 if n and not n.startswith(("Failing test case", "Falsifying example"))
+                 and "@reproduce_failure" not in n]
+        subject = _subject(item)
+        rerun = _rerun_hint(item)
+        if rerun and subject is not None and not (subject[2] or "").startswith("example-"):
+            text += "\n" + rerun      # (hypothesis generated it: not a spec example)
         if notes:
             text += "\n\n" + "\n".join(notes)
         report.longrepr = text
+    if call.when == "call":
+        _record_expectations(item, call, report)
     return report
 
 
@@ -506,15 +886,91 @@ def conformance_check(conformance_backend) -> Callable:
 # What the suite's tests do (conformance/suite/test_conformance.py calls these)
 # ---------------------------------------------------------------------------
 
-def _hypothesis_settings(max_examples: int):
+PROFILE_NAMES = tuple(f"conformance-{d}" for d in DEPTH_NAMES) + ("conformance-ci",)
+_registered_database: list = []     # the database folder the profiles were registered with
+
+
+def register_profiles(database: "str | Path | None" = None) -> None:
+    """Register the suite's hypothesis settings profiles.
+
+    ``conformance-quick``, ``conformance-default``, ``conformance-deep``: local runs:
+    random generation, ``max_examples`` = the depth's signatures per type binding, and
+    a persistent :class:`~hypothesis.database.DirectoryBasedExampleDatabase` in
+    ``database`` (None: no database) whose failing examples are replayed first.
+    ``conformance-ci``: as ``conformance-default``, derandomized, without a database,
+    printing the ``@reproduce_failure`` blob. All: ``deadline=None``, no shrinking
+    (the suite minimises divergences itself), one bug per test.
+    """
     from hypothesis import HealthCheck, Phase, settings
-    # No shrinking: the suite minimises a diverging case itself (fewest elements),
-    # and every shrink step would be a new compile on the backend.
-    return settings(max_examples=max_examples, deadline=None, database=None,
-                    derandomize=True, phases=[Phase.explicit, Phase.generate],
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large],
-                    print_blob=False, report_multiple_bugs=False)
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from conformance.runner import DEPTHS
+
+    db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
+    common = dict(
+        deadline=None,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                               HealthCheck.data_too_large],
+        report_multiple_bugs=False)
+    for name in DEPTH_NAMES:
+        settings.register_profile(f"conformance-{name}", max_examples=DEPTHS[name].signatures,
+                                  derandomize=False, database=db, print_blob=False, **common)
+    settings.register_profile("conformance-ci", parent=settings.get_profile("conformance-default"),
+                              derandomize=True, database=None, print_blob=True)
+    _registered_database[:] = [database]
+
+
+def _database_namespace():
+    """An ExampleDatabase view that prefixes every key: the suite's hypothesis tests are
+    one inner function run for many parameters, so hypothesis' own key (a digest of the
+    function's source) is the same for all of them."""
+    from hypothesis.database import ExampleDatabase
+
+    class Namespaced(ExampleDatabase):
+        def __init__(self, db, prefix: bytes) -> None:
+            super().__init__()
+            self.db, self.prefix = db, prefix
+
+        def __repr__(self) -> str:
+            return f"Namespaced({self.db!r}, {self.prefix!r})"
+
+        def fetch(self, key: bytes):
+            return self.db.fetch(self.prefix + key)
+
+        def save(self, key: bytes, value: bytes) -> None:
+            self.db.save(self.prefix + key, value)
+
+        def delete(self, key: bytes, value: bytes) -> None:
+            self.db.delete(self.prefix + key, value)
+
+        def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+            self.db.move(self.prefix + src, self.prefix + dest, value)
+
+    return Namespaced
+
+
+def suite_settings(options: Options, max_examples: int, test_key: str, backend=None):
+    """The hypothesis settings of one of the suite's tests: the options' profile, with
+    ``max_examples`` and the example database namespaced by backend and test."""
+    from hypothesis import settings
+    if not _registered_database or _registered_database[0] != options.database:
+        register_profiles(options.database)
+    base = settings.get_profile(options.hypothesis_profile)
+    db = base.database if options.seed is None else None
+    if db is not None:
+        name = getattr(backend, "name", str(backend))
+        db = _database_namespace()(db, f"conformance:{name}:{test_key}:".encode())
+    return settings(base, max_examples=max_examples, database=db)
+
+
+def _with_seed(options: Options, *parts):
+    """``@seed`` from --conformance-seed and the test, or nothing (random) on a local
+    run without a seed."""
+    from hypothesis import seed as hseed
+    from conformance.runner import stable_hash
+    if options.seed is None:
+        return lambda f: f
+    return hseed(stable_hash(options.seed, *parts))
 
 
 def signatures_per_binding(options: Options, n_bindings: int) -> int:
@@ -529,7 +985,8 @@ def _one_line(e: BaseException) -> str:
 
 
 def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, value_seed,
-                        batch_index, options: Options, key: str) -> str:
+                        batch_index, options: Options, key: str,
+                        among: "set[str] | None" = None) -> str:
     import numpy as np
     from conformance.case import Case
     from conformance.compare import worst
@@ -537,12 +994,15 @@ def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, 
     from conformance.repro import check_case
     from conformance.runner import stable_hash
 
+    from conformance.compare import ELEMENT_CLASSES
     names = verdict.case_class_names()
     diverging = [int(c) for c in verdict.diverging_cases()]
-    cls = worst([names[c] for c in diverging])
+    # The worst class among those asked for (the ones no expectation lists).
+    cls = worst([names[c] for c in diverging if among is None or names[c] in among])
     c = next(i for i in diverging if names[i] == cls)
+    seed = "random" if options.seed is None else options.seed
     case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked),
-                f"{options.seed}:{options.depth_name}:{spec.name}:{key}:{value_seed}:"
+                f"{seed}:{options.depth_name}:{spec.name}:{key}:{value_seed}:"
                 f"{batch_index}:{c}")
     counts = ", ".join(f"{k}={v}" for k, v in sorted(verdict.counts().items()))
 
@@ -554,7 +1014,10 @@ def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, 
         small, small_cls = case, "type"
     else:
         try:
-            small, small_cls = minimize(spec, case, element_mask(verdict.element_classes, c),
+            focus = ELEMENT_CLASSES.index(cls) if among is not None \
+                and cls in ELEMENT_CLASSES else None
+            small, small_cls = minimize(spec, case,
+                                        element_mask(verdict.element_classes, c, focus),
                                         classify)
         except Exception:  # noqa: BLE001 - the minimiser must not hide the divergence
             small, small_cls = case, None
@@ -591,25 +1054,39 @@ def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, 
 def run_op_binding(backend, param: OpBinding, options: Options) -> None:
     """The body of ``test_op``: hypothesis draws signatures of one binding and value
     seeds; each example runs batches of value cases through the backend's batch
-    executable and compares them with the oracle."""
+    executable and compares them with the oracle.
+
+    With expectations (``options.expectations``), divergences of a class the file lists
+    for this op and binding do not stop the test; it goes on looking for others, and
+    ends as an xfail with the entries' reasons (or fails on the first class no entry
+    lists)."""
     __tracebackhide__ = True
     import numpy as np
-    from hypothesis import given, seed as hseed, strategies as st
+    from hypothesis import given, strategies as st
     from conformance import oracles
     from conformance.backends import Unsupported
     from conformance.compare import PASS, compare_batch
     from conformance.generators import batch_inputs, signatures
-    from conformance.runner import stable_hash
+    from conformance.runner import failure_class
     from conformance.specs import load_spec
 
     spec = load_spec(param.op)
     depth = options.depth
     key = param.key
+    gate = _Gatekeeper(backend, options, spec.name, element_type=key)
     unsupported: list[str] = []
     ran = [0]
 
-    @hseed(stable_hash(options.seed, spec.name, key))
-    @_hypothesis_settings(signatures_per_binding(options, param.n_bindings))
+    def backend_failure(what: str, sig, e: Exception) -> bool:
+        cls = failure_class(e)
+        if gate.expected(cls):
+            return True
+        raise gate.failure(f"{spec.name} [{key}]: {cls}: {what} {sig.key()} failed: "
+                           f"{_one_line(e)}") from e
+
+    @_with_seed(options, spec.name, key)
+    @suite_settings(options, signatures_per_binding(options, param.n_bindings),
+                    f"op:{spec.name}:{key}", backend)
     @given(sig=signatures(spec, param.binding_dict, depth.shape_profile),
            value_seed=st.integers(0, 2 ** 32 - 1))
     def example(sig, value_seed):
@@ -620,8 +1097,9 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
             unsupported.append(str(e))
             return
         except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
-            raise ConformanceFailure(f"{spec.name} [{key}]: backend_error: compiling "
-                                     f"{sig.key()} failed: {_one_line(e)}") from e
+            backend_failure("compiling", sig, e)
+            ran[0] += 1
+            return
         accuracy = spec.accuracy(sig.input_types[0].element_type)
         for b in range(depth.batches):
             rng = np.random.default_rng([value_seed, b])
@@ -634,17 +1112,22 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
                 unsupported.append(str(e))
                 return
             except Exception as e:  # noqa: BLE001
-                raise ConformanceFailure(f"{spec.name} [{key}]: backend_error: running "
-                                         f"{sig.key()} failed: {_one_line(e)}") from e
+                backend_failure("running", sig, e)
+                continue
             verdict = compare_batch(expected, actual, accuracy, masks, stacked,
                                     lambda xs: oracles.evaluate_batch(sig, xs, spec))
             if (verdict.case_classes != PASS).any():
-                raise ConformanceFailure(_divergence_message(
-                    backend, spec, sig, stacked, expected, actual, verdict, value_seed, b,
-                    options, key))
+                counts = verdict.counts()
+                classes = {c for c in counts if c != "pass"}
+                unexpected = {c for c in classes if gate.expected(c, counts[c]) is None}
+                if unexpected:
+                    raise gate.failure(_divergence_message(
+                        backend, spec, sig, stacked, expected, actual, verdict, value_seed,
+                        b, options, key, among=unexpected))
         ran[0] += 1
 
     example()
+    gate.finish()
     if unsupported:
         reason = unsupported[0]
         if not ran[0]:
@@ -654,28 +1137,36 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
             f"by {getattr(backend, 'name', backend)}, {ran[0]} checked: {reason}"))
 
 
-def run_example(backend, param: ExampleRef) -> None:
+def run_example(backend, param: ExampleRef, options: "Options | None" = None) -> None:
     """The body of ``test_example``: one example of the spec, compared exactly (or with
-    the example's own tolerance)."""
+    the example's own tolerance). With expectations, an entry with ``rule:
+    example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail."""
     __tracebackhide__ = True
     import numpy as np
     from conformance import golden
     from conformance.backends import Unsupported
+    from conformance.runner import failure_class
     from conformance.specs import load_spec
 
     ex = golden.examples(load_spec(param.op))[param.index]
     name = getattr(backend, "name", str(backend))
+    gate = _Gatekeeper(backend, options, param.op, rule=f"example-{param.index}")
     try:
         actual = [np.asarray(a) for a in backend.run(ex.case)]
     except Unsupported as e:
         pytest.skip(f"unsupported by {name}: {e}")
     except Exception as e:  # noqa: BLE001
-        raise ConformanceFailure(f"{param.op} example {param.index} ({ex.name}) on {name}: "
-                                 f"backend_error: {_one_line(e)}\n"
-                                 f"  signature: {ex.case.signature.key()}") from e
+        cls = failure_class(e)
+        if gate.expected(cls):
+            gate.finish()
+        raise gate.failure(f"{param.op} example {param.index} ({ex.name}) on {name}: "
+                           f"{cls}: {_one_line(e)}\n"
+                           f"  signature: {ex.case.signature.key()}") from e
     problem = golden.mismatch(ex, actual)
     if problem is not None:
-        raise ConformanceFailure(
+        if gate.expected("fail"):
+            gate.finish()
+        raise gate.failure(
             describe_case(ex.case, "example", ex.expected, actual, problem,
                           title=f"{param.op} example {param.index} ({ex.name}) on {name}: "
                                 f"differs from the spec"))
@@ -683,14 +1174,15 @@ def run_example(backend, param: ExampleRef) -> None:
 
 def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
     """The body of ``test_invalid``: programs that break one rule of the spec must be
-    rejected (any exception other than Unsupported)."""
+    rejected (any exception other than Unsupported). With expectations, an entry with
+    this ``rule`` and class ``accepted_invalid`` (or crash, timeout) makes it an xfail."""
     __tracebackhide__ = True
     import numpy as np
-    from hypothesis import given, seed as hseed, strategies as st
+    from hypothesis import given, strategies as st
     from hypothesis.errors import Unsatisfiable
     from conformance.case import Case
     from conformance.generators import batch_inputs, invalid_signatures
-    from conformance.runner import _run_invalid, stable_hash
+    from conformance.runner import _run_invalid
     from conformance.specs import load_spec
 
     spec = load_spec(param.op)
@@ -698,11 +1190,13 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
     name = getattr(backend, "name", str(backend))
     from conformance.specs.validity import checks
     text = next((c.text for c in checks(spec) if c.id == param.rule), param.rule)
+    gate = _Gatekeeper(backend, options, spec.name, rule=param.rule)
     unsupported: list[str] = []
     rejected = [0]
 
-    @hseed(stable_hash(options.seed, spec.name, "invalid", param.rule))
-    @_hypothesis_settings(depth.invalid_per_rule)
+    @_with_seed(options, spec.name, "invalid", param.rule)
+    @suite_settings(options, depth.invalid_per_rule, f"invalid:{spec.name}:{param.rule}",
+                    backend)
     @given(sig=invalid_signatures(spec, param.rule, depth.shape_profile),
            value_seed=st.integers(0, 2 ** 32 - 1))
     def example(sig, value_seed):
@@ -712,10 +1206,15 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
         outcome, reason = _run_invalid(backend, Case(sig, inputs))
         if outcome == "unsupported":
             unsupported.append(reason or "")
-        elif outcome == "accepted_invalid":
-            raise ConformanceFailure(
-                f"{spec.name} {param.rule} on {name}: accepted_invalid: the backend ran a "
-                f"program that breaks {param.rule}\n"
+        elif outcome in ("accepted_invalid", "crash", "timeout"):
+            if gate.expected(outcome):
+                return
+            what = ("the backend ran a program that breaks " + param.rule
+                    if outcome == "accepted_invalid" else
+                    f"the backend's process died on a program that breaks {param.rule}: "
+                    f"{reason}")
+            raise gate.failure(
+                f"{spec.name} {param.rule} on {name}: {outcome}: {what}\n"
                 f"  rule:      {param.rule}: {text}\n"
                 f"  signature: {sig.key()}")
         else:
@@ -725,5 +1224,6 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
         example()
     except Unsatisfiable:
         pytest.skip(f"no signature breaking {param.rule} alone could be generated")
+    gate.finish()
     if unsupported and not rejected[0]:
         pytest.skip(f"unsupported by {name}: {unsupported[0]}")

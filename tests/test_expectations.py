@@ -27,6 +27,7 @@ RECORDS = [
     {"kind": "unit_done", "op": "add"}, {"kind": "unit_done", "op": "popcnt"},
     {"kind": "unit_done", "op": "convert"}, {"kind": "unit_done", "op": "sign"},
     {"kind": "unit_done", "op": "divide"},
+    {"kind": "example", "backend": "jax", "op": "tanh", "index": 0, "outcome": "pass"},
 ]
 
 
@@ -43,7 +44,7 @@ expectations:
 - {op: '*', element_type: '*', class: subnormal_flush, when: {platform: cpu}, reason: FTZ}
 - {op: sign, rule: I1, class: accepted_invalid, reason: lax.sign takes unsigned}
 - {op: convert, element_type: 'si8->*', class: value, reason: gone now}
-- {op: tanh, element_type: f32, class: accuracy, reason: not in this run}
+- {op: tanh, element_type: f32, class: accuracy, reason: tanh f32 was not run}
 """))
     g = gate(RECORDS, exp)
     assert {(u["op"], u["class"]) for u in g.unexpected} == {("popcnt", "value"),
@@ -53,6 +54,16 @@ expectations:
     assert [e.op for e in g.stale] == ["convert"]
     assert [e.op for e in g.not_exercised] == ["tanh"]
     assert not g.passed
+
+
+def test_entries_for_what_the_run_filtered_out_are_not_stale(tmp_path):
+    exp = load_expectations(write(tmp_path, """
+expectations:
+- {op: add, element_type: si8, class: value, reason: si8 was filtered out of this run}
+- {op: add, element_type: '*', class: nan, when: {platform: gpu}, reason: gpu only}
+"""))
+    g = gate(RECORDS, exp)
+    assert g.stale == [] and len(g.not_exercised) == 2
 
 
 def test_conditions_must_match_the_backend():
