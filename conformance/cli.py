@@ -2,7 +2,9 @@
 
     conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
-    conformance report RESULTS.jsonl [--out DIR]
+                    [--jobs N] [--resume] [--no-replay]
+    conformance repro CASE_ID [--backend jax] [--save DIR]
+    conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE | update RESULTS.jsonl FILE
     conformance list [ops|families|types|backends]
     conformance show OP
@@ -74,10 +76,31 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds an isolated backend may take per compile or batch (default 60)")
     r.add_argument("--jobs", type=int, default=1,
                    help="worker processes (ops are spread over them; same cases and verdicts)")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run whose results.jsonl is in --out (same "
+                        "options): keep the ops it finished, run the others")
+    r.add_argument("--no-replay", action="store_true",
+                   help="do not re-run the reproducers already in --out before new cases")
+
+    rp = sub.add_parser("repro", help="re-create one case from its id and run it on a backend")
+    rp.add_argument("case_id", help="SEED:DEPTH:OP:TYPE_KEY:SIGNATURE_INDEX:BATCH:CASE_INDEX, "
+                                    "as a run's results and reports name it")
+    rp.add_argument("--backend", default="jax",
+                    help="jax, xla, interpreter, numpy, module:Class, ... (default: jax)")
+    rp.add_argument("--save", metavar="DIR",
+                    help="also save the case as a reproducer folder (case.json, repro.py)")
+    rp.add_argument("--no-isolate", dest="isolate", action="store_false", default=True,
+                    help="run the backend in this process (default: in a child process, so "
+                         "that a crash or hang is reported as one)")
+    rp.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds an isolated backend may take (default 60)")
 
     rep = sub.add_parser("report", help="render the HTML/JSON/JUnit report of a results file")
     rep.add_argument("results", help="a results.jsonl written by `conformance run`")
     rep.add_argument("--out", help="output folder (default: the results file's folder)")
+    rep.add_argument("--expectations", metavar="FILE",
+                     help="known divergences (YAML): show the CI gate in the report (the exit "
+                          "code stays 0; `conformance expectations check` gates)")
 
     ls = sub.add_parser("list", help="list ops, families, element types or backends")
     ls.add_argument("what", nargs="?", default="ops",
@@ -135,7 +158,8 @@ def cmd_run(args) -> int:
                        depth=args.depth, seed=args.seed, out=Path(args.out),
                        max_repros=args.max_repros, invalid=not args.no_invalid,
                        examples=not args.no_examples, progress=not args.no_progress,
-                       isolate=args.isolate, timeout=args.timeout)
+                       isolate=args.isolate, timeout=args.timeout,
+                       replay=not args.no_replay)
     if args.tolerances:
         from conformance.tolerances import load_tolerances
         config.tolerances = load_tolerances(args.tolerances)
@@ -153,12 +177,22 @@ def cmd_run(args) -> int:
         raise UsageError(f"backend names must differ, got {names}")
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
+    resume = None
+    if args.resume:
+        from conformance.runner import ResumeError, load_resume
+        try:
+            resume = load_resume(config, backends, results)
+        except ResumeError as e:
+            raise UsageError(str(e)) from None
+        if resume is not None:
+            print(f"resuming {results}: {len(resume.done)} op(s) done", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
     bar = None
     if config.progress:
         from tqdm import tqdm
-        bar = tqdm(total=len(specs), unit="op", dynamic_ncols=True, disable=None)
+        bar = tqdm(total=len(specs), unit="op", dynamic_ncols=True, disable=None,
+                   initial=len(resume.done) if resume else 0)
     done: set[str] = set()
 
     def progress(label: str) -> None:
@@ -174,12 +208,13 @@ def cmd_run(args) -> int:
     try:
         if args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        summary = run(config, backends, results, progress, jobs=args.jobs)
+        summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume)
     finally:
         if bar is not None:
             bar.update(bar.total - bar.n)
             bar.close()
-    index = reports.render(results, out)
+    replay_diverging = _print_replays(summary.get("replays", []))
+    index = reports.render(results, out, expectations=expectations)
     if expectations is not None:
         print(f"results: {results}\nreport:  {index}")
         return _gate(results, expectations, args.fail_on_stale)
@@ -192,7 +227,31 @@ def cmd_run(args) -> int:
     print(f"checked {sum(totals.values())} cases on {', '.join(names)} in "
           f"{summary['elapsed']:.1f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
     print(f"results: {results}\nreport:  {index}")
-    return EXIT_DIVERGENCES if divergent else EXIT_OK
+    return EXIT_DIVERGENCES if divergent or replay_diverging else EXIT_OK
+
+
+def _print_replays(replays) -> int:
+    """One line per replayed reproducer that still diverges, and a total; returns how
+    many still diverge."""
+    if not replays:
+        return 0
+    still = [r for r in replays if r["class"] not in ("pass", "unsupported")]
+    for r in still:
+        print(f"REPLAY      {r['backend']}: {r['case_id']} {r['class']} "
+              f"(saved as {r['class_before']} on {r['found_on']}: {r['repro']})")
+    fixed = sum(1 for r in replays if r["class"] == "pass" and r.get("same_backend"))
+    print(f"replayed {len(replays)} saved case run(s) first: {len(still)} still diverge, "
+          f"{fixed} fixed (pass on the backend that diverged)")
+    return len(still)
+
+
+def cmd_repro(args) -> int:
+    from conformance.replay import CaseIdError, repro
+    try:
+        return repro(args.case_id, args.backend, save=args.save, isolate=args.isolate,
+                     timeout=args.timeout)
+    except CaseIdError as e:
+        raise UsageError(str(e)) from None
 
 
 def _gate(results: Path, expectations, fail_on_stale: bool) -> int:
@@ -239,7 +298,11 @@ def cmd_report(args) -> int:
     if not results.is_file():
         raise UsageError(f"{results}: no such results file")
     out = Path(args.out) if args.out else results.parent
-    print(reports.render(results, out))
+    expectations = None
+    if args.expectations:
+        from conformance.expectations import load_expectations
+        expectations = load_expectations(args.expectations)
+    print(reports.render(results, out, expectations=expectations))
     return EXIT_OK
 
 
@@ -314,7 +377,7 @@ def cmd_specs(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
-            "specs": cmd_specs, "expectations": cmd_expectations}
+            "specs": cmd_specs, "expectations": cmd_expectations, "repro": cmd_repro}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

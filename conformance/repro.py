@@ -115,6 +115,32 @@ def check_case(backend, case: Case, accuracy: Accuracy | None = None
     return cls, [e[0] for e in expected], [a[0] for a in actual], verdict.type_message or ""
 
 
+def show(case: Case, name: str, cls: str, expected: Sequence[np.ndarray],
+         actual: Sequence[np.ndarray] | None, message: str = "", file=None) -> None:
+    """Print a checked case: signature, StableHLO text, inputs, oracle and backend
+    results, verdict (what ``repro.py`` and ``conformance repro`` show)."""
+    file = file or sys.stdout
+    if case.case_id:
+        print(f"case id:  {case.case_id}", file=file)
+    print(f"case:     {case.signature.key()}", file=file)
+    text = stablehlo_text(case.signature)
+    if text:
+        print(text, file=file)
+    for i, x in enumerate(case.inputs):
+        print(f"input {i}:  {to_literal(x)}", file=file)
+    for i, e in enumerate(expected):
+        print(f"oracle {i}: {to_literal(e)}", file=file)
+    if actual is not None:
+        for i, a in enumerate(actual):
+            print(f"{name} {i}: {to_literal(a)}", file=file)
+    print(f"verdict:  {cls}{(' - ' + message) if message else ''}", file=file)
+
+
+def exit_code(cls: str) -> int:
+    """0 when the backend agrees with the oracle, 1 otherwise."""
+    return 0 if cls == "pass" else 1
+
+
 def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     from conformance.backends import BackendLoadError, get_backend
     rec = json.loads(Path(case_json).read_text())
@@ -128,19 +154,8 @@ def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     acc = rec.get("accuracy")
     cls, expected, actual, message = check_case(
         backend, case, Accuracy(acc["kind"], acc["bound"]) if acc else None)
-    print(f"case:     {case.signature.key()}")
-    text = stablehlo_text(case.signature)
-    if text:
-        print(text)
-    for i, x in enumerate(case.inputs):
-        print(f"input {i}:  {to_literal(x)}")
-    for i, e in enumerate(expected):
-        print(f"oracle {i}: {to_literal(e)}")
-    if actual is not None:
-        for i, a in enumerate(actual):
-            print(f"{name} {i}: {to_literal(a)}")
-    print(f"verdict:  {cls}{(' - ' + message) if message else ''}")
-    return 0 if cls in ("pass",) else 1
+    show(case, name, cls, expected, actual, message)
+    return exit_code(cls)
 
 
 def is_divergence(cls: str) -> bool:

@@ -4,7 +4,8 @@ A killed run loses at most the record being written; readers skip a torn last
 line. Reports, summaries and JUnit XML are all rendered from this file.
 
 Record kinds (the ``kind`` key):
-- ``run``: header: seed, depth, backends and their versions, filters, start time.
+- ``run``: header: seed, depth, backends and their versions, the backends' locators,
+  filters, options (invalid, examples, max_repros, tolerances), start time.
 - ``validity``: for one op and type binding, how many generated signatures satisfy
   every rule of the spec (the generators' validity, measured).
 - ``signature``: one signature on one backend: case counts per outcome, ULP
@@ -16,7 +17,11 @@ Record kinds (the ``kind`` key):
 - ``cross``: one signature on two or more backends: pairwise disagreements and
   suspected oracle defects (every backend diverges, all agree with each other).
 - ``example``: one spec example on one backend.
-- ``unit_done``: every record of one op has been written (for resuming).
+- ``replay``: a reproducer an earlier run saved in the output folder, re-run first on
+  one backend of this run: ``case_id``, ``backend``, ``class`` (now), ``class_before``
+  (saved), ``found_on`` (the backend that diverged), ``same_backend``, ``repro``.
+- ``unit_done``: every record of one op has been written (for resuming: ``conformance
+  run --resume`` keeps the ops that have one and runs the others again).
 - ``end``: elapsed time and the ops covered (the totals are in the records above).
 """
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 import traceback
 import zlib
@@ -73,6 +74,7 @@ class RunConfig:
     invalid: bool = True
     examples: bool = True
     progress: bool = True
+    replay: bool = True              # re-run the reproducers already in ``out`` first
 
 
 def select_ops(config: RunConfig) -> list[OpSpec]:
@@ -111,6 +113,32 @@ def _collect(strategy, n: int, seed: int) -> list:
 
     gather()
     return out[:n]
+
+
+def signatures_per_binding(spec: OpSpec, depth: Depth) -> int:
+    """Signatures planned per type binding: ops with many bindings (convert) get fewer.
+
+    It depends on the op and the depth only, never on the run's filters, so a case id
+    (seed, depth, op, type key, indices) names the same case in every run that has it:
+    a ``--types f32`` run draws exactly the f32 signatures of the full run.
+    """
+    n_bindings = len(spec.type_bindings())
+    return max(1, min(depth.signatures, depth.max_signatures_per_op // max(1, n_bindings)))
+
+
+def plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
+    """The signatures the runner runs for one type binding (index = position)."""
+    depth = DEPTHS[config.depth]
+    return plan_signatures(spec, binding, signatures_per_binding(spec, depth), config.seed,
+                           depth.shape_profile)
+
+
+def batch_for(config: RunConfig, spec: OpSpec, key: str, index: int, batch: int,
+              sig: Signature) -> list[np.ndarray]:
+    """The stacked inputs of value batch ``batch`` of signature ``index`` of binding
+    ``key``: what the runner feeds the backend, and what ``conformance repro`` rebuilds."""
+    rng = np.random.default_rng([config.seed, stable_hash(spec.name, key), index, batch])
+    return batch_inputs(sig, rng, DEPTHS[config.depth].batch_size, spec)
 
 
 def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
@@ -169,8 +197,12 @@ class Runner:
         return {"kind": "run", "seed": self.config.seed, "depth": self.config.depth,
                 "out": str(self.config.out),
                 "backends": [b.describe() for b in self.backends],
+                "locators": [b.locator for b in self.backends],
                 "ops": self.config.ops, "families": self.config.families,
-                "element_types": self.config.element_types, "started": time.time()}
+                "element_types": self.config.element_types,
+                "invalid": self.config.invalid, "examples": self.config.examples,
+                "max_repros": self.config.max_repros, "tolerances": self.config.tolerances,
+                "started": time.time()}
 
     def run_unit(self, spec: OpSpec) -> None:
         """Everything for one op: valid cases per binding, invalid cases, examples.
@@ -183,14 +215,11 @@ class Runner:
     def _run_unit(self, spec: OpSpec) -> None:
         bindings = select_bindings(spec, self.config.element_types)
         planned: list[Signature] = []
-        per_binding = max(1, min(self.depth.signatures,
-                                 self.depth.max_signatures_per_op // max(1, len(bindings))))
         for binding in bindings:
             key = binding_key(binding)
             self.on_progress(f"{spec.name} {key}")
             try:
-                plan = plan_signatures(spec, binding, per_binding, self.config.seed,
-                                       self.depth.shape_profile)
+                plan = plan_binding(spec, binding, self.config)
             except Exception as e:  # noqa: BLE001 - a generator bug must not stop the run
                 self._internal_error(spec.name, key, "generating signatures", e)
                 continue
@@ -239,9 +268,7 @@ class Runner:
         totals = {name: _Totals() for name in exes}
         cross = _Cross(list(exes))
         for batch in range(self.depth.batches):
-            rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, key), index,
-                                         batch])
-            stacked = batch_inputs(sig, rng, self.depth.batch_size, spec)
+            stacked = batch_for(self.config, spec, key, index, batch, sig)
             try:
                 expected = oracles.evaluate_batch(sig, stacked, spec)
                 masks = oracles.implementation_defined(sig, stacked, spec, expected)
@@ -287,18 +314,19 @@ class Runner:
         if cell.repros[outcome] >= self.config.max_repros:
             return
         backend = self._backend(name)
-        case = _culprit(backend, sig, stacked, outcome)
-        if case is None:
+        found = _culprit(backend, sig, stacked, outcome)
+        if found is None:
             return
+        c, case = found
         cell.repros[outcome] += 1
-        case_id = f"{self.config.seed}:{self.config.depth}:{spec.name}:{key}:{index}:{batch}:?"
+        case_id = self.case_id(spec.name, key, index, batch, c)
         case = Case(sig, case.inputs, case_id)
         accuracy = self.accuracy(spec, sig)
         expected = list(oracles.evaluate(sig.op, case.inputs, sig.attributes,
                                          result_types=sig.result_types))
         folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
         save(folder, backend.locator, case, outcome, expected, None,
-             {"original_case_id": case_id,
+             {"original_case_id": case_id, "original_inputs": [_enc(x) for x in case.inputs],
               "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
         self.writer.write({
             "kind": "divergence", "backend": name, "op": spec.name, "family": spec.family,
@@ -307,6 +335,11 @@ class Runner:
             "case": case_record(case), "expected": [_enc(x) for x in expected], "actual": None,
             "message": _one_line(error), "stablehlo": case_record(case)["stablehlo"],
             "repro": str(folder.relative_to(Path(self.config.out))), "batch_count": None})
+
+    def case_id(self, op: str, key: str, index: int, batch: int, case: int) -> str:
+        """``seed:depth:op:type_key:signature_index:batch:case_index`` (see
+        :mod:`conformance.replay`, which parses it and rebuilds the case)."""
+        return f"{self.config.seed}:{self.config.depth}:{op}:{key}:{index}:{batch}:{case}"
 
     def accuracy(self, spec: OpSpec, sig: Signature):
         """The spec's bound for the case's element type, or the tolerance profile's."""
@@ -328,7 +361,7 @@ class Runner:
                 continue
             seen_here.add(cls)
             cell.repros[cls] += 1
-            case_id = f"{self.config.seed}:{self.config.depth}:{spec.name}:{key}:{index}:{batch}:{c}"
+            case_id = self.case_id(spec.name, key, index, batch, int(c))
             case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked), case_id)
             backend = self._backend(backend_name)
             accuracy = self.accuracy(spec, sig)
@@ -343,6 +376,7 @@ class Runner:
                                                   cell.repros[cls])
             save(folder, backend.locator, small, small_cls or cls, exp_small, act_small,
                  {"original_case_id": case_id,
+                  "original_inputs": [_enc(x) for x in case.inputs],
                   "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
             self.writer.write({
                 "kind": "divergence", "backend": backend_name, "op": spec.name,
@@ -518,9 +552,11 @@ def failure_class(e: BaseException) -> str:
     return "backend_error"
 
 
-def _culprit(backend: Backend, sig: Signature, stacked, outcome: str) -> Case | None:
+def _culprit(backend: Backend, sig: Signature, stacked, outcome: str
+             ) -> tuple[int, Case] | None:
     """The case of a batch that crashes (or hangs) the backend, found by bisection in
-    the backend's own process; None if no single case does it again."""
+    the backend's own process, with its index in the batch; None if no single case
+    does it again."""
     lo, hi = 0, stacked[0].shape[0] if stacked else 0
     run = backend.batch_executable(sig) if hi else None
 
@@ -540,7 +576,7 @@ def _culprit(backend: Backend, sig: Signature, stacked, outcome: str) -> Case | 
         else:
             return None
     if hi - lo == 1 and fails(lo, hi):
-        return Case(sig, tuple(np.array(x[lo], order="C") for x in stacked))
+        return lo, Case(sig, tuple(np.array(x[lo], order="C") for x in stacked))
     return None
 
 
@@ -616,28 +652,135 @@ def prepare_backends(config: RunConfig, backends: Sequence[Backend]) -> list[Bac
     return out
 
 
+class ResumeError(ValueError):
+    """The results file cannot be continued by this run (one-line reason)."""
+
+
+@dataclasses.dataclass
+class ResumeState:
+    """What an interrupted run left: the records to keep and the ops that are done."""
+
+    kept: list[dict[str, Any]]     # the header, replays, and the records of done ops
+    done: set[str]                 # ops with a ``unit_done`` record
+
+
+#: header fields that must match for a run to continue another one's results file
+RESUME_KEYS = ("seed", "depth", "locators", "ops", "families", "element_types", "invalid",
+               "examples", "max_repros", "tolerances")
+
+
+def _resume_value(key: str, value: Any) -> Any:
+    if key in ("ops", "families", "element_types"):    # filters: order does not matter
+        return sorted(value) if value else None
+    return json.loads(json.dumps(value, sort_keys=True, default=str))   # as the header has it
+
+
+def load_resume(config: RunConfig, backends: Sequence[Backend],
+                results_path: "str | Path") -> ResumeState | None:
+    """Read an interrupted run's results file for ``--resume``.
+
+    Returns None when there is no file (nothing to resume: a fresh run). Raises
+    :class:`ResumeError` when the file's header says a different seed, depth,
+    backends or filters. Records of ops without a ``unit_done`` record (the unit
+    that was interrupted) are dropped: that op is run again from its start.
+    """
+    from conformance.results import read_results
+    path = Path(results_path)
+    if not path.is_file():
+        return None
+    try:
+        records = list(read_results(path))
+    except ValueError as e:
+        raise ResumeError(f"cannot resume: {e}") from None
+    if not records or records[0].get("kind") != "run":
+        raise ResumeError(f"{path}: cannot resume: the file has no run header")
+    header = records[0]
+    mine = {"seed": config.seed, "depth": config.depth,
+            "locators": [b.locator for b in backends], "ops": config.ops,
+            "families": config.families, "element_types": config.element_types,
+            "invalid": config.invalid, "examples": config.examples,
+            "max_repros": config.max_repros, "tolerances": config.tolerances}
+    if "locators" not in header:        # a header written before locators were recorded
+        header = {**header, "locators": [b.get("name") for b in header.get("backends", [])]}
+        mine["locators"] = [b.name for b in backends]
+    diff = [f"{k} {json.dumps(header.get(k))} (this run: {json.dumps(mine[k])})"
+            for k in RESUME_KEYS
+            if k in header and _resume_value(k, header[k]) != _resume_value(k, mine[k])]
+    if diff:
+        raise ResumeError(f"{path}: cannot resume a run with different options: "
+                          + "; ".join(diff))
+    done = {r["op"] for r in records if r.get("kind") == "unit_done"}
+    kept = [records[0]] + [r for r in records[1:]
+                           if r.get("kind") == "replay"
+                           or (r.get("kind") not in ("run", "end") and r.get("op") in done)]
+    return ResumeState(kept, done)
+
+
+def cells_from_records(records: Sequence[dict[str, Any]]
+                       ) -> dict[tuple[str, str, str], CellStats]:
+    """The run summary's cell totals, rebuilt from results records (for a resumed run:
+    the same totals the runner counted while writing them)."""
+    cells: dict[tuple[str, str, str], CellStats] = defaultdict(CellStats)
+    for r in records:
+        if r.get("kind") == "signature":
+            cell = cells[(r["backend"], r["op"], r["type_key"])]
+            if r.get("counts"):
+                for cls, n in r["counts"].items():
+                    cell.cases[cls] += n
+            elif r.get("outcome") not in ("unsupported", "pass"):
+                cell.cases[r["outcome"]] += 1      # the compile failed: one per signature
+        elif r.get("kind") == "divergence":
+            cells[(r["backend"], r["op"], r["type_key"])].repros[r["class"]] += 1
+    return cells
+
+
 def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
-        progress: Callable[[str], None] | None = None, jobs: int = 1) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None, jobs: int = 1,
+        resume: ResumeState | None = None) -> dict[str, Any]:
     """Run everything the config selects; stream results to ``results_path``.
 
     With ``jobs`` > 1 the ops are spread over that many worker processes; each op's
     records are appended to the results file as the op completes. Every op is
     seeded on its own, so the cases and verdicts are those of a serial run.
+
+    Before any new case, the reproducers an earlier run saved under ``config.out``
+    are re-run on these backends (``replay`` records; ``config.replay=False`` skips
+    it). With ``resume`` (see :func:`load_resume`) the file keeps the records of the
+    ops already done and only the other ops run, appended after them.
     """
     started = time.time()
     specs = select_ops(config)
+    results_path = Path(results_path)
+    saved = []
+    if config.replay and resume is None:
+        from conformance.replay import saved_cases
+        saved = saved_cases(Path(config.out))      # read before this run overwrites them
     if jobs <= 1:
         backends = prepare_backends(config, backends)
+    replays: list[dict[str, Any]] = []
+    if resume is not None:
+        tmp = results_path.with_name(results_path.name + ".resume")
+        with ResultsWriter(tmp) as w:
+            for r in resume.kept:
+                w.write(r)
+        os.replace(tmp, results_path)
+        replays = [r for r in resume.kept if r.get("kind") == "replay"]
     try:
-        with ResultsWriter(results_path) as writer:
+        with ResultsWriter(results_path, append=resume is not None) as writer:
             runner = Runner(config, backends, writer, progress)
-            writer.write(runner.header())
+            if resume is None:
+                writer.write(runner.header())
+            else:
+                runner.cells.update(cells_from_records(resume.kept))
+            if saved:
+                replays = _replay(config, backends, saved, writer, jobs)
+            todo = [s for s in specs if resume is None or s.name not in resume.done]
             if jobs <= 1:
-                for spec in specs:
+                for spec in todo:
                     runner.run_unit(spec)
             else:
-                _run_parallel(config, backends, specs, writer, runner, progress, jobs,
-                              Path(results_path))
+                _run_parallel(config, backends, todo, writer, runner, progress, jobs,
+                              results_path)
             writer.write({"kind": "end", "elapsed": time.time() - started,
                           "ops": [s.name for s in specs]})
     finally:
@@ -645,7 +788,20 @@ def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
             close = getattr(b, "close", None)
             if close:
                 close()
-    return {"elapsed": time.time() - started, "cells": runner.cells}
+    return {"elapsed": time.time() - started, "cells": runner.cells, "replays": replays}
+
+
+def _replay(config, backends, saved, writer, jobs) -> list[dict[str, Any]]:
+    """The saved reproducers first, one case each on every backend of this run."""
+    from conformance.replay import replay_saved
+    own = prepare_backends(config, backends) if jobs > 1 else backends
+    try:
+        return replay_saved(saved, own, writer, config)
+    finally:
+        for b in own:
+            close = getattr(b, "close", None)
+            if close and not any(b is x for x in backends):
+                close()
 
 
 def _run_parallel(config, backends, specs, writer, runner, progress, jobs, results_path):
@@ -654,6 +810,12 @@ def _run_parallel(config, backends, specs, writer, runner, progress, jobs, resul
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     locators = [b.locator for b in backends]
+    # The biggest units first (convert, bitcast_convert: hundreds of signatures), so that
+    # no worker is left with a long one at the end. The order records are written in
+    # changes; the records themselves do not.
+    depth = DEPTHS[config.depth]
+    specs = sorted(specs, key=lambda s: -len(select_bindings(s, config.element_types))
+                   * signatures_per_binding(s, depth))
     ctx = multiprocessing.get_context("spawn")      # jax is not fork-safe
     with tempfile.TemporaryDirectory(dir=results_path.parent, prefix=".parts-") as tmp, \
             ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:

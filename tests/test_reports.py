@@ -584,8 +584,8 @@ expectations:
     class: value
     reason: vendor rounds <differently>
     link: https://example.com/bug/1
-  - op: add                     # stale: the run covered add, nothing matches
-    element_type: f16
+  - op: add                     # stale: the run covered add f32, no nan there
+    element_type: f32
     class: nan
     reason: fixed long ago
   - op: sine                    # not exercised: the run did not cover sine
@@ -640,7 +640,7 @@ def test_gate_section_on_index(gated):
     stale = section(gate, '<table id="gate-stale">')
     (row,) = rows(stale, "data-index")
     assert row.startswith('"1" data-op="add"') and "STALE" in row and path in row
-    assert "<code>f16</code>" in row and "o-nan" in row and "fixed long ago" in row
+    assert "<code>f32</code>" in row and "o-nan" in row and "fixed long ago" in row
     # expected: compact, with the reason and a link (only web addresses become links)
     expected = section(gate, '<ul id="gate-expected">', "</ul>")
     assert 'data-op="add" data-where="f32" data-class="value"' in expected
@@ -710,7 +710,7 @@ def test_gate_in_summary_json(gated):
     assert {"backend": "xla", "op": "add", "element_type": "si32", "rule": None,
             "class": "crash", "cases": 32} in g["unexpected"]
     assert [(e["index"], e["op"], e["element_type"], e["class"], e["reason"])
-            for e in g["stale"]] == [(1, "add", "f16", "nan", "fixed long ago")]
+            for e in g["stale"]] == [(1, "add", "f32", "nan", "fixed long ago")]
     assert [e["op"] for e in g["not_exercised"]] == ["sine"]
 
 
@@ -739,7 +739,7 @@ def test_gate_in_junit(gated):
     e = suites["conformance-expectations"]
     assert (e.get("failures"), e.get("errors"), e.get("skipped"), e.get("tests")) == \
         ("0", "0", "2", "2")
-    stale = e.find("testcase[@name='expectations[1] add f16 nan']/skipped")
+    stale = e.find("testcase[@name='expectations[1] add f32 nan']/skipped")
     assert stale.get("message").startswith("stale: ") and "fixed long ago" in stale.get("message")
     assert path in stale.text
     missing = e.find("testcase[@name='expectations[2] sine f32 accuracy']/skipped")
