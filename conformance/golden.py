@@ -38,16 +38,23 @@ class Example:
 def examples(spec: OpSpec) -> list[Example]:
     out = []
     for i, ex in enumerate(spec.examples):
-        inputs = [from_literal(v["value"], v["type"]) for v in ex["inputs"].values()]
-        expected = tuple(from_literal(v["value"], v["type"]) for v in ex["expected"].values())
+        ins = _flat(ex["inputs"].values())
+        outs = _flat(ex["expected"].values())
+        inputs = [from_literal(v["value"], v["type"]) for v in ins]
+        expected = tuple(from_literal(v["value"], v["type"]) for v in outs)
         sig = Signature.make(spec.name, [type_of(x) for x in inputs],
-                             [tensor_type(v["type"]) for v in ex["expected"].values()],
+                             [tensor_type(v["type"]) for v in outs],
                              ex.get("attributes", {}))
         tol = ex.get("tolerance", {})
         out.append(Example(spec, i, ex.get("name", f"example {i + 1}"),
                            Case(sig, tuple(inputs), case_id=f"{spec.name}:example:{i}"),
                            expected, tol.get("rtol"), tol.get("atol"), ex.get("note")))
     return out
+
+
+def _flat(values) -> list[dict]:
+    """Example tensors in order; a variadic input's list is spliced in place."""
+    return [item for v in values for item in (v if isinstance(v, list) else [v])]
 
 
 def _same(a: np.ndarray, e: np.ndarray, rtol: float | None, atol: float | None) -> np.ndarray:

@@ -63,6 +63,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = [v for v in a.values if v != current]
         elif a.kind == "boolean":
             alternatives = [not current]
+        elif a.kind == "integer_list":
+            alternatives = list(_list_mutations(list(current or [])))
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
@@ -72,6 +74,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
 def _shape_env(spec: OpSpec, sig: Signature) -> dict[str, list[int]] | None:
     """The shape variables of a signature, read off tensors whose shape is just ``S``."""
     env: dict[str, list[int]] = {}
+    if spec.variables or any(t.variadic for t in spec.inputs + spec.outputs):
+        return None     # shapes depend on more than S: no rebuilding from a signature
     for t, tt in list(zip(spec.inputs, sig.input_types)) + list(zip(spec.outputs,
                                                                       sig.result_types)):
         if len(t.shape) == 1 and t.shape[0] in spec.shape_variables:
@@ -105,6 +109,22 @@ def rebound(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                                      retyped(spec.outputs, sig.result_types), sig.attributes)
             except (ex.ExpressionError, ValueError):
                 continue
+
+
+def _list_mutations(xs: list[int]) -> Iterator[list[int]]:
+    """Single changes of an integer-list attribute: one element up or down, set to -1,
+    the list one longer or shorter, two elements swapped or made equal."""
+    for i in range(len(xs)):
+        for v in (xs[i] - 1, xs[i] + 1, -1):
+            if v != xs[i]:
+                yield xs[:i] + [v] + xs[i + 1:]
+    yield xs + [0]
+    if xs:
+        yield xs[:-1]
+    if len(xs) >= 2:
+        yield [xs[1], xs[0]] + xs[2:]
+        if xs[0] != xs[1]:
+            yield [xs[0], xs[0]] + xs[2:]
 
 
 def _allowed_collateral(spec: OpSpec, target: str) -> set[str]:

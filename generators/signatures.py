@@ -67,6 +67,12 @@ class Chooser:
     def integer(self, lo: int, hi: int) -> int:
         raise NotImplementedError
 
+    def permutation(self, n: int) -> list[int]:
+        raise NotImplementedError
+
+    def booleans(self, n: int) -> list[bool]:
+        return [self.choice([False, True]) for _ in range(n)]
+
 
 class DrawChooser(Chooser):
     def __init__(self, draw, profile: ShapeProfile):
@@ -80,6 +86,12 @@ class DrawChooser(Chooser):
 
     def integer(self, lo, hi):
         return self.draw(st.integers(lo, hi))
+
+    def permutation(self, n):
+        return list(self.draw(st.permutations(list(range(n)))))
+
+    def booleans(self, n):
+        return list(self.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
 
 
 class FixedChooser(Chooser):
@@ -97,6 +109,43 @@ class FixedChooser(Chooser):
 
     def integer(self, lo, hi):
         return lo
+
+    def permutation(self, n):
+        return list(range(n))
+
+    def booleans(self, n):
+        return [False] * n
+
+
+def _bound(b, env):
+    return ex.evaluate(b, env) if isinstance(b, str) else b
+
+
+def draw_variable(chooser: Chooser, var, env: dict):
+    """One named draw of the spec's ``variables`` list (see specs/schema.yaml)."""
+    p = var.params
+    if var.kind == "integer":
+        lo, hi = (_bound(b, env) for b in p)
+        return chooser.integer(lo, hi)
+    if var.kind == "integers":
+        out: list[int] = []
+        for i in range(_bound(p["length"], env)):
+            scope = {**env, "i": i, "prev": list(out)}
+            lo, hi = (_bound(b, scope) for b in p["each"])
+            out.append(chooser.integer(lo, hi))
+        return out
+    if var.kind == "permutation":
+        return chooser.permutation(_bound(p, env))
+    if var.kind == "subset":
+        n = _bound(p["of"], env)
+        lo, hi = (_bound(b, env) for b in p.get("size", [0, n]))
+        size = chooser.integer(max(0, lo), min(n, hi))
+        return sorted(chooser.permutation(n)[:size])
+    if var.kind == "booleans":
+        return chooser.booleans(_bound(p, env))
+    if var.kind == "choice":
+        return chooser.choice(list(ex.evaluate(p, env)))
+    raise ValueError(f"unknown variable kind {var.kind!r}")
 
 
 def bind_types(chooser: Chooser, spec: OpSpec, fixed: Mapping[str, str] | None) -> dict[str, str]:
@@ -117,7 +166,22 @@ def _tensor(chooser: Chooser, t, env) -> TensorType:
     return TensorType(tuple(ex.evaluate(shape_expr, env)), element_type(et))
 
 
+def _tensors(chooser: Chooser, specs, env) -> list[TensorType]:
+    """The flat tensor list: a variadic spec entry gives ``count`` tensors, each
+    evaluated with ``k`` bound to its position."""
+    out: list[TensorType] = []
+    for t in specs:
+        if t.variadic:
+            out += [_tensor(chooser, t, {**env, "k": k})
+                    for k in range(ex.evaluate(t.variadic, env))]
+        else:
+            out.append(_tensor(chooser, t, env))
+    return out
+
+
 def _attribute(chooser: Chooser, a, env):
+    if a.value is not None:
+        return ex.evaluate(a.value, env)
     if a.kind == "enum":
         return chooser.choice(ex.evaluate(a.choose, env) if a.choose else list(a.values))
     if a.kind == "boolean":
@@ -131,9 +195,14 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
     env: dict = dict(binding)
     for name, sv in spec.shape_variables.items():
         env[name] = chooser.shape(sv.get("min_rank", 0), sv.get("max_rank", 4))
-    inputs = [_tensor(chooser, t, env) for t in spec.inputs]
-    attrs = {a.name: _attribute(chooser, a, env) for a in spec.attributes}
-    outputs = [_tensor(chooser, t, env) for t in spec.outputs]
+    for var in spec.variables:
+        env[var.name] = draw_variable(chooser, var, env)
+    attrs = {}
+    for a in spec.attributes:
+        attrs[a.name] = _attribute(chooser, a, {**env, **attrs})
+    env.update(attrs)
+    inputs = _tensors(chooser, spec.inputs, env)
+    outputs = _tensors(chooser, spec.outputs, env)
     return Signature.make(spec.name, inputs, outputs, attrs)
 
 
@@ -163,10 +232,14 @@ def binding_of(spec: OpSpec, sig: Signature) -> dict[str, str]:
     expression is exactly that variable.
     """
     out: dict[str, str] = {}
+    pairs = list(zip(spec.inputs, spec.split_inputs(sig.input_types))) + \
+        list(zip(spec.outputs, spec.split_outputs(sig.result_types)))
     for name in spec.type_variables:
-        for t, tt in list(zip(spec.inputs, sig.input_types)) + list(zip(spec.outputs,
-                                                                          sig.result_types)):
+        for t, tt in pairs:
             if t.element_type == name:
-                out[name] = tt.element_type.name
+                first = tt[0] if t.variadic else tt
+                if t.variadic and not tt:
+                    continue
+                out[name] = first.element_type.name
                 break
     return out

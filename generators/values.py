@@ -176,8 +176,11 @@ def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
                  spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
     """Values for ``batch`` cases of ``sig``: one array per input, shape [batch] + input shape."""
     spec = spec or load_spec(sig.op)
-    dists = [t.values or "default" for t in spec.inputs]
-    dists += ["default"] * (len(sig.input_types) - len(dists))
+    groups = spec.split_inputs(list(range(len(sig.input_types))))
+    dists = ["default"] * len(sig.input_types)
+    for t, idx in zip(spec.inputs, groups):
+        for i in (idx if t.variadic else [idx]):
+            dists[i] = t.values or "default"
     return tuple(draw_array(t.element_type, (batch, *t.shape), rng, d)
                  for t, d in zip(sig.input_types, dists))
 

@@ -45,6 +45,9 @@ def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
 
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
     env: dict[str, Any] = {}
+    if any(t.variadic for t in spec.inputs + spec.outputs) or spec.variables:
+        raise OracleError(f"{spec.name}: pass result_types (they depend on more than the "
+                          "input types)")
     for t, x in zip(spec.inputs, inputs):
         if t.element_type in spec.type_variables:
             env.setdefault(t.element_type, element_type(x.dtype).name)
@@ -131,9 +134,9 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     out_shape = (batch,) + sig.result_types[0].shape
     env: dict[str, Any] = dict(sig.attributes)
     ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
-    for t, x in zip(spec.inputs, ready):
+    for t, x in zip(spec.inputs, spec.split_inputs(ready)):
         env[t.name] = x
-    for t, x in zip(spec.outputs, expected):
+    for t, x in zip(spec.outputs, spec.split_outputs(list(expected))):
         env[t.name] = x
     masks = {}
     with np.errstate(all="ignore"):

@@ -46,6 +46,7 @@ class TensorSpec:
     element_type: str                 # expression over type variables
     shape: tuple[str, ...]            # one or more alternative shape expressions
     values: str | None                # name of a value distribution (generators)
+    variadic: str | None = None       # count expression of a variadic input/output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,16 @@ class AttributeSpec:
     choose: str | None                # expression: legal values given the type variables
     range: tuple[Any, Any] | None     # integer generation range (ints or expressions)
     type_text: str
+    value: str | None = None          # computed from the variables instead of drawn
+
+
+@dataclasses.dataclass(frozen=True)
+class Variable:
+    """A named random draw of signature construction (see schema.yaml "variable")."""
+
+    name: str
+    kind: str                         # integer | integers | permutation | subset | booleans | choice
+    params: Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +111,7 @@ class OpSpec:
     attributes: tuple[AttributeSpec, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     implementation_defined: tuple[ImplementationDefined, ...] = ()
+    variables: tuple[Variable, ...] = ()
 
     @property
     def family(self) -> str:
@@ -129,6 +141,14 @@ class OpSpec:
     @property
     def shape_variables(self) -> dict[str, dict]:
         return dict(self.data.get("shape_variables", {"S": {}}))
+
+    def split_inputs(self, flat: "list | tuple") -> list:
+        """The flat input list of a signature or case, grouped per spec input: a list
+        for a variadic input, the item itself otherwise."""
+        return _split(self.inputs, list(flat), self.name, "inputs")
+
+    def split_outputs(self, flat: "list | tuple") -> list:
+        return _split(self.outputs, list(flat), self.name, "results")
 
     def constraint(self, cid: str) -> Constraint:
         for c in self.constraints:
@@ -189,6 +209,30 @@ def parse_accuracy(entry: Any, et: ElementType, where: str) -> Accuracy:
     raise SpecError(f"{where}: expected exact, bits, {{ulp: N}} or {{rel_eps: N}}, got {entry!r}")
 
 
+def _split(specs: tuple, flat: list, op: str, what: str) -> list:
+    """Variadic groups share one count: len(flat) = fixed + groups * count."""
+    groups = sum(1 for t in specs if t.variadic)
+    fixed = len(specs) - groups
+    if not groups:
+        if len(flat) != len(specs):
+            raise ValueError(f"{op}: {len(flat)} {what}, expected {len(specs)}")
+        return flat
+    extra = len(flat) - fixed
+    if extra < 0 or extra % groups:
+        raise ValueError(f"{op}: {len(flat)} {what} do not split into {fixed} single and "
+                         f"{groups} variadic group(s)")
+    count = extra // groups
+    out, i = [], 0
+    for t in specs:
+        if t.variadic:
+            out.append(flat[i:i + count])
+            i += count
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
+
+
 def binding_key(binding: dict[str, str]) -> str:
     """The matrix column name of a type binding: ``f32``, or ``si8->f32`` for convert."""
     return "->".join(binding.values())
@@ -231,6 +275,17 @@ def _check_expr(path: str, key: str, text: str, allowed: set[str]) -> None:
                                f"{sorted(allowed)}")
 
 
+def _expressions_in(params: Any) -> list[str]:
+    """The expression strings inside a variable's parameters (ints are literals)."""
+    if isinstance(params, str):
+        return [params]
+    if isinstance(params, dict):
+        return [e for v in params.values() for e in _expressions_in(v)]
+    if isinstance(params, list):
+        return [e for v in params for e in _expressions_in(v)]
+    return []
+
+
 def _types(path: str, key: str, items: list[str]) -> tuple[ElementType, ...]:
     for item in items:
         if item not in TYPE_CLASSES:
@@ -257,6 +312,15 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         _types(path, f"type_variables.{name}.types", tv["types"])
         if "where" in tv:
             _check_expr(path, f"type_variables.{name}.where", tv["where"], set(tvars))
+    variables = []
+    for i, v in enumerate(data.get("variables", [])):
+        kind = next(k for k in v if k != "name")
+        params = v[kind]
+        for expr in _expressions_in(params):
+            _check_expr(path, f"variables[{i}].{kind}", expr,
+                        var_names | {"i", "prev", "k"})
+        variables.append(Variable(v["name"], kind, params))
+        var_names = var_names | {v["name"]}
 
     constraint_ids = [c["id"] for c in data["constraints"]]
     if len(set(constraint_ids)) != len(constraint_ids):
@@ -265,17 +329,21 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     def tensor(kind: str, i: int, t: dict) -> TensorSpec:
         key = f"{kind}[{i}]"
         types = _types(path, f"{key}.types", t["types"])
-        _check_expr(path, f"{key}.element_type", t["element_type"], var_names)
+        names = var_names | attr_names | {"k"}
+        _check_expr(path, f"{key}.element_type", t["element_type"], names)
         shapes = tuple(t["shape"]["one_of"]) if isinstance(t["shape"], dict) else (t["shape"],)
         for s in shapes:
-            _check_expr(path, f"{key}.shape", s, var_names)
+            _check_expr(path, f"{key}.shape", s, names)
+        if "variadic" in t:
+            _check_expr(path, f"{key}.variadic", t["variadic"], var_names | attr_names)
         for cid in t.get("constraints", []):
             if cid not in constraint_ids:
                 raise _fail(path, f"{key}.constraints", f"{cid} is not a constraint of this op "
                                                         f"(it has {constraint_ids})")
         return TensorSpec(t["name"], t.get("label"), types, t.get("type_text", ""),
-                          t["element_type"], shapes, t.get("values"))
+                          t["element_type"], shapes, t.get("values"), t.get("variadic"))
 
+    attr_names = {a["name"] for a in data.get("attributes", [])}
     inputs = tuple(tensor("inputs", i, t) for i, t in enumerate(data["inputs"]))
     outputs = tuple(tensor("outputs", i, t) for i, t in enumerate(data["outputs"]))
 
@@ -284,8 +352,11 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         key = f"attributes[{i}]"
         if a["kind"] == "enum" and not a.get("values"):
             raise _fail(path, f"{key}.values", "an enum attribute needs its values")
-        if a["kind"] == "integer" and "range" not in a:
-            raise _fail(path, f"{key}.range", "an integer attribute needs a generation range")
+        if a["kind"] in ("integer", "integer_list") and "range" not in a and "value" not in a:
+            raise _fail(path, f"{key}.range", "an integer attribute needs a generation range "
+                                              "or a value")
+        if "value" in a:
+            _check_expr(path, f"{key}.value", a["value"], var_names)
         if "choose" in a:
             _check_expr(path, f"{key}.choose", a["choose"], var_names)
         for j, bound in enumerate(a.get("range", [])):
@@ -293,7 +364,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                 _check_expr(path, f"{key}.range[{j}]", bound, var_names)
         attributes.append(AttributeSpec(
             a["name"], a.get("label"), a["kind"], tuple(a.get("values", ())), a.get("choose"),
-            tuple(a["range"]) if "range" in a else None, a.get("type_text", "")))
+            tuple(a["range"]) if "range" in a else None, a.get("type_text", ""),
+            a.get("value")))
 
     value_names = {t.name for t in inputs + outputs} | {a.name for a in attributes}
     if len(value_names) != len(inputs) + len(outputs) + len(attributes):
@@ -313,7 +385,7 @@ def parse_spec(data: Any, path: str) -> OpSpec:
             _types(path, f"accuracy.{key}", [key])
 
     spec = OpSpec(data["op"], path, data, inputs, outputs, tuple(attributes),
-                  tuple(constraints), tuple(impl))
+                  tuple(constraints), tuple(impl), tuple(variables))
     _check_examples(spec)
     _check_mlir(spec)
     return spec
@@ -346,10 +418,12 @@ def _check_examples(spec: OpSpec) -> None:
             raise _fail(spec.path, f"{key}.attributes", f"unknown attribute(s) {sorted(extra)}")
         for part in ("inputs", "expected"):
             for name, t in exm[part].items():
-                try:
-                    from_literal(t["value"], tensor_type(t["type"]))
-                except (LiteralError, UnknownElementType, ValueError) as e:
-                    raise _fail(spec.path, f"{key}.{part}.{name}", str(e)) from None
+                for j, item in enumerate(t if isinstance(t, list) else [t]):
+                    try:
+                        from_literal(item["value"], tensor_type(item["type"]))
+                    except (LiteralError, UnknownElementType, ValueError) as e:
+                        where = f"{key}.{part}.{name}" + (f"[{j}]" if isinstance(t, list) else "")
+                        raise _fail(spec.path, where, str(e)) from None
 
 
 def load_file(path: "str | Path") -> OpSpec:

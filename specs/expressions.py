@@ -46,7 +46,9 @@ def _tensor_shape(x: Any) -> list[int]:
 
 def _same(key: Callable[[Any], Any]) -> Callable[..., bool]:
     def check(*xs: Any) -> bool:
-        return all(key(x) == key(xs[0]) for x in xs[1:])
+        # Variadic operands arrive as lists: same_type(inputs) or same_type(a, inputs).
+        flat = [y for x in xs for y in (x if isinstance(x, (list, tuple)) else [x])]
+        return all(key(x) == key(flat[0]) for x in flat[1:])
     return check
 
 
@@ -169,6 +171,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # collections
     "all": all, "any": any, "len": len, "min": min, "max": max, "range": range,
     "list": list,
+    "sum": lambda xs: sum(xs),
+    "sorted": lambda xs: sorted(xs),
+    "set": lambda xs: set(xs),
+    "zip": lambda *xs: list(zip(*xs)),
+    "enumerate": lambda xs: list(enumerate(xs)),
+    "prod": lambda xs: int(np.prod(list(xs), dtype=np.int64)),
+    "unique": lambda xs: len(set(xs)) == len(list(xs)),
     # element-wise conditions over values
     "is_nan": _is_nan,
     "is_finite": _is_finite,
@@ -193,6 +202,7 @@ _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not,
+                  ast.ListComp, ast.GeneratorExp, ast.comprehension, ast.Store,
                   ast.USub, ast.UAdd, ast.BinOp, ast.Compare, ast.IfExp, ast.Call, ast.Name,
                   ast.Load, ast.Constant, ast.List, ast.Tuple, ast.Subscript, ast.Slice,
                   *_BINOPS, *_CMPOPS)
@@ -216,10 +226,13 @@ def parse(text: str) -> ast.Expression:
 
 
 def names(text: str) -> set[str]:
-    """Free names of an expression (function names excluded): for load-time checks."""
+    """Free names of an expression (function names and comprehension variables
+    excluded): for load-time checks."""
     tree = parse(text)
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
+    bound = {t.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
+             for t in ast.walk(c.target) if isinstance(t, ast.Name)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called - bound
 
 
 def called_functions(text: str) -> set[str]:
@@ -317,11 +330,48 @@ class _Evaluator:
     def v_IfExp(self, node):
         return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
 
+    def _comprehension(self, node) -> list:
+        """[elt for target in iter if cond ...]: targets are names or tuples of names,
+        bound in a child scope; nothing leaks out."""
+        results: list = []
+
+        def loop(gens, env):
+            if not gens:
+                results.append(_Evaluator(env, self.text).visit(node.elt))
+                return
+            gen = gens[0]
+            for item in _Evaluator(env, self.text).visit(gen.iter):
+                scope = dict(env)
+                _bind(gen.target, item, scope, self.text)
+                if all(_Evaluator(scope, self.text).visit(c) for c in gen.ifs):
+                    loop(gens[1:], scope)
+
+        loop(node.generators, dict(self.env))
+        return results
+
+    def v_ListComp(self, node):
+        return self._comprehension(node)
+
+    v_GeneratorExp = v_ListComp
+
     def v_Call(self, node):
         fn = FUNCTIONS.get(node.func.id)
         if fn is None:
             raise ExpressionError(f"unknown function {node.func.id!r} in {self.text!r}")
         return fn(*(self.visit(a) for a in node.args))
+
+
+def _bind(target: ast.AST, value: Any, scope: dict, text: str) -> None:
+    if isinstance(target, ast.Name):
+        scope[target.id] = value
+    elif isinstance(target, ast.Tuple):
+        values = list(value)
+        if len(values) != len(target.elts):
+            raise ExpressionError(f"cannot unpack {len(values)} values in {text!r}")
+        for t, v in zip(target.elts, values):
+            _bind(t, v, scope, text)
+    else:
+        raise ExpressionError(f"unsupported loop target in {text!r}")
 
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:

@@ -48,9 +48,9 @@ def checks(spec: OpSpec) -> list[Check]:
 def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
     """Names the constraint expressions see: inputs and outputs as TensorTypes, attributes."""
     env: dict[str, Any] = {}
-    for t, tt in zip(spec.inputs, sig.input_types):
+    for t, tt in zip(spec.inputs, spec.split_inputs(sig.input_types)):
         env[t.name] = tt
-    for t, tt in zip(spec.outputs, sig.result_types):
+    for t, tt in zip(spec.outputs, spec.split_outputs(sig.result_types)):
         env[t.name] = tt
     env.update(sig.attributes)
     return env
@@ -63,11 +63,14 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
     ``dim(x, -1)`` of a rank-0 tensor) counts as broken.
     """
     spec = spec or load_spec(sig.op)
-    if len(sig.input_types) != len(spec.inputs) or len(sig.result_types) != len(spec.outputs):
+    try:
+        ins = spec.split_inputs(sig.input_types)
+        outs = spec.split_outputs(sig.result_types)
+    except ValueError:
         return ["arity"]
     broken: list[str] = []
-    for i, (t, tt) in enumerate(zip(spec.inputs, sig.input_types)):
-        if tt.element_type not in t.types:
+    for i, (t, tt) in enumerate(zip(spec.inputs, ins)):
+        if any(x.element_type not in t.types for x in (tt if t.variadic else [tt])):
             broken.append(t.label or f"I{i + 1}")
     attrs = sig.attributes
     for a in spec.attributes:
@@ -83,8 +86,8 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
             ok = False
         if not ok:
             broken.append(c.id)
-    for i, (t, tt) in enumerate(zip(spec.outputs, sig.result_types)):
-        if tt.element_type not in t.types:
+    for i, (t, tt) in enumerate(zip(spec.outputs, outs)):
+        if any(x.element_type not in t.types for x in (tt if t.variadic else [tt])):
             broken.append(f"O{i + 1}")
     return broken
 

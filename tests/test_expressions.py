@@ -24,8 +24,8 @@ def test_type_functions_follow_spec_notation():
 
 
 @pytest.mark.parametrize("text", [
-    "__import__('os')", "lhs.__class__", "(lambda: 1)()", "[x for x in range(3)]",
-    "open('f')", "f(x=1)"])
+    "__import__('os')", "lhs.__class__", "(lambda: 1)()", "[x.real for x in range(3)]",
+    "open('f')", "f(x=1)", "{x: 1 for x in range(3)}"])
 def test_unsafe_or_unknown_constructs_are_refused(text):
     with pytest.raises(ExpressionError):
         evaluate(text, env(lhs="tensor<f32>", x=1, f=len))
@@ -61,3 +61,12 @@ def test_fits_per_conversion_rules():
 
 def test_names_lists_free_names_only():
     assert names("same_type(lhs, rhs) and rank(x) == 0") == {"lhs", "rhs", "x"}
+
+
+def test_comprehensions_for_per_dimension_rules():
+    env = {"s": [0, 1], "l": [4, 5], "st": [1, 2]}
+    assert evaluate("[(b - a + c - 1) // c for a, b, c in zip(s, l, st)]", env) == [4, 2]
+    assert evaluate("all(0 <= d < 3 for d in s) and unique(s)", env) is True
+    assert names("[x + y for x in a if x > k]") == {"a", "y", "k"}
+    with pytest.raises(ExpressionError, match="unknown name 'x'"):
+        evaluate("[i for i in s] + [x]", env)     # the loop variable does not leak
