@@ -66,6 +66,12 @@ def _reduce_precision(sig):
                                           mantissa_bits=a["mantissa_bits"])
 
 
+@builder("slice")
+def _slice(sig):
+    a = sig.attributes
+    return lambda x: lax.slice(x, a["start_indices"], a["limit_indices"], a["strides"])
+
+
 @builder("round_nearest_afz")
 def _round_afz(sig):
     return lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO)

@@ -81,10 +81,11 @@ def _fields(fmt: str, where: str) -> frozenset[str]:
     for _, field, spec, conversion in parsed:
         if field is None:
             continue
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or spec or conversion:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or spec not in ("", "i64array") \
+                or conversion:
             raise EmitError(f"{where}: placeholder {{{field}{'!' + conversion if conversion else ''}"
-                            f"{':' + spec if spec else ''}}} in {fmt!r} must be a bare spec "
-                            "attribute name")
+                            f"{':' + spec if spec else ''}}} in {fmt!r} must be a spec "
+                            "attribute name, optionally with the format spec i64array")
         names.add(field)
     return frozenset(names)
 
@@ -171,9 +172,25 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
     for (mlir_name, fmt), names in zip(syntax.attributes, syntax.fields):
         if not names <= set(attrs):
             continue
-        parts.append(f"{mlir_name} = " + fmt.format(**{n: attribute_value(attrs[n])
-                                                        for n in names}))
+        parts.append(f"{mlir_name} = " + _FORMATTER.format(fmt, **{n: attrs[n] for n in names}))
     return f" {{{', '.join(parts)}}}" if parts else ""
+
+
+class _AttributeFormatter(string.Formatter):
+    """Placeholders print spec attribute values with :func:`attribute_value`; the
+    format spec ``i64array`` prints an integer list as MLIR's dense i64 array
+    (``array<i64: 1, 2>``, or ``array<i64>`` when empty)."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec == "i64array":
+            items = ", ".join(attribute_value(v) for v in value)
+            return f"array<i64: {items}>" if items else "array<i64>"
+        if format_spec:
+            raise EmitError(f"unknown attribute format spec {format_spec!r}")
+        return attribute_value(value)
+
+
+_FORMATTER = _AttributeFormatter()
 
 
 def _regions_text(sig: Signature) -> str:

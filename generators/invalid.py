@@ -68,7 +68,34 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
-            yield Signature.make(sig.op, sig.input_types, sig.result_types, {**attrs, a.name: v})
+            changed = Signature.make(sig.op, sig.input_types, sig.result_types,
+                                     {**attrs, a.name: v})
+            yield changed
+            # The same change with the results re-derived from the spec's output rules,
+            # so that a rule on the attribute breaks without the result-shape rule.
+            derived = _rederive_outputs(spec, changed)
+            if derived is not None and derived != changed:
+                yield derived
+
+
+def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:
+    """``sig`` with its result types evaluated from the spec's output expressions over
+    its attributes, type binding and input types; None if they need more than that."""
+    env: dict = {**binding_of(spec, sig), **sig.attributes}
+    for t, tt in zip(spec.inputs, spec.split_inputs(sig.input_types)):
+        env[t.name] = tt
+    try:
+        outs = []
+        for t in spec.outputs:
+            if t.variadic or len(t.shape) != 1:
+                return None
+            shape = ex.evaluate(t.shape[0], env)
+            if any(int(d) < 0 for d in shape):
+                return None
+            outs.append(TensorType(tuple(shape), element_type(ex.evaluate(t.element_type, env))))
+    except (ex.ExpressionError, ValueError, TypeError):
+        return None
+    return Signature.make(sig.op, sig.input_types, outs, sig.attributes)
 
 
 def _shape_env(spec: OpSpec, sig: Signature) -> dict[str, list[int]] | None:
