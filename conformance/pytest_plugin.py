@@ -1001,8 +1001,11 @@ def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, 
     cls = worst([names[c] for c in diverging if among is None or names[c] in among])
     c = next(i for i in diverging if names[i] == cls)
     seed = "random" if options.seed is None else options.seed
+    # "pytest/" marks ids drawn by hypothesis in the plugin (value seed, not a runner
+    # signature index): `conformance repro` rebuilds runner ids only; use the saved
+    # reproducer (--conformance-repro-dir) for these.
     case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked),
-                f"{seed}:{options.depth_name}:{spec.name}:{key}:{value_seed}:"
+                f"pytest/{seed}:{options.depth_name}:{spec.name}:{key}:{value_seed}:"
                 f"{batch_index}:{c}")
     counts = ", ".join(f"{k}={v}" for k, v in sorted(verdict.counts().items()))
 

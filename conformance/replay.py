@@ -58,6 +58,10 @@ class CaseId:
     @classmethod
     def parse(cls, text: str) -> "CaseId":
         from conformance.runner import DEPTHS
+        if text.strip().startswith("pytest/"):
+            raise CaseIdError(f"case id {text!r} was drawn by the pytest plugin's hypothesis "
+                              "run, not by the runner; rerun it with the reproducer saved by "
+                              "--conformance-repro-dir, or with the same pytest options")
         parts = text.strip().split(":")
         if len(parts) != 7:
             raise CaseIdError(f"case id {text!r}: expected {cls.FORMAT}")
