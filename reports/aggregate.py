@@ -348,6 +348,7 @@ class Report:
     backend_info: dict[str, dict] = dataclasses.field(default_factory=dict)
     ops: dict[str, OpData] = dataclasses.field(default_factory=dict)
     internal_errors: list[dict] = dataclasses.field(default_factory=list)
+    replays: list[dict] = dataclasses.field(default_factory=list)   # reproducers re-run first
     unknown_records: int = 0
     #: The CI gate (reports.gating.GateView) when rendered with an expectations file.
     gate: Any = None
@@ -538,6 +539,8 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
         elif kind == "unit_done":
             if rec.get("op"):
                 rep.op(rec["op"]).done = True
+        elif kind == "replay":
+            rep.replays.append(rec)
         elif kind == "end":
             rep.end = rec
             for op in rec.get("ops") or []:

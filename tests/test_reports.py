@@ -873,3 +873,21 @@ def test_cli_gate_end_to_end(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "verdict:  value" in p.stdout
+
+
+def test_replayed_reproducers_are_listed(tmp_path):
+    """Reproducers of an earlier run, re-run first, appear with their verdict now."""
+    from conformance import reports
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join(json.dumps(r) for r in [
+        {"kind": "run", "seed": 0, "depth": "quick", "backends": [{"name": "vendor"}]},
+        {"kind": "replay", "case_id": "0:quick:add:f32:1:0:3", "op": "add", "type_key": "f32",
+         "backend": "vendor", "class": "value", "class_before": "value",
+         "repro": "repros/vendor/add/f32-value-1"},
+        {"kind": "replay", "case_id": "0:quick:add:f32:2:0:9", "op": "add", "type_key": "f32",
+         "backend": "vendor", "class": "pass", "class_before": "value",
+         "repro": "repros/vendor/add/f32-value-2"},
+        {"kind": "end", "elapsed": 1.0, "ops": ["add"]}]) + "\n")
+    html = reports.render(results, tmp_path / "out").read_text()
+    assert 'id="replays"' in html and "0:quick:add:f32:2:0:9" in html
+    assert "2 saved case(s) re-run before any new case;\n1 still diverge" in html
