@@ -98,4 +98,24 @@ class JaxBackend(Backend):
         return self._compiled(signature, batched=False)
 
     def compile_batch(self, signature: Signature):
-        return self._compiled(signature, batched=True)
+        """jax.vmap of the op; where only vmap refuses (a batching rule that cannot take
+        int4 start indices, a function of no inputs such as iota), the op compiled once
+        and run per case."""
+        try:
+            batched = self._compiled(signature, batched=True)
+        except Unsupported:
+            return super().compile_batch(signature)
+        if signature.invalid:
+            return batched
+        fallback: list = []
+
+        def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
+            # Some batching rules fail only when lowered (vmap of dynamic_update_slice
+            # with int4 start indices becomes a scatter that np.iinfo cannot describe).
+            if not fallback:
+                try:
+                    return batched(stacked)
+                except (TypeError, ValueError, NotImplementedError):
+                    fallback.append(Backend.compile_batch(self, signature))
+            return fallback[0](stacked)
+        return execute

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 from jax import lax
 
 from conformance.case import Signature
@@ -70,6 +71,95 @@ def _reduce_precision(sig):
 def _slice(sig):
     a = sig.attributes
     return lambda x: lax.slice(x, a["start_indices"], a["limit_indices"], a["strides"])
+
+
+@builder("broadcast_in_dim")
+def _broadcast_in_dim(sig):
+    # jax.lax takes broadcast_dimensions in any order (an unsorted list also transposes),
+    # as StableHLO does.
+    shape = sig.result_types[0].shape
+    dims = tuple(sig.attributes["broadcast_dimensions"])
+    return lambda x: lax.broadcast_in_dim(x, shape, dims)
+
+
+@builder("concatenate")
+def _concatenate(sig):
+    d = sig.attributes["dimension"]
+    return lambda *xs: lax.concatenate(xs, d)
+
+
+@builder("pad")
+def _pad(sig):
+    a = sig.attributes
+    low, high, interior = a["edge_padding_low"], a["edge_padding_high"], a["interior_padding"]
+    if not len(low) == len(high) == len(interior):
+        raise Unsupported("jax.lax.pad takes one (low, high, interior) triple per dimension; "
+                          f"it cannot express lists of sizes {len(low)}, {len(high)} and "
+                          f"{len(interior)}")
+    config = list(zip(low, high, interior))
+    return lambda x, value: lax.pad(x, value, config)
+
+
+@builder("reverse")
+def _reverse(sig):
+    dims = tuple(sig.attributes["dimensions"])
+    return lambda x: lax.rev(x, dims)
+
+
+@builder("reshape")
+def _reshape(sig):
+    shape = sig.result_types[0].shape
+    return lambda x: lax.reshape(x, shape)
+
+
+@builder("transpose")
+def _transpose(sig):
+    perm = tuple(sig.attributes["permutation"])
+    return lambda x: lax.transpose(x, perm)
+
+
+@builder("iota")
+def _iota(sig):
+    # A function of no inputs: jax.vmap cannot map it, so JaxBackend.compile_batch runs
+    # it once per case.
+    (t,) = sig.result_types
+    d = sig.attributes["iota_dimension"]
+    return lambda: lax.broadcasted_iota(t.element_type.dtype, t.shape, d)
+
+
+@builder("get_dimension_size")
+def _get_dimension_size(sig):
+    # jax.lax has no get_dimension_size: with static shapes jax knows every dimension at
+    # trace time, so the nearest public form is the size as an si32 constant (what jax
+    # itself stages out for x.shape[d]). The op itself is tested by the xla and
+    # interpreter backends.
+    d = sig.attributes["dimension"]
+    size = sig.input_types[0].shape[d] if 0 <= d < sig.input_types[0].rank else None
+    if size is None:
+        raise Unsupported(f"get_dimension_size: dimension {d} is not a dimension of "
+                          f"{sig.input_types[0]}, and jax.lax has no get_dimension_size op "
+                          "to pass it to")
+    return lambda x: lax.full((), size, np.int32)
+
+
+@builder("optimization_barrier")
+def _optimization_barrier(sig):
+    return lambda *xs: tuple(lax.optimization_barrier(tuple(xs)))
+
+
+@builder("dynamic_slice")
+def _dynamic_slice(sig):
+    # allow_negative_indices=False: jax.lax's default wraps a negative start index around
+    # (i + dim, numpy style); StableHLO clamps it to 0.
+    sizes = tuple(sig.attributes["slice_sizes"])
+    return lambda x, *starts: lax.dynamic_slice(x, starts, sizes,
+                                                allow_negative_indices=False)
+
+
+@builder("dynamic_update_slice")
+def _dynamic_update_slice(sig):
+    return lambda x, update, *starts: lax.dynamic_update_slice(x, update, starts,
+                                                               allow_negative_indices=False)
 
 
 @builder("round_nearest_afz")

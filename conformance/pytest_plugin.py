@@ -1103,7 +1103,7 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
             backend_failure("compiling", sig, e)
             ran[0] += 1
             return
-        accuracy = spec.accuracy(sig.input_types[0].element_type)
+        accuracy = spec.signature_accuracy(sig)
         for b in range(depth.batches):
             rng = np.random.default_rng([value_seed, b])
             stacked = batch_inputs(sig, rng, depth.batch_size, spec)

@@ -134,7 +134,7 @@ def repro(case_id: str, backend: str = "jax", save: "str | Path | None" = None,
                 close()
     show(case, b.name, cls, expected, actual, message, file=file)
     if save is not None:
-        acc = spec.accuracy(case.signature.input_types[0].element_type)
+        acc = spec.signature_accuracy(case.signature)
         folder = save_case(Path(save), raw.locator, case, cls, expected, actual,
                            {"original_case_id": case.case_id,
                             "accuracy": {"kind": acc.kind, "bound": acc.bound}})
@@ -177,7 +177,7 @@ def replay_saved(saved: Sequence[tuple[str, dict[str, Any]]], backends: Sequence
             case = case_from_record(rec)
             spec = load_spec(case.op)
             overrides = (config.tolerances or {}).get(spec.name)
-            accuracy = spec.accuracy(case.signature.input_types[0].element_type, overrides)
+            accuracy = spec.signature_accuracy(case.signature, overrides)
         except Exception as e:  # noqa: BLE001 - a stale or foreign case.json
             case, accuracy, problem = None, None, f"{type(e).__name__}: {e}"
         case_id = rec.get("original_case_id") or rec.get("case_id")

@@ -109,7 +109,7 @@ def check_case(backend, case: Case, accuracy: Accuracy | None = None
         from conformance.runner import failure_class
         return failure_class(e), [x[0] for x in expected], None, f"{type(e).__name__}: {e}"
     masks = oracles.implementation_defined(sig, stacked, spec, expected)
-    accuracy = accuracy or spec.accuracy(sig.input_types[0].element_type)
+    accuracy = accuracy or spec.signature_accuracy(sig)
     verdict = compare_batch(expected, actual, accuracy, masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))
     cls = verdict.case_class_names()[0]
     return cls, [e[0] for e in expected], [a[0] for a in actual], verdict.type_message or ""

@@ -344,7 +344,7 @@ class Runner:
     def accuracy(self, spec: OpSpec, sig: Signature):
         """The spec's bound for the case's element type, or the tolerance profile's."""
         overrides = (self.config.tolerances or {}).get(spec.name)
-        return spec.accuracy(sig.input_types[0].element_type, overrides)
+        return spec.signature_accuracy(sig, overrides)
 
     def _backend(self, name: str) -> Backend:
         return next(b for b in self.backends if b.name == name)

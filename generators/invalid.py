@@ -56,6 +56,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                     yield _retype(sig, which, i, TensorType(t.shape, et))
             for shape in _shape_mutations(t.shape):
                 yield _retype(sig, which, i, TensorType(shape, t.element_type))
+    yield from _count_mutations(spec, sig)
+    yield from _group_retypes(spec, sig)
     attrs = sig.attributes
     for a in spec.attributes:
         current = attrs.get(a.name)
@@ -76,6 +78,62 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             derived = _rederive_outputs(spec, changed)
             if derived is not None and derived != changed:
                 yield derived
+
+
+def _regroup(specs: tuple, groups: list, count: int) -> list:
+    """Flatten ``groups`` (from ``_split``) with every variadic group resized to ``count``
+    (cut, or extended by repeating its last tensor)."""
+    flat = []
+    for t, g in zip(specs, groups):
+        if not t.variadic:
+            flat.append(g)
+        elif count <= len(g):
+            flat.extend(g[:count])
+        elif g:
+            flat.extend(list(g) + [g[-1]] * (count - len(g)))
+        else:
+            return []
+    return flat
+
+
+def _count_mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
+    """The number of tensors in the variadic groups changed: to none, one fewer, one
+    more, on the inputs, on the results, or on both (``0 < size(inputs)``,
+    ``size(inputs) = size(results)``)."""
+    ins = spec.split_inputs(sig.input_types) if any(t.variadic for t in spec.inputs) else None
+    outs = spec.split_outputs(sig.result_types) if any(t.variadic for t in spec.outputs) else None
+    def count(specs, groups):
+        return next(len(g) for t, g in zip(specs, groups) if t.variadic)
+    n_in = count(spec.inputs, ins) if ins is not None else None
+    n_out = count(spec.outputs, outs) if outs is not None else None
+    for which in ("in", "out", "both"):
+        n = n_in if which != "out" else n_out
+        if n is None or (which == "both" and n_out is None):
+            continue
+        for k in sorted({0, n - 1, n + 1} - {n, -1}):
+            new_in = (_regroup(spec.inputs, ins, k) if which in ("in", "both")
+                      else list(sig.input_types))
+            new_out = (_regroup(spec.outputs, outs, k) if which in ("out", "both")
+                       else list(sig.result_types))
+            yield Signature.make(sig.op, new_in, new_out, sig.attributes)
+
+
+def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
+    """Every tensor of one variadic input group given another element type at once
+    (the start indices' type of dynamic_slice: one type for the group)."""
+    if not any(t.variadic for t in spec.inputs):
+        return
+    groups = spec.split_inputs(sig.input_types)
+    for gi, t in enumerate(spec.inputs):
+        if not t.variadic or len(groups[gi]) < 2:
+            continue
+        for et in ALL_ELEMENT_TYPES:
+            if et == groups[gi][0].element_type:
+                continue
+            changed = list(groups)
+            changed[gi] = [TensorType(x.shape, et) for x in groups[gi]]
+            yield Signature.make(sig.op, _regroup(spec.inputs, changed, len(groups[gi])),
+                                 sig.result_types, sig.attributes)
 
 
 def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:

@@ -144,11 +144,24 @@ def _multiplicand(et: ElementType) -> list[tuple[float, Source]]:
     return [(0.5, _ints_in(-half, half)), *_default_sources(et)]
 
 
+def _index(et: ElementType) -> list[tuple[float, Source]]:
+    """Start indices (dynamic_slice, dynamic_update_slice): mostly within the small
+    dimensions generated shapes have, and on purpose out of range on both sides
+    (negative, past the end) and at the type's extremes, so that clamping is exercised."""
+    if not et.is_integer:
+        return _default_sources(et)
+    if et.is_unsigned:      # never negative; the extremes are past the end
+        return [(0.55, _ints_in(0, 4)), (0.2, _ints_in(5, 20)), (0.25, _specials)]
+    return [(0.45, _ints_in(0, 4)), (0.15, _ints_in(-4, -1)), (0.2, _ints_in(5, 20)),
+            (0.2, _specials)]
+
+
 DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = {
     "default": _default_sources,
     "shift_amount": _shift_amount,
     "exponent": _exponent,
     "multiplicand": _multiplicand,
+    "index": _index,
 }
 
 

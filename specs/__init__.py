@@ -183,6 +183,12 @@ class OpSpec:
                 return parse_accuracy(entry, et, f"{self.path}: accuracy")
         raise SpecError(f"{self.path}: accuracy: no entry covers element type {et.name}")
 
+    def signature_accuracy(self, sig: Any, overrides: dict[str, Any] | None = None) -> Accuracy:
+        """The comparison rule for a signature: by its first input's element type, or its
+        first result's when it has no inputs (iota, constant)."""
+        types = tuple(sig.input_types) or tuple(sig.result_types)
+        return self.accuracy(types[0].element_type, overrides)
+
 
 def lookup_accuracy(table: dict[str, Any], et: ElementType) -> Any:
     """The entry of an accuracy table for ``et``: by type name, then type class."""

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from conformance import emitter
 from conformance.case import Signature
 from conformance.emitter import EmitError, VerifyError, module_text, parse, verifier_rejects
+from conformance.golden import examples as golden_examples
 from conformance.generators import breakable, candidates, canonical, signatures
 from conformance.specs import SpecError, load_spec, op_names, parse_spec
 from conformance.types import ALL_ELEMENT_TYPES, TensorType
@@ -93,11 +94,8 @@ def test_generated_signatures_verify(op):
 @pytest.mark.parametrize("op", op_names())
 def test_spec_examples_verify(op):
     """The signatures of the spec's own examples (with their attribute values)."""
-    spec = load_spec(op)
-    for ex in spec.examples:
-        _verify(Signature.make(op, [t["type"] for t in ex["inputs"].values()],
-                               [t["type"] for t in ex["expected"].values()],
-                               ex.get("attributes")))
+    for ex in golden_examples(load_spec(op)):
+        _verify(ex.case.signature)
 
 
 @pytest.mark.parametrize("et", ALL_ELEMENT_TYPES, ids=str)
