@@ -207,3 +207,7 @@ def build(sig: Signature) -> Callable[..., Any]:
     if sig.op in DIRECT:
         return DIRECT[sig.op]
     raise Unsupported(f"the jax backend has no mapping for op {sig.op!r}")
+
+
+# The op families in their own modules register into BUILDERS when imported.
+from . import jax_ops_indexing, jax_ops_sorting, jax_ops_tuples  # noqa: E402,F401

@@ -163,7 +163,7 @@ def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray
 
 # Importing the family modules fills REGISTRY.
 from . import (arithmetic, bitwise, comparison, complex_parts, conversion,  # noqa: E402,F401
-               data_movement, rounding, transcendental)
+               data_movement, indexing, rounding, sorting, transcendental, tuples)
 
 __all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined",
            "register", "REGISTRY", "OracleError", "broadcast_ready"]

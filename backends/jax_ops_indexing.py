@@ -1,0 +1,1 @@
+"""jax.lax mappings of the indexing ops (registered into jax_ops.BUILDERS)."""

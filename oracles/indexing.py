@@ -1,0 +1,1 @@
+"""(placeholder: filled in by the indexing work of issue 4)"""

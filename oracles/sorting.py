@@ -1,0 +1,1 @@
+"""(placeholder: filled in by the sorting work of issue 4)"""
