@@ -24,9 +24,8 @@ jaxlib bundles, in a cached context with the func, stablehlo and chlo dialects
 registered; :func:`verifier_rejects` says whether the MLIR verifier itself
 rejects a signature (then no backend ever sees that program).
 
-Regions (reduce, sort, ...) are not printed yet: :func:`module_text` raises
-:class:`EmitError` for a signature with regions; a region printer plugs into
-:func:`_regions_text`.
+Regions (sort's comparator, scatter's update, ...) are data (conformance/regions.py)
+and print as generic-form blocks between the operands and the attributes.
 """
 from __future__ import annotations
 
@@ -194,11 +193,15 @@ _FORMATTER = _AttributeFormatter()
 
 
 def _regions_text(sig: Signature) -> str:
-    """`` ({...}, {...})``: the op's regions in generic form (not implemented yet)."""
+    """`` ({...}, {...})``: the op's regions (conformance.regions texts) in generic form."""
     if not sig.regions:
         return ""
-    raise EmitError(f"{sig.op}: printing regions is not supported yet "
-                    f"(regions: {'; '.join(sig.regions)})")
+    from conformance import regions
+    try:
+        blocks = [regions.block_text(r, f"r{i}_") for i, r in enumerate(sig.regions)]
+    except regions.RegionError as e:
+        raise EmitError(f"{sig.op}: {e}") from None
+    return f" ({', '.join(blocks)})"
 
 
 def _types(types: Sequence[TensorType]) -> str:

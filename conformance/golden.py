@@ -44,7 +44,9 @@ def examples(spec: OpSpec) -> list[Example]:
         expected = tuple(from_literal(v["value"], v["type"]) for v in outs)
         sig = Signature.make(spec.name, [type_of(x) for x in inputs],
                              [tensor_type(v["type"]) for v in outs],
-                             ex.get("attributes", {}))
+                             ex.get("attributes", {}),
+                             regions=tuple(ex.get("regions", {}).get(r.name, "")
+                                           for r in spec.regions))
         tol = ex.get("tolerance", {})
         out.append(Example(spec, i, ex.get("name", f"example {i + 1}"),
                            Case(sig, tuple(inputs), case_id=f"{spec.name}:example:{i}"),

@@ -58,6 +58,7 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                 yield _retype(sig, which, i, TensorType(shape, t.element_type))
     yield from _count_mutations(spec, sig)
     yield from _group_retypes(spec, sig)
+    yield from _region_mutations(sig)
     attrs = sig.attributes
     for a in spec.attributes:
         current = attrs.get(a.name)
@@ -71,7 +72,7 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
             changed = Signature.make(sig.op, sig.input_types, sig.result_types,
-                                     {**attrs, a.name: v})
+                                     {**attrs, a.name: v}, regions=sig.regions)
             yield changed
             # The same change with the results re-derived from the spec's output rules,
             # so that a rule on the attribute breaks without the result-shape rule.
@@ -115,7 +116,7 @@ def _count_mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                       else list(sig.input_types))
             new_out = (_regroup(spec.outputs, outs, k) if which in ("out", "both")
                        else list(sig.result_types))
-            yield Signature.make(sig.op, new_in, new_out, sig.attributes)
+            yield Signature.make(sig.op, new_in, new_out, sig.attributes, regions=sig.regions)
 
 
 def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
@@ -133,7 +134,32 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             changed = list(groups)
             changed[gi] = [TensorType(x.shape, et) for x in groups[gi]]
             yield Signature.make(sig.op, _regroup(spec.inputs, changed, len(groups[gi])),
-                                 sig.result_types, sig.attributes)
+                                 sig.result_types, sig.attributes, regions=sig.regions)
+
+
+def _region_mutations(sig: Signature) -> Iterator[Signature]:
+    """One region changed: every argument of one element type given another (the body
+    stays well typed), or the body replaced by ``arg0`` (another result type)."""
+    from conformance import regions
+    for i, text in enumerate(sig.regions):
+        try:
+            region = regions.parse(text)
+        except regions.RegionError:
+            continue
+        variants = []
+        for t in dict.fromkeys(region.arg_types):
+            for et in ALL_ELEMENT_TYPES:
+                if et != t:
+                    variants.append(regions.retyped(text, {t.name: et.name}))
+        variants.append(regions.make(region.arg_types, "arg0") if region.arg_types else None)
+        for v in variants:
+            if v is None or v == text:
+                continue
+            try:
+                regions.parse(v)
+            except regions.RegionError:
+                continue
+            yield dataclasses.replace(sig, regions=sig.regions[:i] + (v,) + sig.regions[i + 1:])
 
 
 def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:
@@ -153,7 +179,7 @@ def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:
             outs.append(TensorType(tuple(shape), element_type(ex.evaluate(t.element_type, env))))
     except (ex.ExpressionError, ValueError, TypeError):
         return None
-    return Signature.make(sig.op, sig.input_types, outs, sig.attributes)
+    return Signature.make(sig.op, sig.input_types, outs, sig.attributes, regions=sig.regions)
 
 
 def _shape_env(spec: OpSpec, sig: Signature) -> dict[str, list[int]] | None:
@@ -191,7 +217,7 @@ def rebound(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                                               element_type(ex.evaluate(t.element_type, env))))
                     return out
                 yield Signature.make(sig.op, retyped(spec.inputs, sig.input_types),
-                                     retyped(spec.outputs, sig.result_types), sig.attributes)
+                                     retyped(spec.outputs, sig.result_types), sig.attributes, regions=sig.regions)
             except (ex.ExpressionError, ValueError):
                 continue
 

@@ -203,7 +203,12 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
     env.update(attrs)
     inputs = _tensors(chooser, spec.inputs, env)
     outputs = _tensors(chooser, spec.outputs, env)
-    return Signature.make(spec.name, inputs, outputs, attrs)
+    regions: tuple[str, ...] = ()
+    if spec.regions:
+        env.update(zip((t.name for t in spec.inputs), spec.split_inputs(inputs)))
+        env.update(zip((t.name for t in spec.outputs), spec.split_outputs(outputs)))
+        regions = tuple(ex.evaluate(r.value, env) for r in spec.regions)
+    return Signature.make(spec.name, inputs, outputs, attrs, regions=regions)
 
 
 def canonical(spec: OpSpec, binding: Mapping[str, str], base_shape=(2,)) -> Signature:

@@ -62,6 +62,16 @@ class AttributeSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class RegionSpec:
+    """A region of the op; ``value`` computes its text (conformance/regions.py)."""
+
+    name: str
+    label: str | None
+    type_text: str
+    value: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Variable:
     """A named random draw of signature construction (see schema.yaml "variable")."""
 
@@ -112,6 +122,7 @@ class OpSpec:
     constraints: tuple[Constraint, ...] = ()
     implementation_defined: tuple[ImplementationDefined, ...] = ()
     variables: tuple[Variable, ...] = ()
+    regions: tuple[RegionSpec, ...] = ()
 
     @property
     def family(self) -> str:
@@ -373,9 +384,17 @@ def parse_spec(data: Any, path: str) -> OpSpec:
             tuple(a["range"]) if "range" in a else None, a.get("type_text", ""),
             a.get("value")))
 
-    value_names = {t.name for t in inputs + outputs} | {a.name for a in attributes}
-    if len(value_names) != len(inputs) + len(outputs) + len(attributes):
-        raise _fail(path, "inputs", "input, output and attribute names must be distinct")
+    regions = []
+    for i, r in enumerate(data.get("regions", [])):
+        _check_expr(path, f"regions[{i}].value", r["value"],
+                    var_names | attr_names | {t.name for t in inputs + outputs})
+        regions.append(RegionSpec(r["name"], r.get("label"), r.get("type_text", ""), r["value"]))
+
+    value_names = ({t.name for t in inputs + outputs} | {a.name for a in attributes}
+                   | {r.name for r in regions})
+    if len(value_names) != len(inputs) + len(outputs) + len(attributes) + len(regions):
+        raise _fail(path, "inputs", "input, output, attribute and region names must be "
+                                    "distinct")
     constraints = []
     for i, c in enumerate(data["constraints"]):
         _check_expr(path, f"constraints[{i}].check", c["check"], value_names)
@@ -391,7 +410,7 @@ def parse_spec(data: Any, path: str) -> OpSpec:
             _types(path, f"accuracy.{key}", [key])
 
     spec = OpSpec(data["op"], path, data, inputs, outputs, tuple(attributes),
-                  tuple(constraints), tuple(impl), tuple(variables))
+                  tuple(constraints), tuple(impl), tuple(variables), tuple(regions))
     _check_examples(spec)
     _check_mlir(spec)
     return spec

@@ -193,7 +193,17 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "fits": _fits,
     "power_overflows": _power_overflows,
     "any_of": lambda x: bool(np.any(x)),
+    # regions (conformance/regions.py): build a region's text, read its types
+    "region": lambda types, body: _regions().make(types, body),
+    "region_arg_types": lambda r: [t.name for t in _regions().parse(r).arg_types],
+    "region_result_types": lambda r: [t.name for t in _regions().parse(r).result_types],
+    "join": lambda sep, xs: str(sep).join(str(x) for x in xs),
 }
+
+
+def _regions():
+    from conformance import regions     # imported late: regions reads the op specs
+    return regions
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,

@@ -53,6 +53,7 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
     for t, tt in zip(spec.outputs, spec.split_outputs(sig.result_types)):
         env[t.name] = tt
     env.update(sig.attributes)
+    env.update(zip((r.name for r in spec.regions), sig.regions))
     return env
 
 
