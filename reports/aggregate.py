@@ -327,8 +327,14 @@ class OpData:
         counts: Counter = Counter()
         for r in results:
             counts.update(r.outcomes)
+        labelled = [c.id for c in self.checks() if c.kind == "constraint"]
+        by_rule = {rule: r for (b, rule), r in self.invalid.items() if b == backend}
         return {"rules": len(self.rule_ids()),
                 "generated": sum(1 for r in results if r.generated),
+                # the spec's labelled constraints (C1, C2, ...) with a negative case
+                "constraints": len(labelled),
+                "constraints_covered": sum(1 for c in labelled
+                                           if c in by_rule and by_rule[c].generated),
                 **{o: counts.get(o, 0) for o in
                    ("rejected", "accepted_invalid", "unsupported", "not_generated")}}
 
@@ -356,6 +362,13 @@ class Report:
     @property
     def complete(self) -> bool:
         return self.end is not None
+
+    def coverage_totals(self, backend: str) -> dict[str, int]:
+        """Negative conformance of one backend summed over every op of the run."""
+        total: Counter = Counter()
+        for op in self.ops.values():
+            total.update(op.coverage(backend))
+        return dict(total)
 
     def planned_ops(self) -> list[str] | None:
         """The ops the run set out to do, where the header or end record says so."""

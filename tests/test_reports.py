@@ -246,6 +246,12 @@ def test_index_header_totals_and_coverage(rendered):
     table = html.split('<table class="coverage" data-backend="vendor">')[1].split("</table>")[0]
     row = table.split('<tr data-op="add">')[1].split("</tr>")[0]
     assert ">1 / 4<" in row and 'o-accepted_invalid">1<' in row
+    # add has one labelled constraint (C1), and it has a negative case
+    assert row.count(">1 / 1<") == 1
+    total = table.split('<tr class="total">')[1].split("</tr>")[0]
+    assert "All ops" in total
+    op_page = (rendered[0] / "ops" / "add.html").read_text()
+    assert "Labelled constraints with a negative case: <strong>jax</strong> 1 / 1" in op_page
 
 
 def test_op_page_divergence_literals_and_repro(rendered):
