@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
                         "case's StableHLO compiled by XLA through PJRT), interpreter (the "
                         "StableHLO reference interpreter), numpy (the oracle), module:Class, "
                         "or an entry point name (default: jax, on CPU)")
-    r.add_argument("--ops", help="comma list of ops (default: all)")
+    r.add_argument("--ops", help="comma list of ops, StableHLO or XLA names (default: all)")
     r.add_argument("--family", help="comma list of op families (see `conformance list families`)")
     r.add_argument("--types", help="comma list of element types, e.g. f32,bf16,si8")
     r.add_argument("--depth", choices=["quick", "default", "deep"], default="default")
@@ -153,7 +153,9 @@ def cmd_run(args) -> int:
     from conformance.compare import DIVERGENCES
     from conformance.runner import RunConfig, run, select_ops
 
-    config = RunConfig(backends=_csv(args.backend) or ["jax"], ops=_csv(args.ops),
+    from conformance.specs import resolve_op
+    ops = [resolve_op(o) for o in _csv(args.ops)] if args.ops else _csv(args.ops)
+    config = RunConfig(backends=_csv(args.backend) or ["jax"], ops=ops,
                        families=_csv(args.family), element_types=_csv(args.types),
                        depth=args.depth, seed=args.seed, out=Path(args.out),
                        max_repros=args.max_repros, invalid=not args.no_invalid,
@@ -329,8 +331,8 @@ def cmd_list(args) -> int:
 
 def cmd_show(args) -> int:
     from conformance.generators import breakable, unbreakable
-    from conformance.specs import binding_key, load_spec
-    s = load_spec(args.op)
+    from conformance.specs import binding_key, load_spec, resolve_op
+    s = load_spec(resolve_op(args.op))
     w = textwrap.TextWrapper(width=96, initial_indent="    ", subsequent_indent="    ")
     print(f"{s.name}  ({s.family}; XLA: {', '.join(s.xla_names) or '-'})")
     print(f"  spec: {s.data['spec_section']}")

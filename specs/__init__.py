@@ -476,6 +476,21 @@ def load_spec(name: str) -> OpSpec:
     return load_file(path)
 
 
+def resolve_op(name: str) -> str:
+    """A StableHLO op name, or an XLA name from an op spec's ``xla:`` list (``Rev`` ->
+    ``reverse``, ``Collapse`` -> ``reshape``; case-insensitive); UnknownOp otherwise."""
+    if (SPEC_DIR / f"{name}.yaml").exists():
+        return name
+    matches = sorted({s.name for s in all_specs()
+                      if name.lower() in (x.lower() for x in s.xla_names)})
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise UnknownOp(f"XLA op {name!r} maps onto several ops: {', '.join(matches)}")
+    raise UnknownOp(f"unknown op {name!r} (neither a StableHLO op nor an XLA name in a spec's "
+                    f"xla list); known ops: {', '.join(op_names())}")
+
+
 def op_names() -> list[str]:
     return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 

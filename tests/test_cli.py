@@ -71,6 +71,21 @@ def test_list_and_show():
     assert p.returncode == 0 and "C3" in p.stdout and "TOTALORDER" in p.stdout
 
 
+def test_xla_names_map_onto_the_stablehlo_specs(tmp_path):
+    from conformance.specs import UnknownOp, resolve_op
+    assert resolve_op("Rev") == "reverse" and resolve_op("collapse") == "reshape"
+    assert resolve_op("Broadcast") == "broadcast_in_dim" and resolve_op("slice") == "slice"
+    with pytest.raises(UnknownOp, match="neither a StableHLO op nor an XLA name"):
+        resolve_op("Frobnicate")
+    p = cli("show", "Rev")
+    assert p.returncode == 0 and p.stdout.startswith("reverse")
+    p = cli("run", "--ops", "Rev", "--depth", "quick", "--backend", "numpy", "--out",
+            str(tmp_path), "--no-progress")
+    assert p.returncode == 0, p.stderr
+    ops = {json.loads(line).get("op") for line in (tmp_path / "results.jsonl").open()}
+    assert "reverse" in ops and "Rev" not in ops
+
+
 def test_report_rerenders_a_results_file(tmp_path):
     cli("run", "--ops", "not", "--depth", "quick", "--backend", "numpy", "--out", str(tmp_path),
         "--no-progress")
