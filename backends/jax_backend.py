@@ -110,12 +110,14 @@ class JaxBackend(Backend):
         fallback: list = []
 
         def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
-            # Some batching rules fail only when lowered (vmap of dynamic_update_slice
-            # with int4 start indices becomes a scatter that np.iinfo cannot describe).
+            # Some batching rules fail only when lowered or compiled: vmap of
+            # dynamic_update_slice with int4 start indices becomes a scatter that
+            # np.iinfo cannot describe; vmap of dynamic_slice with int4 start indices
+            # becomes a gather that XLA's HLO verifier rejects (E(4) layout on s32).
             if not fallback:
                 try:
                     return batched(stacked)
-                except (TypeError, ValueError, NotImplementedError):
+                except (TypeError, ValueError, NotImplementedError, RuntimeError):
                     fallback.append(Backend.compile_batch(self, signature))
             return fallback[0](stacked)
         return execute

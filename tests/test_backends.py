@@ -110,3 +110,24 @@ def test_jax_backend_batches_with_scalar_broadcast_inputs():
                np.array([1.0, 1.5], np.float32)]
     (out,) = jax.batch_executable(sig)(stacked)
     assert out.tolist() == [[0.0, 0.5, 1.0], [1.0, 1.0, 1.5]]
+
+
+@pytest.mark.parametrize("op, types, results, attrs", [
+    # vmap of these turns the start indices into gather/scatter indices that jax or XLA
+    # cannot lower for int4; the op itself runs, so the batch runs case by case.
+    ("dynamic_slice", ["tensor<5xsi8>", "tensor<ui4>"], ["tensor<2xsi8>"], {"slice_sizes": [2]}),
+    ("dynamic_update_slice", ["tensor<5xsi8>", "tensor<2xsi8>", "tensor<si4>"],
+     ["tensor<5xsi8>"], {}),
+])
+def test_jax_backend_runs_case_by_case_where_vmap_cannot_lower(op, types, results, attrs):
+    import ml_dtypes
+    jax = get_backend("jax")
+    sig = Signature.make(op, types, results, attrs)
+    operand = np.arange(10, dtype=np.int8).reshape(2, 5)
+    index_type = ml_dtypes.uint4 if "ui4" in types[-1] else ml_dtypes.int4
+    index = np.array([4, 1], index_type)
+    stacked = [operand] + ([np.full((2, 2), -1, np.int8)] if len(types) == 3 else []) + [index]
+    (out,) = jax.batch_executable(sig)(stacked)
+    want = [oracles.evaluate(op, [x[b] for x in stacked], attrs, result_types=results)[0]
+            for b in range(2)]
+    assert out.tolist() == [w.tolist() for w in want]
