@@ -5,6 +5,11 @@ attributes (plain Python data, named as in the spec), regions (data, see
 DESIGN.md), result types, and the process grid it needs. A :class:`Case` adds
 input values. Result types are always carried, even where the spec could infer
 them, so that convert/bitcast_convert and invalid cases need no special path.
+
+Types are value types: tensors, or tuples (``tuple<tensor<2xf32>, tuple<>>``, for
+tuple and get_tuple_element). Values are always tensors: a case holds one array per
+input *leaf* (tuple-typed inputs flattened depth-first, ``Signature.input_leaves``) and
+a backend returns one array per result leaf (``Signature.result_leaves``).
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from conformance.types import TensorType, tensor_type, type_of
+from conformance.types import TensorType, TupleType, leaves, type_of, value_type
 
 
 def _freeze(value: Any) -> Any:
@@ -38,7 +43,7 @@ class Signature:
     """The static part of a case: what a backend compiles once and runs many times."""
 
     op: str
-    input_types: tuple[TensorType, ...]
+    input_types: tuple[TensorType, ...]     # value types: a TupleType where the op takes one
     result_types: tuple[TensorType, ...]
     attribute_items: tuple[tuple[str, Any], ...] = ()
     regions: tuple[str, ...] = ()          # region bodies as data, e.g. "return add(arg0, arg1)"
@@ -50,13 +55,28 @@ class Signature:
     def make(op: str, input_types: Sequence[TensorType | str],
              result_types: Sequence[TensorType | str],
              attributes: Mapping[str, Any] | None = None, **kw: Any) -> "Signature":
-        return Signature(op, tuple(tensor_type(t) for t in input_types),
-                         tuple(tensor_type(t) for t in result_types),
+        return Signature(op, tuple(value_type(t) for t in input_types),
+                         tuple(value_type(t) for t in result_types),
                          tuple((k, _freeze(v)) for k, v in (attributes or {}).items()), **kw)
 
     @property
     def attributes(self) -> dict[str, Any]:
         return {k: _thaw(v) for k, v in self.attribute_items}
+
+    @property
+    def input_leaves(self) -> tuple[TensorType, ...]:
+        """The input tensors a case holds values for: tuple-typed inputs flattened
+        depth-first (conformance.types.TupleType); the input types where none is a tuple."""
+        return leaves(self.input_types) if self.has_tuples else self.input_types
+
+    @property
+    def result_leaves(self) -> tuple[TensorType, ...]:
+        """The result tensors a backend returns, tuple-typed results flattened."""
+        return leaves(self.result_types) if self.has_tuples else self.result_types
+
+    @property
+    def has_tuples(self) -> bool:
+        return any(isinstance(t, TupleType) for t in self.input_types + self.result_types)
 
     def key(self) -> str:
         """A stable, readable one-line identity (used for caching, ids and reports)."""
@@ -117,7 +137,7 @@ class Case:
     def __post_init__(self):
         object.__setattr__(self, "inputs", tuple(np.asarray(x) for x in self.inputs))
         if not self.signature.invalid:
-            for i, (x, t) in enumerate(zip(self.inputs, self.signature.input_types)):
+            for i, (x, t) in enumerate(zip(self.inputs, self.signature.input_leaves)):
                 if type_of(x) != t:
                     raise ValueError(f"{self.signature.op}: input {i} is {type_of(x)}, "
                                      f"but the signature says {t}")

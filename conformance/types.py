@@ -208,6 +208,10 @@ class TensorType:
     def to_json(self) -> str:
         return str(self)
 
+    def leaves(self) -> tuple["TensorType", ...]:
+        """The tensors of this value type: a tensor is its own only leaf (see TupleType)."""
+        return (self,)
+
 
 _TENSOR_RE = re.compile(r"^tensor<((?:\d+x)*)(.+)>$")
 
@@ -225,3 +229,105 @@ def tensor_type(text: "str | TensorType") -> TensorType:
 
 def type_of(array: np.ndarray) -> TensorType:
     return TensorType(array.shape, element_type(array.dtype))
+
+
+# ---------------------------------------------------------------------------
+# Tuple types ("Types": TupleType ::= 'tuple' '<' [ValueType {',' ValueType}] '>')
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TupleType:
+    """``tuple<...>``: a heterogeneous list of value types (tensors or tuples, nested).
+
+    A tuple's *values* never travel as a Python object through the suite: a signature
+    may declare a tuple-typed input or result, but its case holds the tuple's leaves,
+    flattened depth-first (:func:`leaves`), so that runners, comparators, literals and
+    reports only ever see tensors. ``len``, indexing and iteration give the elements,
+    so that constraint expressions read like the spec (``operand[index]``).
+    """
+
+    elements: tuple["TensorType | TupleType", ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "elements", tuple(value_type(e) for e in self.elements))
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def __getitem__(self, i):
+        return self.elements[i]
+
+    def __iter__(self):
+        return iter(self.elements)
+
+    def leaves(self) -> tuple[TensorType, ...]:
+        return tuple(leaf for e in self.elements for leaf in e.leaves())
+
+    def mlir(self) -> str:
+        return f"tuple<{', '.join(e.mlir() for e in self.elements)}>"
+
+    def __str__(self) -> str:
+        return f"tuple<{', '.join(str(e) for e in self.elements)}>"
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+def _split_top_level(body: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    return [p for p in (p.strip() for p in parts) if p]
+
+
+def value_type(text: "str | TensorType | TupleType") -> "TensorType | TupleType":
+    """Parse a value type: ``tensor<2xf32>`` or ``tuple<tensor<2xf32>, tuple<>>``."""
+    if isinstance(text, (TensorType, TupleType)):
+        return text
+    s = str(text).strip()
+    if s.startswith("tuple<") and s.endswith(">"):
+        return TupleType(tuple(value_type(p) for p in _split_top_level(s[len("tuple<"):-1])))
+    return tensor_type(s)
+
+
+def leaves(types) -> tuple[TensorType, ...]:
+    """The tensors of a list of value types, tuples flattened depth-first."""
+    return tuple(leaf for t in types for leaf in value_type(t).leaves())
+
+
+def unflatten(values, types) -> list:
+    """Group flat leaf values by ``types``: a tuple-typed value becomes a Python tuple
+    of its elements' values (nested), a tensor-typed one stays as it is."""
+    values = list(values)
+    pos = 0
+
+    def take(t):
+        nonlocal pos
+        if isinstance(t, TupleType):
+            return tuple(take(e) for e in t.elements)
+        pos += 1
+        return values[pos - 1]
+
+    out = [take(value_type(t)) for t in types]
+    if pos != len(values):
+        raise ValueError(f"{len(values)} values for {pos} tensor leaves of "
+                         f"{', '.join(map(str, types))}")
+    return out
+
+
+def flatten(values) -> list:
+    """Inverse of :func:`unflatten`: Python tuples (tuple values) spliced depth-first."""
+    out = []
+    for v in values:
+        if isinstance(v, tuple):
+            out.extend(flatten(v))
+        else:
+            out.append(v)
+    return out
