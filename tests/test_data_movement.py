@@ -484,3 +484,29 @@ def test_generated_signatures_cover_ranks_and_zero_sized_dimensions():
         assert max(ranks) >= 4 and zero, (op, ranks, zero)
         assert min(ranks) <= (0 if op not in ("concatenate", "iota", "get_dimension_size")
                               else 1), (op, ranks)
+
+
+def test_divergences_of_non_elementwise_ops_are_minimised_by_zeroing_irrelevant_inputs():
+    """The shape stays (a smaller one would be another signature), but every input
+    element that the divergence does not need becomes 0 within the budget."""
+    from conformance.minimize import minimize, simplify_values
+    x = np.arange(1, 17, dtype=np.float32)
+    x[5] = np.nan
+    case = Case.make("reverse", [x], ["tensor<16xf32>"], {"dimensions": [0]})
+    runs = []
+
+    def check(c):
+        runs.append(c)
+        return "nan" if np.isnan(c.inputs[0]).any() else None
+
+    small, cls = minimize(load_spec("reverse"), case, np.zeros(16, bool), check)
+    assert cls == "nan"
+    assert np.isnan(small.inputs[0][5]) and np.count_nonzero(small.inputs[0]) == 1
+    assert small.signature == case.signature and len(runs) <= 33
+    # a divergence that needs two elements keeps both; the budget bounds the runs
+    both = simplify_values(case, "value", lambda c: "value" if c.inputs[0][0] and
+                           c.inputs[0][15] else None, budget=40)
+    assert np.count_nonzero(both.inputs[0]) == 2
+    runs.clear()
+    simplify_values(case, "nan", check, budget=3)
+    assert len(runs) == 3
