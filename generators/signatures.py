@@ -202,7 +202,11 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
         attrs[a.name] = _attribute(chooser, a, {**env, **attrs})
     env.update(attrs)
     inputs = _tensors(chooser, spec.inputs, env)
-    outputs = _tensors(chooser, spec.outputs, env)
+    # Output shapes may name the inputs (gather's result shape is the spec's C13 formula
+    # over the start indices' shape), so that invalid.py can re-derive them.
+    outputs = _tensors(chooser, spec.outputs,
+                       {**env, **dict(zip((t.name for t in spec.inputs),
+                                          spec.split_inputs(inputs)))})
     regions: tuple[str, ...] = ()
     if spec.regions:
         env.update(zip((t.name for t in spec.inputs), spec.split_inputs(inputs)))

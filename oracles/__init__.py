@@ -43,6 +43,23 @@ def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
     return deco
 
 
+# Conditions that implementation-defined rules name in their ``when:`` expressions as
+# ``condition('name', ...)`` (specs/expressions.py): tests that need the op's own index
+# arithmetic, kept next to the oracle that does it. They see what ``when:`` sees
+# (inputs with the leading batch axis, attributes) and return a mask of the batched
+# result's shape.
+CONDITIONS: dict[str, Callable[..., Any]] = {}
+
+
+def condition(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in CONDITIONS:
+            raise RuntimeError(f"condition {name!r} registered twice")
+        CONDITIONS[name] = fn
+        return fn
+    return deco
+
+
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
     env: dict[str, Any] = {}
     if any(t.variadic for t in spec.inputs + spec.outputs) or spec.variables:
@@ -133,6 +150,7 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     batch = stacked[0].shape[0] if stacked else 1
     out_shape = (batch,) + sig.result_types[0].shape
     env: dict[str, Any] = dict(sig.attributes)
+    env.update(zip((r.name for r in spec.regions), sig.regions))
     ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
     for t, x in zip(spec.inputs, spec.split_inputs(ready)):
         env[t.name] = x
@@ -166,4 +184,4 @@ from . import (arithmetic, bitwise, comparison, complex_parts, conversion,  # no
                data_movement, indexing, rounding, sorting, transcendental, tuples)
 
 __all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined",
-           "register", "REGISTRY", "OracleError", "broadcast_ready"]
+           "register", "condition", "CONDITIONS", "REGISTRY", "OracleError", "broadcast_ready"]

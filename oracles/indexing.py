@@ -1,1 +1,186 @@
-"""(placeholder: filled in by the indexing work of issue 4)"""
+"""Indexing ops: gather and scatter, written from the spec's "More formally".
+
+Both map an index of one tensor (gather: the result; scatter: the updates) to an
+index of another through the same arithmetic: a batch (scatter) index picks a start
+index vector out of the indices tensor at ``index_vector_dim``, ``start_index_map``
+(``scatter_dims_to_operand_dims``) spreads it over the operand's axes, and the
+window (offset) index, with zeros inserted at the collapsed (inserted) dimensions,
+is added to it. Start indices are exact integers of their own type (an unsigned
+index is never negative).
+
+Out-of-bounds indices are implementation-defined in this revision of the spec; the
+oracle returns XLA's behaviour as the conventional result (gather clamps the start
+index so that the slice is in bounds; scatter skips an update window that is not
+entirely in bounds) and the conditions registered here tell the comparator which
+result elements to mask (see the ``implementation_defined`` entries of the specs).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from conformance.types import element_type
+
+from . import condition, register
+
+# Start indices are clipped to this before they become int64: far outside every
+# generated dimension, so that clamping and out-of-bounds tests see the same answer.
+_FAR = 1 << 40
+
+
+def exact_indices(x: np.ndarray) -> np.ndarray:
+    """An integer array of any integer type as int64 (values beyond +-2**40 clipped,
+    which keeps every comparison with a dimension size the same)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    if et.is_unsigned:
+        return np.minimum(x.astype(np.uint64), np.uint64(_FAR)).astype(np.int64)
+    return np.clip(x.astype(np.int64), -_FAR, _FAR)
+
+
+def index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
+    """``start_index`` for every batch index: ``indices[bi0, ..., :, ..., biN]`` with
+    ``:`` at ``index_vector_dim``, or ``[indices[batch_index]]`` when
+    ``index_vector_dim == rank(indices)``. Shape: batch shape + [vector size], int64."""
+    x = exact_indices(indices)
+    if index_vector_dim == x.ndim:
+        return x[..., None]
+    return np.moveaxis(x, index_vector_dim, -1)
+
+
+def full_start_indices(indices: np.ndarray, index_vector_dim: int,
+                       index_map: Sequence[int], rank: int) -> np.ndarray:
+    """``full_start_index`` per batch index: the start index vector spread over the
+    operand's ``rank`` axes by ``index_map`` (0 elsewhere). Shape: batch shape + [rank]."""
+    vec = index_vectors(indices, index_vector_dim)
+    full = np.zeros(vec.shape[:-1] + (rank,), np.int64)
+    for ds, do in enumerate(index_map):
+        full[..., do] = vec[..., ds]
+    return full
+
+
+def window_in_bounds(full: np.ndarray, dims: Sequence[int], extent: Sequence[int]) -> np.ndarray:
+    """Per batch index: does the window of ``extent`` at ``full`` lie within ``dims``?"""
+    dims = np.asarray(dims, np.int64)
+    extent = np.asarray(extent, np.int64)
+    return np.all((full >= 0) & (full + extent <= dims), axis=-1)
+
+
+def _place(batch_values: np.ndarray, shape: Sequence[int], offset_dims: Sequence[int]
+           ) -> np.ndarray:
+    """A per-batch-index array (batch shape + trailing axes) read at every index of a
+    tensor of ``shape`` whose axes not in ``offset_dims`` are the batch axes, in order."""
+    grid = np.indices(tuple(shape), dtype=np.int64)
+    batch_axes = [d for d in range(len(shape)) if d not in offset_dims]
+    out = batch_values[tuple(grid[d] for d in batch_axes)]
+    nb = len(batch_axes)
+    return np.broadcast_to(out, tuple(shape) + batch_values.shape[nb:])
+
+
+def _full_offsets(shape: Sequence[int], offset_dims: Sequence[int], collapsed: Sequence[int],
+                  rank: int) -> np.ndarray:
+    """``full_window_index`` (``full_offset_index``) at every index of a tensor of
+    ``shape``: its entries at ``offset_dims``, 0 inserted at ``collapsed``. Shape:
+    ``shape`` + [rank]."""
+    grid = np.indices(tuple(shape), dtype=np.int64)
+    out = np.zeros(tuple(shape) + (rank,), np.int64)
+    window_axes = [d for d in range(rank) if d not in collapsed]
+    for d_operand, d_tensor in zip(window_axes, offset_dims):
+        out[..., d_operand] = grid[d_tensor]
+    return out
+
+
+def _read(operand: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``operand`` at every index vector of ``index`` (... + [rank]); out-of-bounds
+    ones read as 0. Returns (values, in_bounds)."""
+    dims = np.asarray(operand.shape, np.int64)
+    inb = np.all((index >= 0) & (index < dims), axis=-1)
+    if operand.size == 0:
+        return np.zeros(index.shape[:-1], operand.dtype), inb
+    safe = np.clip(index, 0, np.maximum(dims - 1, 0))
+    values = operand[tuple(safe[..., d] for d in range(operand.ndim))]
+    return np.where(inb, values, np.zeros((), operand.dtype)).astype(operand.dtype), inb
+
+
+# ---------------------------------------------------------------------------
+# gather
+# ---------------------------------------------------------------------------
+
+def _gather_parts(operand_shape, indices, attrs):
+    rank = len(operand_shape)
+    full = full_start_indices(indices, attrs["index_vector_dim"], attrs["start_index_map"],
+                              rank)
+    sizes = np.asarray(attrs["slice_sizes"], np.int64)
+    # Every dimension is read at least at offset 0 (a collapsed dimension of slice size 0
+    # still is); an uncollapsed dimension of size 0 leaves the result empty.
+    extent = np.maximum(sizes, 1)
+    return full, sizes, extent
+
+
+@register("gather")
+def gather(inputs, attrs, types):
+    """``operand[full_start_index + full_offset_index]`` with the start index clamped to
+    [0, dim - slice_size] (XLA's rule: where the spec's operand_index is out of bounds
+    the value is implementation-defined and masked)."""
+    operand, indices = inputs
+    shape = types[0].shape
+    full, sizes, _ = _gather_parts(operand.shape, indices, attrs)
+    dims = np.asarray(operand.shape, np.int64)
+    clamped = np.clip(full, 0, np.maximum(dims - sizes, 0))
+    start = _place(clamped, shape, attrs["offset_dims"])
+    index = start + _full_offsets(shape, attrs["offset_dims"], attrs["collapsed_slice_dims"],
+                                  operand.ndim)
+    values, _ = _read(operand, index)
+    return np.array(values, order="C").reshape(shape)
+
+
+def _per_case(fn, operand, indices, *rest):
+    """Apply a per-case mask function over the leading batch axis of the inputs."""
+    return np.stack([fn(operand[b], indices[b], *rest) for b in range(indices.shape[0])]) \
+        if indices.shape[0] else np.zeros((0,), bool)
+
+
+def _gather_result_shape(operand, indices, offset_dims, collapsed, ivd, sizes):
+    batch = [d for i, d in enumerate(indices.shape) if i != ivd]
+    offsets = [s for i, s in enumerate(sizes) if i not in collapsed]
+    out, rest = [], iter(batch)
+    placed = dict(zip(offset_dims, offsets))
+    for d in range(len(batch) + len(offsets)):
+        out.append(placed[d] if d in placed else next(rest))
+    return out
+
+
+@condition("gather_out_of_bounds")
+def gather_out_of_bounds(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """Result elements whose batch position's slice (at the unclamped start index) is
+    not within the operand."""
+    def one(x, idx):
+        attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes}
+        full, _, extent = _gather_parts(x.shape, idx, attrs)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        return ~_place(window_in_bounds(full, x.shape, extent), shape, offset_dims)
+    return _per_case(one, operand, indices)
+
+
+def lexicographically_sorted(rows: np.ndarray) -> bool:
+    """Are the index vectors (last axis), in row-major order, non-decreasing?"""
+    rows = rows.reshape(-1, rows.shape[-1]) if rows.size else rows.reshape(0, 1)
+    if len(rows) < 2 or rows.shape[1] == 0:
+        return True
+    d = rows[1:] - rows[:-1]
+    nonzero = d != 0
+    first = d[np.arange(len(d)), np.argmax(nonzero, axis=1)]
+    return bool(np.all(~nonzero.any(axis=1) | (first > 0)))
+
+
+@condition("gather_indices_unsorted")
+def gather_indices_unsorted(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """The whole result, where "for all id < jd from indices(result), full_start_index(id)
+    <= full_start_index(jd)" fails: the start index vectors read at the result's indices
+    in row-major order, compared lexicographically, are not non-decreasing."""
+    def one(x, idx):
+        full = full_start_indices(idx, ivd, index_map, x.ndim)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        return np.full(shape, not lexicographically_sorted(_place(full, shape, offset_dims)))
+    return _per_case(one, operand, indices)

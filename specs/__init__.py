@@ -347,6 +347,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         key = f"{kind}[{i}]"
         types = _types(path, f"{key}.types", t["types"])
         names = var_names | attr_names | {"k"}
+        if kind == "outputs":       # an output's type may name the inputs' types
+            names = names | {x["name"] for x in data["inputs"]}
         _check_expr(path, f"{key}.element_type", t["element_type"], names)
         shapes = tuple(t["shape"]["one_of"]) if isinstance(t["shape"], dict) else (t["shape"],)
         for s in shapes:

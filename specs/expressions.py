@@ -198,7 +198,38 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "region_arg_types": lambda r: [t.name for t in _regions().parse(r).arg_types],
     "region_result_types": lambda r: [t.name for t in _regions().parse(r).result_types],
     "join": lambda sep, xs: str(sep).join(str(x) for x in xs),
+    # the spec's `combine` (gather C13, scatter C4) and an oracle's named conditions
+    "combine": lambda rest, placed, dims: _combine(rest, placed, dims),
+    "condition": lambda name, *args: _condition(name, *args),
 }
+
+
+def _combine(rest, placed, dims):
+    """The spec's ``combine``: a list of ``len(rest) + len(placed)`` sizes with
+    ``placed[k]`` at axis ``dims[k]`` and ``rest`` at the other axes, in order. None
+    where that is not defined (``dims`` not as long as ``placed``, repeated, or out of
+    range), so that a rule written with it is judged only where it is defined."""
+    rest, placed, dims = list(rest), list(placed), list(dims)
+    n = len(rest) + len(placed)
+    if len(dims) != len(placed) or len(set(dims)) != len(dims) \
+            or any(not 0 <= d < n for d in dims):
+        return None
+    out, others = [None] * n, iter(rest)
+    for d, size in zip(dims, placed):
+        out[d] = size
+    return [next(others) if x is None else x for x in out]
+
+
+def _condition(name, *args):
+    """``condition('name', args...)``: a condition an oracle module registered with
+    ``@conformance.oracles.condition('name')``, for implementation-defined rules whose
+    test is the op's own index arithmetic (which gather windows leave the operand)."""
+    from conformance import oracles
+    fn = oracles.CONDITIONS.get(name)
+    if fn is None:
+        raise ExpressionError(f"unknown condition {name!r}; the oracles register "
+                              f"{sorted(oracles.CONDITIONS)}")
+    return fn(*args)
 
 
 def _regions():
@@ -304,7 +335,7 @@ class _Evaluator:
         values = []
         for e in node.values:
             v = self.visit(e)
-            if not _is_array(v) and not values:
+            if not _is_array(v) and not any(_is_array(x) for x in values):
                 # Short-circuit like Python while everything is a scalar.
                 if isinstance(node.op, ast.And) and not v:
                     return v
