@@ -11,7 +11,9 @@ Element classes (DESIGN.md "Comparing results"):
 A case's class is the worst class among its elements; ``type`` is a result of
 the wrong shape or element type. Elements the spec leaves implementation-defined
 are masked: not counted as divergences, but whether the backend gave the
-conventional value is recorded.
+conventional value is recorded. Where the spec leaves only an order open (equal
+keys of an unstable sort), the rule gives permutation groups instead of a mask:
+each group's values are compared as a multiset (:func:`permuted_within_groups`).
 """
 from __future__ import annotations
 
@@ -175,13 +177,19 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     ``subnormal_flush``.
     """
     batch = expected[0].shape[0] if expected and expected[0].ndim else 1
-    impl_masks = impl_masks or {}
+    impl_masks = dict(impl_masks or {})
+    groups = {r: m for r, m in impl_masks.items() if np.asarray(m).dtype.kind in "iu"}
     if len(actual) != len(expected) or any(
             type_of(np.asarray(a)) != type_of(e) for a, e in zip(actual, expected)):
         got = ", ".join(str(type_of(np.asarray(a))) for a in actual)
         want = ", ".join(str(type_of(e)) for e in expected)
         return BatchVerdict(np.full(batch, -1, np.int8), [], [], {},
                             f"results are ({got}); expected ({want})")
+    group_stats: dict[str, dict[str, int]] = {}
+    if groups:
+        actual, expected, group_stats = _permutation_groups(actual, expected, groups,
+                                                             accuracy)
+        impl_masks = {r: m for r, m in impl_masks.items() if r not in groups}
     element_classes, errors = [], []
     for a, e in zip(actual, expected):
         cls, err = classify(np.asarray(a), e, accuracy)
@@ -189,7 +197,7 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
         errors.append(err)
     if reevaluate is not None and inputs is not None:
         _detect_flush(element_classes, expected, actual, inputs, accuracy, reevaluate)
-    impl_stats: dict[str, dict[str, int]] = {}
+    impl_stats: dict[str, dict[str, int]] = dict(group_stats)
     if impl_masks:
         combined = np.zeros(element_classes[0].shape, bool)
         for rule, mask in impl_masks.items():
@@ -208,6 +216,48 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     for c in element_classes:
         case_classes = np.maximum(case_classes, _reduce_to_cases(c))
     return BatchVerdict(case_classes, element_classes, errors, impl_stats)
+
+
+def permuted_within_groups(arrays: Sequence[np.ndarray], labels: np.ndarray
+                           ) -> list[np.ndarray]:
+    """``arrays`` (of one shape) with the elements of each group (same label > 0) put
+    in one canonical order: sorted by their bytes in all the arrays together, and placed
+    back at the group's positions in index order. Two sets of results that hold the same
+    tuples of values in a group, in any order, become equal."""
+    arrays = [np.asarray(a) for a in arrays]
+    shape = arrays[0].shape
+    n = int(np.prod(shape, dtype=np.int64))
+    if n == 0:
+        return arrays
+    flat_labels = np.broadcast_to(np.asarray(labels), shape).reshape(-1)
+    group = np.where(flat_labels > 0, flat_labels, -1 - np.arange(n))  # others: alone
+    flats = [np.ascontiguousarray(a.reshape(-1)) for a in arrays]
+    keys = [col for f in flats for col in f.view(np.uint8).reshape(n, -1).T]
+    by_value = np.lexsort(keys + [group])            # grouped, then by bytes
+    by_position = np.argsort(group, kind="stable")   # grouped, then by index
+    out = []
+    for f in flats:
+        g = f.copy()
+        g[by_position] = f[by_value]
+        out.append(g.reshape(shape))
+    return out
+
+
+def _permutation_groups(actual, expected, groups, accuracy):
+    """Both sides put in canonical order within each implementation-defined group, and
+    per rule how many of its elements the backend had in the oracle's order."""
+    actual = [np.asarray(a) for a in actual]
+    stats = {}
+    for rule, labels in groups.items():
+        in_group = np.broadcast_to(np.asarray(labels) > 0, np.asarray(expected[0]).shape)
+        same = sum(int(np.count_nonzero(classify(a, e, accuracy)[0][in_group] == PASS))
+                   for a, e in zip(actual, expected))
+        stats[rule] = {"elements": int(np.count_nonzero(in_group)) * len(expected),
+                       "conventional": same}
+    for labels in groups.values():
+        actual = permuted_within_groups(actual, labels)
+        expected = permuted_within_groups(expected, labels)
+    return actual, expected, stats
 
 
 def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate) -> None:

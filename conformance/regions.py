@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import keyword
 import re
 from typing import Any, Sequence, Union
 
@@ -61,6 +62,15 @@ class Region:
         return tuple(_node_type(n, self.arg_types) for n in self.results)
 
 
+# Ops named like Python keywords (and, or, not) are called as and_(...) in the parsed
+# tree; _op_name undoes it.
+_KEYWORD_CALL = re.compile(r"\b(" + "|".join(keyword.kwlist) + r")\s*\(")
+
+
+def _op_name(name: str) -> str:
+    return name[:-1] if name.endswith("_") and keyword.iskeyword(name[:-1]) else name
+
+
 _HEADER = re.compile(r"^\s*\(([^()]*)\)\s*->\s*(.+?)\s*$", re.S)
 
 
@@ -80,7 +90,7 @@ def parse(text: str) -> Region:
     except (KeyError, ValueError) as e:
         raise RegionError(f"region {text!r}: {e}") from None
     try:
-        tree = ast.parse(m.group(2), mode="eval").body
+        tree = ast.parse(_KEYWORD_CALL.sub(r"\1_(", m.group(2)), mode="eval").body
     except SyntaxError as e:
         raise RegionError(f"region {text!r}: {e.msg}") from None
     items = tree.elts if isinstance(tree, ast.Tuple) else [tree]
@@ -100,19 +110,20 @@ def _node(x: ast.AST, text: str, nargs: int) -> Node:
         return Arg(int(m.group(1)))
     if isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and not x.keywords:
         from conformance.specs import SpecError, load_spec
+        op = _op_name(x.func.id)
         try:
-            spec = load_spec(x.func.id)
+            spec = load_spec(op)
         except (SpecError, KeyError, FileNotFoundError):
-            raise RegionError(f"region {text!r}: unknown op {x.func.id!r}") from None
+            raise RegionError(f"region {text!r}: unknown op {op!r}") from None
         operands = [a for a in x.args if not isinstance(a, ast.Constant)]
         literals = [a.value for a in x.args if isinstance(a, ast.Constant)]
         if x.args[:len(operands)] != operands:
-            raise RegionError(f"region {text!r}: {x.func.id}: operands come before attributes")
+            raise RegionError(f"region {text!r}: {op}: operands come before attributes")
         if len(operands) != len(spec.inputs) or len(literals) > len(spec.attributes):
-            raise RegionError(f"region {text!r}: {x.func.id} takes {len(spec.inputs)} "
+            raise RegionError(f"region {text!r}: {op} takes {len(spec.inputs)} "
                               f"operand(s) and up to {len(spec.attributes)} attribute(s)")
         attrs = tuple((a.name, v) for a, v in zip(spec.attributes, literals))
-        return Call(x.func.id, tuple(_node(a, text, nargs) for a in operands), attrs)
+        return Call(op, tuple(_node(a, text, nargs) for a in operands), attrs)
     raise RegionError(f"region {text!r}: expected argN, op(...) or a tuple, "
                       f"found {ast.unparse(x)!r}")
 
