@@ -34,7 +34,8 @@ class NumpyBackend(Backend):
     def compile(self, signature: Signature):
         self._check(signature)
         return lambda inputs: oracles.evaluate(signature.op, inputs, signature.attributes,
-                                               result_types=signature.result_types)
+                                               result_types=signature.result_types,
+                                               regions=signature.regions)
 
     def compile_batch(self, signature: Signature):
         self._check(signature)

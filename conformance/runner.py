@@ -323,7 +323,8 @@ class Runner:
         case = Case(sig, case.inputs, case_id)
         accuracy = self.accuracy(spec, sig)
         expected = list(oracles.evaluate(sig.op, case.inputs, sig.attributes,
-                                         result_types=sig.result_types))
+                                         result_types=sig.result_types,
+                                         regions=sig.regions))
         folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
         save(folder, backend.locator, case, outcome, expected, None,
              {"original_case_id": case_id, "original_inputs": [_enc(x) for x in case.inputs],

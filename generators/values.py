@@ -156,12 +156,25 @@ def _index(et: ElementType) -> list[tuple[float, Source]]:
             (0.2, _specials)]
 
 
+def _repeated(et: ElementType) -> list[tuple[float, Source]]:
+    """Sort keys: equal elements are common (half the elements come from a pool of three
+    values, itself drawn from the default sources: ±0, NaNs with payloads, extremes...),
+    so that ties, stability and tie-breaking keys are exercised on every type."""
+    defaults = _default_sources(et)
+
+    def pooled(e: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+        pool = draw_array(e, (3,), rng)
+        return pool[rng.integers(0, 3, n)]
+    return [(0.5, pooled), *[(w * 0.5, f) for w, f in defaults]]
+
+
 DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = {
     "default": _default_sources,
     "shift_amount": _shift_amount,
     "exponent": _exponent,
     "multiplicand": _multiplicand,
     "index": _index,
+    "repeated": _repeated,
 }
 
 

@@ -79,8 +79,13 @@ def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[Tens
 
 
 def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any] | None = None,
-             *, result_types: Sequence["TensorType | str"] | None = None) -> tuple[np.ndarray, ...]:
-    """Evaluate ``op`` on ``inputs`` per the spec; returns one array per result."""
+             *, result_types: Sequence["TensorType | str"] | None = None,
+             regions: Sequence[str] = ()) -> tuple[np.ndarray, ...]:
+    """Evaluate ``op`` on ``inputs`` per the spec; returns one array per result.
+
+    ``regions`` (a signature's region texts, conformance/regions.py) reach the oracle
+    function in its attributes, under the spec's region names (sort's ``comparator``).
+    """
     fn = REGISTRY.get(op)
     if fn is None:
         raise OracleError(f"no oracle for op {op!r}")
@@ -89,8 +94,11 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
         types = _infer_result_types(load_spec(op), inputs)
     else:
         types = [tensor_type(t) for t in result_types]
+    attrs = dict(attributes or {})
+    if regions:
+        attrs.update(zip((r.name for r in load_spec(op).regions), regions))
     with np.errstate(all="ignore"):
-        out = fn(inputs, dict(attributes or {}), types)
+        out = fn(inputs, attrs, types)
     out = out if isinstance(out, tuple) else (out,)
     for i, (x, t) in enumerate(zip(out, types)):
         if x.dtype != t.element_type.dtype or x.shape != t.shape:
@@ -100,7 +108,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
 
 def evaluate_case(case: Case) -> tuple[np.ndarray, ...]:
     return evaluate(case.op, case.inputs, case.attributes,
-                    result_types=case.signature.result_types)
+                    result_types=case.signature.result_types, regions=case.signature.regions)
 
 
 def broadcast_ready(sig: Signature, stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -124,9 +132,10 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_types]
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
-                        result_types=batched_types)
+                        result_types=batched_types, regions=sig.regions)
     per_case = [evaluate(sig.op, [x[b] for x in stacked], sig.attributes,
-                         result_types=sig.result_types) for b in range(batch)]
+                         result_types=sig.result_types, regions=sig.regions)
+                for b in range(batch)]
     return tuple(np.stack([c[i] for c in per_case]) if per_case
                  else np.zeros(t.shape, t.element_type.dtype)
                  for i, t in enumerate(batched_types))
@@ -137,6 +146,12 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
                            expected: Sequence[np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """For each implementation-defined rule of the spec that applies, a boolean mask
     over the (batched) result elements it covers. Inputs carry a leading batch axis.
+
+    A rule whose ``when:`` gives integers instead names permutation groups: result
+    elements with the same label > 0 may hold the oracle's values in any order among
+    themselves, the same order in every result (an unstable sort's equal keys); the
+    mask is then that int64 label array, and :func:`conformance.compare.compare_batch`
+    compares each group as a multiset instead of masking it.
 
     The rules' conditions see the inputs' values, the attributes, and the results:
     the oracle's values (``expected``, computed here if not given), so that a rule
@@ -160,6 +175,13 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     with np.errstate(all="ignore"):
         for rule in spec.implementation_defined:
             m = ex.evaluate(rule.when, env)
+            if np.asarray(m).dtype.kind in "iu":
+                # Integer labels instead of booleans: permutation groups (compare_batch
+                # compares each group's values as a multiset, not masked).
+                m = np.asarray(m)
+                if (m > 0).any():
+                    masks[rule.id] = np.broadcast_to(np.where(m > 0, m, 0), out_shape)
+                continue
             m = np.asarray(m).astype(bool)
             if m.any():
                 masks[rule.id] = _to_result_shape(m, out_shape)
