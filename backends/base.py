@@ -73,7 +73,7 @@ class Backend:
             batch = stacked[0].shape[0] if stacked else 1
             per_case = [[np.asarray(r) for r in single([x[b] for x in stacked])]
                         for b in range(batch)]
-            n_results = len(signature.result_types)
+            n_results = len(signature.result_leaves)
             return [np.stack([c[i] for c in per_case]) for i in range(n_results)]
         return execute
 

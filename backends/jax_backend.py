@@ -57,7 +57,7 @@ class JaxBackend(Backend):
         jax = self._jax
         lead = () if batch is None else (batch,)
         specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
-                 for t in sig.input_types]
+                 for t in sig.input_leaves]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -70,7 +70,7 @@ class JaxBackend(Backend):
                               f"{str(e).splitlines()[0]}") from None
         outs = out if isinstance(out, (tuple, list)) else (out,)
         inferred = [TensorType(o.shape[len(lead):], element_type(o.dtype)) for o in outs]
-        if sig.invalid and list(inferred) != list(sig.result_types):
+        if sig.invalid and list(inferred) != list(sig.result_leaves):
             raise Unsupported("jax.lax infers the result type "
                               f"{', '.join(map(str, inferred))}; the invalid case declares "
                               f"{', '.join(map(str, sig.result_types))}, which jax cannot express")

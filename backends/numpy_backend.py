@@ -35,6 +35,7 @@ class NumpyBackend(Backend):
         self._check(signature)
         return lambda inputs: oracles.evaluate(signature.op, inputs, signature.attributes,
                                                result_types=signature.result_types,
+                                               input_types=signature.input_types,
                                                regions=signature.regions)
 
     def compile_batch(self, signature: Signature):

@@ -73,7 +73,7 @@ class XlaBackend(Backend):
     def compile_text(self, text: str, sig: Signature):
         """Compile module ``text`` (the canonical module of ``sig``) into a loaded
         executable; the classification of errors is in the module docstring."""
-        for t in sig.input_types:
+        for t in sig.input_leaves:
             why = self.pjrt.cannot_transfer(t.element_type.dtype)
             if why is not None:
                 raise Unsupported(f"{self.platform} cannot hold {t.element_type} arrays: {why}")
@@ -109,7 +109,7 @@ class XlaBackend(Backend):
             batch = stacked[0].shape[0] if stacked else 1
             if batch == 0:
                 return [np.zeros((0,) + t.shape, t.element_type.dtype)
-                        for t in signature.result_types]
+                        for t in signature.result_leaves]
             avals = [pjrt.aval(x.shape[1:], x.dtype) for x in stacked]
             outs: list[np.ndarray] = []
             for b in range(batch):

@@ -41,14 +41,30 @@ class DenseError(LiteralError):
     """Text that is not a tensor constant this module can read."""
 
 
+def _mlir_float(r: str) -> str:
+    """An MLIR float literal: digits with a '.' (before any exponent): ``-0`` is
+    ``-0.0``, ``1e-45`` is ``1.0e-45``."""
+    mantissa, e, exponent = r.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
+
+
 def _float_text(x: float, bits: int, et: ElementType) -> str:
-    if np.isfinite(x):
-        r = repr(float(x))
-        if "e" in r and "." not in r.split("e")[0]:
-            mantissa, exponent = r.split("e")
-            r = f"{mantissa}.0e{exponent}"
-        return r
-    return f"0x{bits:0{max(1, et.bits // 4)}X}"
+    if not np.isfinite(x):
+        return f"0x{bits:0{max(1, et.bits // 4)}X}"
+    if et.bits < 64:
+        # The shortest text for the element type, if it reads back as MLIR reads it
+        # (decimal -> double -> element type, round to nearest even); else the double.
+        short = str(np.array(x).astype(et.dtype)[()])
+        try:
+            back = np.array(float(short)).astype(et.dtype)
+        except ValueError:
+            back = None
+        if back is not None and back.view(et.bits_dtype) == \
+                np.array(x).astype(et.dtype).view(et.bits_dtype):
+            return _mlir_float(short)
+    return _mlir_float(repr(float(x)))
 
 
 def _element_texts(array: np.ndarray, et: ElementType) -> list[str]:
@@ -191,10 +207,16 @@ def parse_dense(text: str) -> np.ndarray:
         return np.zeros(ttype.shape, et.dtype)
     value = _parse_body(body)
     if ttype.shape and _is_element(value, et):                  # a splat
-        one = from_literal(value, TensorType((), et))
+        try:
+            one = from_literal(value, TensorType((), et))
+        except LiteralError as e:
+            raise DenseError(str(e)) from None
         return np.array(np.broadcast_to(one, ttype.shape), order="C")
     if not ttype.shape and isinstance(value, list) and not _is_element(value, et):
         raise DenseError(f"a list where {ttype.mlir()} needs one element: {body[:60]!r}")
     if ttype.size == 0:
         return np.zeros(ttype.shape, et.dtype)                  # dense<[]>, dense<[[]]>
-    return from_literal(value, ttype)
+    try:
+        return from_literal(value, ttype)
+    except LiteralError as e:
+        raise DenseError(f"{e} (in {text.strip()[:60]!r})") from None

@@ -13,10 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from conformance.case import Case, Signature
-from conformance.literals import from_literal, to_literal
+from conformance.literals import from_value_literal, to_literal
 from conformance.numerics import to_wide
 from conformance.specs import OpSpec
-from conformance.types import element_type, tensor_type, type_of
+from conformance.types import element_type, type_of, value_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +40,11 @@ def examples(spec: OpSpec) -> list[Example]:
     for i, ex in enumerate(spec.examples):
         ins = _flat(ex["inputs"].values())
         outs = _flat(ex["expected"].values())
-        inputs = [from_literal(v["value"], v["type"]) for v in ins]
-        expected = tuple(from_literal(v["value"], v["type"]) for v in outs)
-        sig = Signature.make(spec.name, [type_of(x) for x in inputs],
-                             [tensor_type(v["type"]) for v in outs],
+        # A tuple-typed value's literal lists its elements; the case holds its leaves.
+        inputs = [x for v in ins for x in from_value_literal(v["value"], v["type"])]
+        expected = tuple(x for v in outs for x in from_value_literal(v["value"], v["type"]))
+        sig = Signature.make(spec.name, [value_type(v["type"]) for v in ins],
+                             [value_type(v["type"]) for v in outs],
                              ex.get("attributes", {}),
                              regions=tuple(ex.get("regions", {}).get(r.name, "")
                                            for r in spec.regions))

@@ -218,3 +218,18 @@ def from_literal(value: Any, ttype: "TensorType | str") -> np.ndarray:
             out = np.array(ints, dtype=object).astype(
                 np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype)
     return out.reshape(ttype.shape)
+
+
+def from_value_literal(value: Any, vtype: Any) -> list[np.ndarray]:
+    """The tensor leaves of a literal of a value type: a tensor type as
+    :func:`from_literal`; a tuple type (``tuple<tensor<2xf32>, tuple<tensor<si32>>>``,
+    conformance.types.TupleType) takes the list of its elements' literals
+    (``[[1.0, 2.0], [3]]``) and gives their leaves flattened depth-first."""
+    from conformance.types import TupleType, value_type
+    vtype = value_type(vtype)
+    if not isinstance(vtype, TupleType):
+        return [from_literal(value, vtype)]
+    if not isinstance(value, (list, tuple)) or len(value) != len(vtype):
+        got = f"{len(value)} items" if isinstance(value, (list, tuple)) else repr(value)
+        raise LiteralError(f"{vtype}: expected a list of {len(vtype)} element values, got {got}")
+    return [leaf for v, t in zip(value, vtype.elements) for leaf in from_value_literal(v, t)]

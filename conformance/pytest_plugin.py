@@ -609,7 +609,7 @@ def selected_examples(options: Options) -> list[ExampleRef]:
         for ex in golden.examples(spec):
             if options.element_types:
                 used = {t.element_type.name for t in
-                        ex.case.signature.input_types + ex.case.signature.result_types}
+                        ex.case.signature.input_leaves + ex.case.signature.result_leaves}
                 if not used & set(options.element_types):
                     continue
             out.append(ExampleRef(spec.name, ex.index))

@@ -324,6 +324,7 @@ class Runner:
         accuracy = self.accuracy(spec, sig)
         expected = list(oracles.evaluate(sig.op, case.inputs, sig.attributes,
                                          result_types=sig.result_types,
+                                         input_types=sig.input_types,
                                          regions=sig.regions))
         folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
         save(folder, backend.locator, case, outcome, expected, None,

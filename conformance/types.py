@@ -312,6 +312,9 @@ def unflatten(values, types) -> list:
         nonlocal pos
         if isinstance(t, TupleType):
             return tuple(take(e) for e in t.elements)
+        if pos >= len(values):
+            raise ValueError(f"{len(values)} values for the tensor leaves of "
+                             f"{', '.join(map(str, types))}")
         pos += 1
         return values[pos - 1]
 

@@ -19,13 +19,15 @@ import dataclasses
 import functools
 from typing import Iterator
 
+import numpy as np
 from hypothesis import reject, strategies as st
 
 from conformance.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.validity import checks, violations
-from conformance.types import ALL_ELEMENT_TYPES, TensorType, element_type
+from conformance.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
+                               value_type)
 
 from .signatures import SHAPE_PROFILES, ShapeProfile, binding_of, canonical, signatures
 
@@ -47,15 +49,45 @@ def _shape_mutations(shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
         yield (3,)
 
 
+def _type_mutations(t) -> Iterator:
+    """Single changes of one value type: a tensor's element type or shape; for a tuple,
+    one change of one element, one element dropped or the last repeated, or the tuple
+    replaced by its first element (a tensor where a tuple belongs)."""
+    if isinstance(t, TupleType):
+        for j, e in enumerate(t.elements):
+            for alt in _type_mutations(e):
+                yield TupleType(t.elements[:j] + (alt,) + t.elements[j + 1:])
+        if t.elements:
+            yield TupleType(t.elements[:-1])
+            yield TupleType(t.elements + t.elements[-1:])
+            yield t.elements[0]
+        return
+    for et in ALL_ELEMENT_TYPES:
+        if et != t.element_type:
+            yield TensorType(t.shape, et)
+    for shape in _shape_mutations(t.shape):
+        yield TensorType(shape, t.element_type)
+
+
+def _tensor_attribute_mutations(text) -> Iterator[str]:
+    """A tensor constant of another type: each other element type (same shape), and each
+    shape change (same element type); values drawn with a fixed seed."""
+    from conformance.dense import dense_text, dense_type
+    from .values import draw_array
+    try:
+        t = dense_type(text)
+    except ValueError:
+        return
+    for alt in _type_mutations(t):
+        yield dense_text(draw_array(alt.element_type, alt.shape, np.random.default_rng(0)))
+
+
 def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
     """Every single-step change of ``sig`` (types, shapes, attributes), in a fixed order."""
     for which, types in (("in", sig.input_types), ("out", sig.result_types)):
         for i, t in enumerate(types):
-            for et in ALL_ELEMENT_TYPES:
-                if et != t.element_type:
-                    yield _retype(sig, which, i, TensorType(t.shape, et))
-            for shape in _shape_mutations(t.shape):
-                yield _retype(sig, which, i, TensorType(shape, t.element_type))
+            for alt in _type_mutations(t):
+                yield _retype(sig, which, i, alt)
     yield from _count_mutations(spec, sig)
     yield from _group_retypes(spec, sig)
     yield from _region_mutations(sig)
@@ -68,6 +100,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = [not current]
         elif a.kind == "integer_list":
             alternatives = list(_list_mutations(list(current or [])))
+        elif a.kind == "tensor":
+            alternatives = list(_tensor_attribute_mutations(current))
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
@@ -126,7 +160,8 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
         return
     groups = spec.split_inputs(sig.input_types)
     for gi, t in enumerate(spec.inputs):
-        if not t.variadic or len(groups[gi]) < 2:
+        if not t.variadic or len(groups[gi]) < 2 or \
+                not all(isinstance(x, TensorType) for x in groups[gi]):
             continue
         for et in ALL_ELEMENT_TYPES:
             if et == groups[gi][0].element_type:
@@ -171,6 +206,9 @@ def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:
     try:
         outs = []
         for t in spec.outputs:
+            if t.type is not None and not t.variadic:      # a value type expression
+                outs.append(value_type(ex.evaluate(t.type, env)))
+                continue
             if t.variadic or len(t.shape) != 1:
                 return None
             shape = ex.evaluate(t.shape[0], env)

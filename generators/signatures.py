@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
+import numpy as np
+
 from hypothesis import strategies as st
 
 from conformance.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
-from conformance.types import TensorType, element_type
+from conformance.types import TensorType, element_type, value_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +163,8 @@ def bind_types(chooser: Chooser, spec: OpSpec, fixed: Mapping[str, str] | None) 
 
 
 def _tensor(chooser: Chooser, t, env) -> TensorType:
+    if t.type is not None:              # a value type expression (tensor or tuple)
+        return value_type(ex.evaluate(t.type, env))
     et = ex.evaluate(t.element_type, env)
     shape_expr = t.shape[0] if len(t.shape) == 1 else chooser.choice(list(t.shape))
     return TensorType(tuple(ex.evaluate(shape_expr, env)), element_type(et))
@@ -182,6 +186,16 @@ def _tensors(chooser: Chooser, specs, env) -> list[TensorType]:
 def _attribute(chooser: Chooser, a, env):
     if a.value is not None:
         return ex.evaluate(a.value, env)
+    if a.kind == "tensor":
+        # A tensor constant: values drawn by numpy from a seed the chooser picks (the
+        # canonical signature: seed 0), held as its exact MLIR text (hashable, and what
+        # the emitter prints).
+        from conformance.dense import dense_text
+        from .values import draw_array
+        et = ex.evaluate(a.element_type, env)
+        shape = tuple(ex.evaluate(a.shape, env))
+        rng = np.random.default_rng(chooser.integer(0, 2 ** 32 - 1))
+        return dense_text(draw_array(et, shape, rng, a.distribution or "default"))
     if a.kind == "enum":
         return chooser.choice(ex.evaluate(a.choose, env) if a.choose else list(a.values))
     if a.kind == "boolean":
@@ -238,7 +252,7 @@ def binding_of(spec: OpSpec, sig: Signature) -> dict[str, str]:
     """Recover the type binding of a valid signature (its matrix column).
 
     Each type variable is read from the first input or output whose element type
-    expression is exactly that variable.
+    expression is exactly that variable (a tuple-typed one: its first leaf).
     """
     out: dict[str, str] = {}
     pairs = list(zip(spec.inputs, spec.split_inputs(sig.input_types))) + \
@@ -246,9 +260,11 @@ def binding_of(spec: OpSpec, sig: Signature) -> dict[str, str]:
     for name in spec.type_variables:
         for t, tt in pairs:
             if t.element_type == name:
-                first = tt[0] if t.variadic else tt
                 if t.variadic and not tt:
                     continue
-                out[name] = first.element_type.name
+                first = tt[0] if t.variadic else tt
+                if not first.leaves():
+                    continue
+                out[name] = first.leaves()[0].element_type.name
                 break
     return out

@@ -200,15 +200,17 @@ def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Gen
 
 def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
                  spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
-    """Values for ``batch`` cases of ``sig``: one array per input, shape [batch] + input shape."""
+    """Values for ``batch`` cases of ``sig``: one array per input tensor (a tuple-typed
+    input's leaves), shape [batch] + its shape."""
     spec = spec or load_spec(sig.op)
     groups = spec.split_inputs(list(range(len(sig.input_types))))
     dists = ["default"] * len(sig.input_types)
     for t, idx in zip(spec.inputs, groups):
         for i in (idx if t.variadic else [idx]):
             dists[i] = t.values or "default"
-    return tuple(draw_array(t.element_type, (batch, *t.shape), rng, d)
-                 for t, d in zip(sig.input_types, dists))
+    # A tuple-typed input gets one array per leaf (the case holds the leaves).
+    return tuple(draw_array(leaf.element_type, (batch, *leaf.shape), rng, d)
+                 for t, d in zip(sig.input_types, dists) for leaf in t.leaves())
 
 
 def case_inputs(sig: Signature, rng: np.random.Generator,

@@ -22,7 +22,8 @@ import numpy as np
 from conformance.case import Case, Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
-from conformance.types import TensorType, element_type, tensor_type, type_of
+from conformance.types import (TensorType, TupleType, element_type, flatten, leaves,
+                               type_of, unflatten, value_type)
 
 OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
                     "tuple[np.ndarray, ...] | np.ndarray"]
@@ -80,11 +81,18 @@ def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[Tens
 
 def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any] | None = None,
              *, result_types: Sequence["TensorType | str"] | None = None,
+             input_types: Sequence[Any] | None = None,
              regions: Sequence[str] = ()) -> tuple[np.ndarray, ...]:
     """Evaluate ``op`` on ``inputs`` per the spec; returns one array per result.
 
     ``regions`` (a signature's region texts, conformance/regions.py) reach the oracle
     function in its attributes, under the spec's region names (sort's ``comparator``).
+
+    Tuple types (tuple, get_tuple_element): ``inputs`` are the leaves and
+    ``input_types`` (value types) says how they group; the oracle function then gets a
+    Python tuple of element values for each tuple-typed input, returns a Python tuple
+    for each tuple-typed result (a 1-tuple around it when it is the only result), and
+    the results come back as leaves, flattened depth-first.
     """
     fn = REGISTRY.get(op)
     if fn is None:
@@ -93,13 +101,19 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
     if result_types is None:
         types = _infer_result_types(load_spec(op), inputs)
     else:
-        types = [tensor_type(t) for t in result_types]
+        types = [value_type(t) for t in result_types]
+    args: list = inputs
+    if input_types is not None and any(isinstance(value_type(t), TupleType)
+                                       for t in input_types):
+        args = unflatten(inputs, input_types)
     attrs = dict(attributes or {})
     if regions:
         attrs.update(zip((r.name for r in load_spec(op).regions), regions))
     with np.errstate(all="ignore"):
-        out = fn(inputs, attrs, types)
+        out = fn(args, attrs, types)
     out = out if isinstance(out, tuple) else (out,)
+    if any(isinstance(t, TupleType) for t in types):
+        out, types = tuple(flatten(out)), list(leaves(types))
     for i, (x, t) in enumerate(zip(out, types)):
         if x.dtype != t.element_type.dtype or x.shape != t.shape:
             raise OracleError(f"{op}: oracle result {i} is {type_of(x)}, expected {t}")
@@ -108,7 +122,8 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
 
 def evaluate_case(case: Case) -> tuple[np.ndarray, ...]:
     return evaluate(case.op, case.inputs, case.attributes,
-                    result_types=case.signature.result_types, regions=case.signature.regions)
+                    result_types=case.signature.result_types,
+                    input_types=case.signature.input_types, regions=case.signature.regions)
 
 
 def broadcast_ready(sig: Signature, stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -129,12 +144,13 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     batch axis. Element-wise ops are evaluated in one vectorised call."""
     spec = spec or load_spec(sig.op)
     batch = stacked[0].shape[0] if stacked else 1
-    batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_types]
+    batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_leaves]
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
                         result_types=batched_types, regions=sig.regions)
     per_case = [evaluate(sig.op, [x[b] for x in stacked], sig.attributes,
-                         result_types=sig.result_types, regions=sig.regions)
+                         result_types=sig.result_types, input_types=sig.input_types,
+                         regions=sig.regions)
                 for b in range(batch)]
     return tuple(np.stack([c[i] for c in per_case]) if per_case
                  else np.zeros(t.shape, t.element_type.dtype)

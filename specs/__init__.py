@@ -47,6 +47,8 @@ class TensorSpec:
     shape: tuple[str, ...]            # one or more alternative shape expressions
     values: str | None                # name of a value distribution (generators)
     variadic: str | None = None       # count expression of a variadic input/output
+    type: str | None = None           # value type expression (instead of element_type, shape)
+    value_kind: str = "tensor"        # tensor | tuple | value (either)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,9 @@ class AttributeSpec:
     range: tuple[Any, Any] | None     # integer generation range (ints or expressions)
     type_text: str
     value: str | None = None          # computed from the variables instead of drawn
+    element_type: str | None = None   # kind tensor: the constant's element type expression
+    shape: str | None = None          # kind tensor: its shape expression
+    distribution: str | None = None   # kind tensor: value distribution (generators/values.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +202,9 @@ class OpSpec:
     def signature_accuracy(self, sig: Any, overrides: dict[str, Any] | None = None) -> Accuracy:
         """The comparison rule for a signature: by its first input's element type, or its
         first result's when it has no inputs (iota, constant)."""
-        types = tuple(sig.input_types) or tuple(sig.result_types)
+        types = tuple(sig.input_leaves) or tuple(sig.result_leaves)
+        if not types:               # tuple() -> tuple<>: no tensor at all, nothing to compare
+            return Accuracy("bits")
         return self.accuracy(types[0].element_type, overrides)
 
 
@@ -349,8 +356,13 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         names = var_names | attr_names | {"k"}
         if kind == "outputs":       # an output's type may name the inputs' types
             names = names | {x["name"] for x in data["inputs"]}
-        _check_expr(path, f"{key}.element_type", t["element_type"], names)
-        shapes = tuple(t["shape"]["one_of"]) if isinstance(t["shape"], dict) else (t["shape"],)
+        shapes: tuple[str, ...] = ()
+        if "type" in t:
+            _check_expr(path, f"{key}.type", t["type"], names)
+        else:
+            _check_expr(path, f"{key}.element_type", t["element_type"], names)
+            shapes = (tuple(t["shape"]["one_of"]) if isinstance(t["shape"], dict)
+                      else (t["shape"],))
         for s in shapes:
             _check_expr(path, f"{key}.shape", s, names)
         if "variadic" in t:
@@ -360,7 +372,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                 raise _fail(path, f"{key}.constraints", f"{cid} is not a constraint of this op "
                                                         f"(it has {constraint_ids})")
         return TensorSpec(t["name"], t.get("label"), types, t.get("type_text", ""),
-                          t["element_type"], shapes, t.get("values"), t.get("variadic"))
+                          t.get("element_type", ""), shapes, t.get("values"), t.get("variadic"),
+                          t.get("type"), t.get("value_kind", "tensor"))
 
     attr_names = {a["name"] for a in data.get("attributes", [])}
     inputs = tuple(tensor("inputs", i, t) for i, t in enumerate(data["inputs"]))
@@ -381,10 +394,17 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         for j, bound in enumerate(a.get("range", [])):
             if isinstance(bound, str):
                 _check_expr(path, f"{key}.range[{j}]", bound, var_names)
+        if a["kind"] == "tensor":
+            if "value" not in a and not ("element_type" in a and "shape" in a):
+                raise _fail(path, key, "a tensor attribute needs element_type and shape "
+                                       "(or a value)")
+            for part in ("element_type", "shape"):
+                if part in a:
+                    _check_expr(path, f"{key}.{part}", a[part], var_names)
         attributes.append(AttributeSpec(
             a["name"], a.get("label"), a["kind"], tuple(a.get("values", ())), a.get("choose"),
             tuple(a["range"]) if "range" in a else None, a.get("type_text", ""),
-            a.get("value")))
+            a.get("value"), a.get("element_type"), a.get("shape"), a.get("distribution")))
 
     regions = []
     for i, r in enumerate(data.get("regions", [])):
@@ -428,7 +448,8 @@ def _check_mlir(spec: OpSpec) -> None:
 
 
 def _check_examples(spec: OpSpec) -> None:
-    from conformance.literals import LiteralError, from_literal
+    from conformance.dense import parse_dense
+    from conformance.literals import LiteralError, from_value_literal
     in_names = [t.name for t in spec.inputs]
     out_names = [t.name for t in spec.outputs]
     attr_names = {a.name for a in spec.attributes}
@@ -443,11 +464,17 @@ def _check_examples(spec: OpSpec) -> None:
         extra = set(exm.get("attributes", {})) - attr_names
         if extra:
             raise _fail(spec.path, f"{key}.attributes", f"unknown attribute(s) {sorted(extra)}")
+        for a in spec.attributes:
+            if a.kind == "tensor" and a.name in exm.get("attributes", {}):
+                try:
+                    parse_dense(exm["attributes"][a.name])
+                except (LiteralError, UnknownElementType, ValueError) as e:
+                    raise _fail(spec.path, f"{key}.attributes.{a.name}", str(e)) from None
         for part in ("inputs", "expected"):
             for name, t in exm[part].items():
                 for j, item in enumerate(t if isinstance(t, list) else [t]):
                     try:
-                        from_literal(item["value"], tensor_type(item["type"]))
+                        from_value_literal(item["value"], item["type"])
                     except (LiteralError, UnknownElementType, ValueError) as e:
                         where = f"{key}.{part}.{name}" + (f"[{j}]" if isinstance(t, list) else "")
                         raise _fail(spec.path, where, str(e)) from None

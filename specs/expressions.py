@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from conformance.types import (ElementType, TensorType, complex_type as _complex_type,
-                               element_type as _element_type)
+from conformance.types import (ElementType, TensorType, TupleType,
+                               complex_type as _complex_type, element_type as _element_type)
 
 
 class ExpressionError(ValueError):
@@ -55,9 +55,28 @@ def _same(key: Callable[[Any], Any]) -> Callable[..., bool]:
 def _type_key(x: Any):
     if isinstance(x, TensorType):
         return (x.shape, x.element_type.name)
+    if isinstance(x, TupleType):
+        return ("tuple", tuple(_type_key(e) for e in x.elements))
     if isinstance(x, np.ndarray):
         return (x.shape, _element_type(x.dtype).name)
     raise ExpressionError(f"same_type() of something that is not a tensor: {x!r}")
+
+
+def _size(x: Any) -> int:
+    """The spec's ``size``: the number of elements of a tensor, of a tuple (its
+    elements, not its leaves) or of a list."""
+    if isinstance(x, (TupleType, list, tuple)):
+        return len(x)
+    return int(np.prod(_tensor_shape(x), dtype=np.int64))
+
+
+def _value_type(x: Any):
+    """The spec's ``type``: a value type as itself, an array as its tensor type."""
+    if isinstance(x, (TensorType, TupleType)):
+        return x
+    if isinstance(x, np.ndarray):
+        return TensorType(x.shape, _element_type(x.dtype))
+    raise ExpressionError(f"type() of something that is not a value: {x!r}")
 
 
 def _is_nan(x):
@@ -152,7 +171,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "shape": _tensor_shape,
     "rank": lambda x: len(_tensor_shape(x)),
     "dim": lambda x, i: _tensor_shape(x)[i],
-    "size": lambda x: int(np.prod(_tensor_shape(x), dtype=np.int64)),
+    "size": lambda x: _size(x),
     "element_type": lambda x: _as_type(x).name,
     "num_bits": lambda t: _as_type(t).bits,
     "is_boolean": lambda t: _as_type(t).is_boolean,
@@ -166,6 +185,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min_value": lambda t: _as_type(t).int_min,
     "max_value": lambda t: _as_type(t).int_max,
     "same_type": _same(_type_key),
+    # value types (tuple, get_tuple_element): build them, take one's type
+    "tensor": lambda shape, et: TensorType(tuple(shape), _element_type(et)),
+    "tuple": lambda types: TupleType(tuple(types)),
+    "type": lambda x: _value_type(x),
+    "is_tuple": lambda x: isinstance(x, TupleType),
     "same_shape": _same(lambda x: tuple(_tensor_shape(x))),
     "same_element_type": _same(lambda x: _as_type(x).name),
     # collections

@@ -13,9 +13,11 @@ label), and each output's element type must be allowed (``O1``, ``O2``...).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from conformance.case import Signature
+from conformance.types import TensorType, TupleType
 from . import OpSpec, load_spec
 from . import expressions as ex
 
@@ -53,8 +55,41 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
     for t, tt in zip(spec.outputs, spec.split_outputs(sig.result_types)):
         env[t.name] = tt
     env.update(sig.attributes)
+    for a in spec.attributes:            # a tensor constant (constant's value): its array
+        if a.kind == "tensor" and a.name in env:
+            env[a.name] = tensor_attribute(env[a.name])
     env.update(zip((r.name for r in spec.regions), sig.regions))
     return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str):
+    from conformance.dense import parse_dense
+    a = parse_dense(text)
+    a.flags.writeable = False
+    return a
+
+
+def tensor_attribute(text: Any):
+    """A tensor-constant attribute (its MLIR text) as a read-only numpy array; None if
+    the text is not a tensor constant (then every rule that reads it is broken)."""
+    try:
+        return _parsed(text)
+    except (ValueError, TypeError):
+        return None
+
+
+def _type_row_broken(t, value) -> bool:
+    """Does a value (a variadic group: every value of it) break its type-table row? It
+    must be of the kind the row allows (tensor, tuple or either) and every tensor of it
+    (a tuple's leaves) must have an element type the row lists."""
+    for x in (value if t.variadic else [value]):
+        if (t.value_kind == "tensor" and not isinstance(x, TensorType)) or \
+                (t.value_kind == "tuple" and not isinstance(x, TupleType)):
+            return True
+        if any(leaf.element_type not in t.types for leaf in x.leaves()):
+            return True
+    return False
 
 
 def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
@@ -71,13 +106,15 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
         return ["arity"]
     broken: list[str] = []
     for i, (t, tt) in enumerate(zip(spec.inputs, ins)):
-        if any(x.element_type not in t.types for x in (tt if t.variadic else [tt])):
+        if _type_row_broken(t, tt):
             broken.append(t.label or f"I{i + 1}")
     attrs = sig.attributes
     for a in spec.attributes:
         if a.name not in attrs:
             broken.append(a.label or a.name)
         elif a.kind == "enum" and attrs[a.name] not in a.values:
+            broken.append(a.label or a.name)
+        elif a.kind == "tensor" and tensor_attribute(attrs[a.name]) is None:
             broken.append(a.label or a.name)
     env = environment(spec, sig)
     for c in spec.constraints:
@@ -88,7 +125,7 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
         if not ok:
             broken.append(c.id)
     for i, (t, tt) in enumerate(zip(spec.outputs, outs)):
-        if any(x.element_type not in t.types for x in (tt if t.variadic else [tt])):
+        if _type_row_broken(t, tt):
             broken.append(f"O{i + 1}")
     return broken
 
