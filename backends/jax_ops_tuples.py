@@ -11,7 +11,9 @@ of tuple-typed inputs and results (conformance.types.TupleType), pass straight t
   apart a tuple-shaped result).
 
 Neither involves a jax.lax op: what this checks is that jax's flattening keeps every
-leaf, bit for bit. The ops themselves are tested by the xla and interpreter backends,
+leaf, bit for bit. An invalid signature whose declared tuple structure is wrong is
+Unsupported, even where its leaves agree (``tuple(x, tuple<>) -> tuple<x>``): jax has
+no tuple structure to refuse. The ops themselves are tested by the xla and interpreter backends,
 which run the spec's stablehlo.tuple and stablehlo.get_tuple_element.
 
 ``constant`` returns the value as a closed-over numpy array: jax stages it out as a
@@ -41,6 +43,12 @@ def _constant(sig):
 
 @builder("tuple")
 def _tuple(sig):
+    built = TupleType(sig.input_types)
+    if tuple(sig.result_types) != (built,):
+        # Only an invalid signature gets here. Its leaves may even match (a trailing
+        # tuple<> dropped), but jax has no tuple structure to get wrong or to refuse.
+        raise Unsupported(f"jax has no tuple types: the tuple of these values is {built}; "
+                          f"it cannot declare {', '.join(map(str, sig.result_types))}")
     return lambda *leaves: tuple(leaves)
 
 
@@ -51,6 +59,10 @@ def _get_tuple_element(sig):
     if not isinstance(operand, TupleType) or not 0 <= index < len(operand):
         raise Unsupported(f"get_tuple_element: jax picks an element from the operand's leaves "
                           f"by position; index {index} of {operand} names no element")
+    if tuple(sig.result_types) != (operand[index],):
+        raise Unsupported(f"jax has no tuple types: element {index} of {operand} is "
+                          f"{operand[index]}; it cannot declare "
+                          f"{', '.join(map(str, sig.result_types))}")
     start = sum(len(e.leaves()) for e in operand.elements[:index])
     stop = start + len(operand.elements[index].leaves())
     return lambda *leaves: tuple(leaves[start:stop])

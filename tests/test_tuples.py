@@ -310,6 +310,21 @@ def test_tuple_c1_is_a_size_mismatch_and_c2_a_type_mismatch():
         assert list(bad.input_types) != list(bad.result_types[0].elements)
 
 
+def test_jax_cannot_express_a_wrong_tuple_structure_with_the_same_leaves():
+    """jax sees only leaves: a dropped trailing tuple<> leaves them unchanged, so the jax
+    mapping says it cannot express the program rather than run it (accepted_invalid)."""
+    from conformance.backends import Unsupported
+    sig = Signature.make("tuple", ["tensor<2xf32>", "tuple<>"], ["tuple<tensor<2xf32>>"],
+                         invalid="C1")
+    assert violations(sig) == ["C1"] and sig.input_leaves == sig.result_leaves
+    case = Case(sig, (np.zeros(2, np.float32),))
+    with pytest.raises(Unsupported, match="no tuple types"):
+        get_backend("jax").run(case)
+    for backend in ("xla", "interpreter"):
+        with pytest.raises(Exception, match="incompatible"):
+            get_backend(backend).run(case)
+
+
 def test_get_tuple_element_index_out_of_range_breaks_c1_only():
     spec = load_spec("get_tuple_element")
     operand = value_type("tuple<tensor<2xf32>, tensor<si32>>")
