@@ -342,14 +342,18 @@ def cmd_show(args) -> int:
         print(w.fill(f"{k}: {v}"))
     print("  inputs:")
     for t in s.inputs:
-        print(f"    {t.label or '':4} {t.name}: {t.type_text}  [element type {t.element_type}, "
-              f"shape {' | '.join(t.shape)}]")
+        how = (f"type {t.type}" if t.type else
+               f"element type {t.element_type}, shape {' | '.join(t.shape)}")
+        print(f"    {t.label or '':4} {t.name}: {t.type_text}  [{how}]")
     for a in s.attributes:
         vals = ", ".join(map(str, a.values)) if a.values else f"range {a.range}"
+        if a.kind == "tensor":
+            vals = f"element type {a.element_type}, shape {a.shape}"
         print(f"    {a.label or '':4} {a.name}: {a.kind} ({vals})")
     print("  outputs:")
     for t in s.outputs:
-        print(f"         {t.name}: {t.type_text}  [element type {t.element_type}]")
+        how = f"type {t.type}" if t.type else f"element type {t.element_type}"
+        print(f"         {t.name}: {t.type_text}  [{how}]")
     print("  constraints:")
     for c in s.constraints:
         print(w.fill(f"{c.id}: {c.text}"))
