@@ -49,3 +49,64 @@ def _gather(sig: Signature):
     return lambda operand, idx: lax.gather(operand, last(idx), dnums, sizes,
                                            indices_are_sorted=sorted_,
                                            mode=lax.GatherScatterMode.CLIP)
+
+
+# The update computations jax.lax has a scatter for: (current, update) -> value.
+_SCATTERS = {"add": lax.scatter_add, "multiply": lax.scatter_mul,
+             "maximum": lax.scatter_max, "minimum": lax.scatter_min}
+
+
+def _component(region, k: int, n: int):
+    """The lax scatter function for result ``k`` of a scatter region with ``n`` inputs:
+    ``arg N+k`` (replace) or one op of (arg k, arg N+k); None for anything else."""
+    from conformance import regions
+    node = region.results[k]
+    if isinstance(node, regions.Arg):
+        return lax.scatter if node.index == n + k else None
+    if node.op in _SCATTERS and not dict(node.attributes) and \
+            [getattr(o, "index", None) for o in node.operands] == [k, n + k]:
+        return _SCATTERS[node.op]
+    return None
+
+
+@builder("scatter")
+def _scatter(sig: Signature):
+    """lax.scatter (replace), scatter_add, scatter_mul, scatter_max, scatter_min, one per
+    input. jax.lax scatters one operand at a time, so a variadic scatter maps onto N of
+    them when result k of the region reads only arguments k and N+k (then the inputs
+    do not interact; only the order of repeated updates could differ between them, and
+    that order is implementation-defined anyway). Any other region is unsupported."""
+    from conformance import regions
+    a = sig.attributes
+    n = (len(sig.input_types) - 1) // 2
+    (text,) = sig.regions
+    region = regions.parse(text)
+    if len(region.results) != n:
+        raise Unsupported(f"scatter: the region returns {len(region.results)} values for "
+                          f"{n} inputs")
+    types = [t.element_type for t in sig.input_types[:n]]
+    if list(region.arg_types) != types + types or list(region.result_types) != types:
+        raise Unsupported(f"jax.lax builds the update computation from the operands' types; "
+                          f"it cannot express the region {text!r} for "
+                          f"{', '.join(t.name for t in types)}")
+    fns = [_component(region, k, n) for k in range(n)]
+    if None in fns:
+        raise Unsupported(f"jax.lax has no scatter for the update computation {text!r} "
+                          "(only arg N+k, add, multiply, maximum and minimum of "
+                          "(arg k, arg N+k))")
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(a["update_window_dims"]),
+        inserted_window_dims=tuple(a["inserted_window_dims"]),
+        scatter_dims_to_operand_dims=tuple(a["scatter_dims_to_operand_dims"]))
+    last = _index_vector_last(sig.input_types[n].rank, a["index_vector_dim"])
+    flags = {"indices_are_sorted": bool(a.get("indices_are_sorted", False)),
+             "unique_indices": bool(a.get("unique_indices", False))}
+
+    # FILL_OR_DROP: a window not entirely in bounds is dropped (XLA's own rule; jax lowers
+    # it, like PROMISE_IN_BOUNDS, to a plain stablehlo.scatter). CLIP would clamp.
+    def run(*xs):
+        operands, idx, updates = xs[:n], last(xs[n]), xs[n + 1:]
+        out = tuple(fn(x, idx, u, dnums, mode=lax.GatherScatterMode.FILL_OR_DROP, **flags)
+                    for fn, x, u in zip(fns, operands, updates))
+        return out if n > 1 else out[0]
+    return run

@@ -283,8 +283,24 @@ def _allowed_collateral(spec: OpSpec, target: str) -> set[str]:
     return set()
 
 
+_VIOLATIONS: dict = {}
+
+
+def _violations(spec: OpSpec, sig: Signature) -> tuple[str, ...]:
+    """``violations`` once per signature (candidates() asks about every rule in turn).
+    Keyed by the spec object's id; the entry holds the spec, so the id stays its own."""
+    hit = _VIOLATIONS.get((id(spec), sig))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_VIOLATIONS) > 1 << 16:
+        _VIOLATIONS.clear()
+    broken = tuple(violations(sig, spec))
+    _VIOLATIONS[(id(spec), sig)] = (spec, broken)
+    return broken
+
+
 def breaks_only(spec: OpSpec, sig: Signature, target: str) -> bool:
-    broken = violations(sig, spec)
+    broken = _violations(spec, sig)
     return target in broken and set(broken) - {target} <= _allowed_collateral(spec, target)
 
 

@@ -184,3 +184,134 @@ def gather_indices_unsorted(operand, indices, offset_dims, collapsed, index_map,
         shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
         return np.full(shape, not lexicographically_sorted(_place(full, shape, offset_dims)))
     return _per_case(one, operand, indices)
+
+
+# ---------------------------------------------------------------------------
+# scatter
+# ---------------------------------------------------------------------------
+
+def scatter_geometry(operand_shape, indices, updates_shape, update_window_dims,
+                     inserted_window_dims, index_map, index_vector_dim):
+    """Per update element: ``result_index`` (updates shape + [rank]), whether it is in
+    bounds, and whether its whole window (the updates of its scatter index: the update
+    window sizes, 1 along inserted dimensions) is in bounds. Also the full start index
+    per update element."""
+    rank = len(operand_shape)
+    full = full_start_indices(indices, index_vector_dim, index_map, rank)
+    start = _place(full, updates_shape, update_window_dims)
+    index = start + _full_offsets(updates_shape, update_window_dims, inserted_window_dims,
+                                  rank)
+    extent = [1] * rank
+    window_axes = [d for d in range(rank) if d not in inserted_window_dims]
+    for d_operand, d_update in zip(window_axes, update_window_dims):
+        extent[d_operand] = updates_shape[d_update]
+    dims = np.asarray(operand_shape, np.int64)
+    element_in = np.all((index >= 0) & (index < dims), axis=-1) if rank else \
+        np.ones(tuple(updates_shape), bool)
+    window_in = _place(window_in_bounds(full, operand_shape, extent), updates_shape,
+                       update_window_dims)
+    return index, element_in, window_in, start
+
+
+def _flat(index: np.ndarray, shape) -> np.ndarray:
+    if not len(shape):
+        return np.zeros(index.shape[:-1], np.int64)
+    return np.ravel_multi_index(tuple(index[..., d] for d in range(len(shape))), tuple(shape))
+
+
+def _occurrence(targets: np.ndarray) -> np.ndarray:
+    """For each position, how many earlier positions have the same target."""
+    order = np.argsort(targets, kind="stable")
+    sorted_t = targets[order]
+    starts = np.r_[0, np.nonzero(np.diff(sorted_t))[0] + 1] if len(targets) else np.zeros(0, int)
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(targets)]))
+    occ = np.empty(len(targets), np.int64)
+    occ[order] = np.arange(len(targets)) - group_start
+    return occ
+
+
+@register("scatter")
+def scatter(inputs, attrs, types):
+    """``exec`` with the updates in row-major order of the update index space; a window
+    not entirely in bounds is skipped (XLA's rule: where the spec's result_index is out
+    of bounds the behaviour is implementation-defined and masked). Updates that hit one
+    element are applied one after another: all first hits at once, then all second
+    hits, ... (the region is evaluated element-wise, vectorised over each round)."""
+    from conformance import regions
+    n = len(types)
+    xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
+    region = attrs["update_computation"]
+    results = [np.array(x, order="C", copy=True) for x in xs]
+    shape = results[0].shape
+    index, _, window_in, _ = scatter_geometry(
+        shape, indices, ups[0].shape, attrs["update_window_dims"],
+        attrs["inserted_window_dims"], attrs["scatter_dims_to_operand_dims"],
+        attrs["index_vector_dim"])
+    if not window_in.any():
+        return tuple(results)
+    targets = _flat(index[window_in], shape)
+    values = [np.asarray(u)[window_in] for u in ups]
+    occ = _occurrence(targets)
+    flat = [r.reshape(-1) for r in results]
+    for wave in range(int(occ.max()) + 1):
+        sel = occ == wave
+        t = targets[sel]
+        new = regions.evaluate(region, [f[t] for f in flat] + [v[sel] for v in values])
+        for f, v in zip(flat, new):
+            f[t] = np.asarray(v).astype(f.dtype, copy=False)
+    return tuple(r.reshape(t.shape) for r, t in zip(results, types))
+
+
+def _scatter_per_case(fn, inputs, indices, updates, uwd, iwd, smap, ivd):
+    """A per-case result mask from ``fn(operand_shape, geometry...)`` over the batch."""
+    out = []
+    for b in range(indices.shape[0]):
+        shape = inputs[0].shape[1:]
+        geometry = scatter_geometry(shape, indices[b], updates[0].shape[1:], uwd, iwd, smap,
+                                    ivd)
+        out.append(fn(shape, *geometry))
+    return np.stack(out) if out else np.zeros((0,) + inputs[0].shape[1:], bool)
+
+
+def _hits(shape, index, where) -> np.ndarray:
+    """How many of the update elements selected by ``where`` reach each result element."""
+    counts = np.zeros(int(np.prod(shape, dtype=np.int64)), np.int64)
+    np.add.at(counts, _flat(index[where], shape), 1)
+    return counts.reshape(shape)
+
+
+@condition("scatter_out_of_bounds")
+def scatter_out_of_bounds(inputs, indices, updates, uwd, iwd, smap, ivd):
+    """Result elements reached by the in-bounds part of a window that is not entirely in
+    bounds (the spec updates them; XLA skips the whole window)."""
+    def one(shape, index, element_in, window_in, _):
+        return _hits(shape, index, element_in & ~window_in) > 0
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+
+
+@condition("scatter_repeated_updates")
+def scatter_repeated_updates(inputs, indices, updates, uwd, iwd, smap, ivd):
+    """Result elements that more than one in-bounds update element reaches."""
+    def one(shape, index, element_in, window_in, _):
+        return _hits(shape, index, element_in) > 1
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+
+
+@condition("scatter_indices_not_unique")
+def scatter_indices_not_unique(inputs, indices, updates, uwd, iwd, smap, ivd):
+    """The whole result, where two update elements have the same ``result_index`` (in
+    bounds or not)."""
+    def one(shape, index, element_in, window_in, _):
+        rows = index.reshape(-1, index.shape[-1]) if index.size else np.zeros((0, 1))
+        repeated = len(np.unique(rows, axis=0)) < len(rows)
+        return np.full(shape, repeated)
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+
+
+@condition("scatter_indices_unsorted")
+def scatter_indices_unsorted(inputs, indices, updates, uwd, iwd, smap, ivd):
+    """The whole result, where ``full_start_index`` read at the update indices in
+    row-major order is not non-decreasing (lexicographically)."""
+    def one(shape, index, element_in, window_in, start):
+        return np.full(shape, not lexicographically_sorted(start))
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)

@@ -225,7 +225,24 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # the spec's `combine` (gather C13, scatter C4) and an oracle's named conditions
     "combine": lambda rest, placed, dims: _combine(rest, placed, dims),
     "condition": lambda name, *args: _condition(name, *args),
+    "region_calls": lambda r: _region_calls(r),
 }
+
+
+def _region_calls(text):
+    """Per result of a region: ``['arg', [i]]`` for a bare argument, ``[op, [i, j, ...]]``
+    for one op called on arguments (``add(arg0, arg2)``), ``['', []]`` for anything else
+    (which update computations are order-independent, for scatter)."""
+    regions = _regions()
+    out = []
+    for node in regions.parse(text).results:
+        if isinstance(node, regions.Arg):
+            out.append(["arg", [node.index]])
+        elif all(isinstance(o, regions.Arg) for o in node.operands):
+            out.append([node.op, [o.index for o in node.operands]])
+        else:
+            out.append(["", []])
+    return out
 
 
 def _combine(rest, placed, dims):
