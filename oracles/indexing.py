@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.types import element_type
+from conformance.types import element_type, type_of
 
 from . import condition, register
 
@@ -230,6 +230,68 @@ def _occurrence(targets: np.ndarray) -> np.ndarray:
     return occ
 
 
+def region_implementation_defined(text: str, args: Sequence[np.ndarray]) -> np.ndarray:
+    """Per element (``args``: same-shape arrays, one per block argument): does evaluating
+    the region meet an implementation-defined rule of an op it calls (integer overflow of
+    add, a complex minimum with a NaN part, ...)? Each call is judged by its own op's
+    spec, on the values it receives."""
+    from conformance import oracles, regions
+    from conformance.case import Signature
+    from conformance.types import TensorType
+    region = regions.parse(text)
+    shape = np.asarray(args[0]).shape
+    hit = np.zeros(int(np.prod(shape, dtype=np.int64)), bool)
+
+    def visit(node) -> np.ndarray:
+        if isinstance(node, regions.Arg):
+            return np.asarray(args[node.index]).reshape(-1)
+        operands = [visit(o) for o in node.operands]
+        (out,) = oracles.evaluate(node.op, operands, dict(node.attributes))
+        sig = Signature.make(node.op, [TensorType((), element_type(o.dtype)) for o in operands],
+                             [TensorType((), element_type(out.dtype))], dict(node.attributes))
+        for mask in oracles.implementation_defined(sig, operands, expected=[out]).values():
+            hit[...] |= np.asarray(mask).reshape(-1) > 0
+        return out
+
+    if hit.size:
+        for node in region.results:
+            visit(node)
+    return hit.reshape(shape)
+
+
+def _scatter_run(inputs, attrs, types, judge_region: bool = False):
+    """The scatter oracle's work: (results, mask of result elements where an application
+    of the region met an implementation-defined rule of its ops; only if judge_region)."""
+    from conformance import regions
+    n = len(types)
+    xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
+    region = attrs["update_computation"]
+    results = [np.array(x, order="C", copy=True) for x in xs]
+    shape = results[0].shape
+    impl = np.zeros(shape, bool)
+    index, _, window_in, _ = scatter_geometry(
+        shape, indices, ups[0].shape, attrs["update_window_dims"],
+        attrs["inserted_window_dims"], attrs["scatter_dims_to_operand_dims"],
+        attrs["index_vector_dim"])
+    if not window_in.any():
+        return results, impl
+    targets = _flat(index[window_in], shape)
+    values = [np.asarray(u)[window_in] for u in ups]
+    occ = _occurrence(targets)
+    flat = [r.reshape(-1) for r in results]
+    flat_impl = impl.reshape(-1)
+    for wave in range(int(occ.max()) + 1):
+        sel = occ == wave
+        t = targets[sel]
+        args = [f[t] for f in flat] + [v[sel] for v in values]
+        if judge_region:
+            flat_impl[t] |= region_implementation_defined(region, args)
+        new = regions.evaluate(region, args)
+        for f, v in zip(flat, new):
+            f[t] = np.asarray(v).astype(f.dtype, copy=False)
+    return results, impl
+
+
 @register("scatter")
 def scatter(inputs, attrs, types):
     """``exec`` with the updates in row-major order of the update index space; a window
@@ -237,28 +299,7 @@ def scatter(inputs, attrs, types):
     of bounds the behaviour is implementation-defined and masked). Updates that hit one
     element are applied one after another: all first hits at once, then all second
     hits, ... (the region is evaluated element-wise, vectorised over each round)."""
-    from conformance import regions
-    n = len(types)
-    xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
-    region = attrs["update_computation"]
-    results = [np.array(x, order="C", copy=True) for x in xs]
-    shape = results[0].shape
-    index, _, window_in, _ = scatter_geometry(
-        shape, indices, ups[0].shape, attrs["update_window_dims"],
-        attrs["inserted_window_dims"], attrs["scatter_dims_to_operand_dims"],
-        attrs["index_vector_dim"])
-    if not window_in.any():
-        return tuple(results)
-    targets = _flat(index[window_in], shape)
-    values = [np.asarray(u)[window_in] for u in ups]
-    occ = _occurrence(targets)
-    flat = [r.reshape(-1) for r in results]
-    for wave in range(int(occ.max()) + 1):
-        sel = occ == wave
-        t = targets[sel]
-        new = regions.evaluate(region, [f[t] for f in flat] + [v[sel] for v in values])
-        for f, v in zip(flat, new):
-            f[t] = np.asarray(v).astype(f.dtype, copy=False)
+    results, _ = _scatter_run(inputs, attrs, types)
     return tuple(r.reshape(t.shape) for r, t in zip(results, types))
 
 
@@ -315,3 +356,20 @@ def scatter_indices_unsorted(inputs, indices, updates, uwd, iwd, smap, ivd):
     def one(shape, index, element_in, window_in, start):
         return np.full(shape, not lexicographically_sorted(start))
     return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+
+
+@condition("scatter_region_implementation_defined")
+def scatter_region_implementation_defined(inputs, indices, updates, uwd, iwd, smap, ivd,
+                                          region):
+    """Result elements where an update computation met an implementation-defined rule of
+    an op it calls (applied as the oracle applies them)."""
+    n = len(inputs)
+    attrs = {"update_window_dims": uwd, "inserted_window_dims": iwd,
+             "scatter_dims_to_operand_dims": smap, "index_vector_dim": ivd,
+             "update_computation": region}
+    out = []
+    for b in range(indices.shape[0]):
+        case = [x[b] for x in inputs] + [indices[b]] + [u[b] for u in updates]
+        types = [type_of(x[b]) for x in inputs]
+        out.append(_scatter_run(case, attrs, types, judge_region=True)[1])
+    return np.stack(out) if out else np.zeros((0,) + inputs[0].shape[1:], bool)

@@ -370,6 +370,21 @@ def test_scatter_flags_mask_the_whole_result_when_their_promise_is_broken():
         _scatter_case(x, np.array([[1], [2]], np.int32), up, add, indices_are_sorted=True))
 
 
+def test_scatter_masks_what_the_region_ops_leave_implementation_defined():
+    """An update computation is judged by its ops' own specs: si8 add overflowing wraps
+    conventionally but is masked; an update that does not overflow is checked."""
+    x = np.array([100, 1, 0], np.int8)
+    attrs = {"update_window_dims": [], "inserted_window_dims": [0],
+             "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
+             "indices_are_sorted": False, "unique_indices": False}
+    case = Case.make("scatter", [x, np.array([[0], [1]], np.int32), np.array([100, 5], np.int8)],
+                     ["tensor<3xsi8>"], attrs, regions=("(si8, si8) -> add(arg0, arg1)",))
+    assert oracles.evaluate_case(case)[0].tolist() == [-56, 6, 0]
+    masks = _impl_masks(case)
+    assert list(masks) == ["region_implementation_defined"]
+    assert masks["region_implementation_defined"][0].tolist() == [True, False, False]
+
+
 def test_xla_scatter_with_an_empty_index_vector():
     """Known XLA divergence (jaxlib 0.10.2): with an index vector of size 0 (every
     full_start_index is 0), XLA scatters update i to element i instead of element 0; the
