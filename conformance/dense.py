@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from conformance.literals import LiteralError, bit_patterns, from_literal
+from conformance.literals import LiteralError, bit_patterns, from_literal, nest
 from conformance.types import ElementType, TensorType, element_type, tensor_type
 
 __all__ = ["dense_text", "parse_dense", "dense_type", "DenseError"]
@@ -41,7 +41,7 @@ class DenseError(LiteralError):
     """Text that is not a tensor constant this module can read."""
 
 
-def _mlir_float(r: str) -> str:
+def mlir_float(r: str) -> str:
     """An MLIR float literal: digits with a '.' (before any exponent): ``-0`` is
     ``-0.0``, ``1e-45`` is ``1.0e-45``."""
     mantissa, e, exponent = r.partition("e")
@@ -63,8 +63,8 @@ def _float_text(x: float, bits: int, et: ElementType) -> str:
             back = None
         if back is not None and back.view(et.bits_dtype) == \
                 np.array(x).astype(et.dtype).view(et.bits_dtype):
-            return _mlir_float(short)
-    return _mlir_float(repr(float(x)))
+            return mlir_float(short)
+    return mlir_float(repr(float(x)))
 
 
 def _element_texts(array: np.ndarray, et: ElementType) -> list[str]:
@@ -86,14 +86,11 @@ def _element_texts(array: np.ndarray, et: ElementType) -> list[str]:
     return [_float_text(v, int(b[0]), et) for v, b in zip(wide, bits)]
 
 
-def _nest(items: list[str], shape: tuple[int, ...]) -> str:
-    if not shape:
-        return items[0]
-    if len(shape) == 1:
-        return "[" + ", ".join(items) + "]"
-    step = len(items) // shape[0]
-    return "[" + ", ".join(_nest(items[i * step:(i + 1) * step], shape[1:])
-                           for i in range(shape[0])) + "]"
+def _nested_text(value) -> str:
+    """Nested lists of element texts (literals.nest) as MLIR's ``[a, [b, c]]``."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_nested_text(v) for v in value) + "]"
+    return value
 
 
 def dense_text(array: np.ndarray) -> str:
@@ -103,7 +100,7 @@ def dense_text(array: np.ndarray) -> str:
     ttype = TensorType(array.shape, et)
     if array.size == 0:
         return f"dense<> : {ttype.mlir()}"
-    return f"dense<{_nest(_element_texts(array, et), array.shape)}> : {ttype.mlir()}"
+    return f"dense<{_nested_text(nest(_element_texts(array, et), array.shape))}> : {ttype.mlir()}"
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<punct>[\[\](),])|(?P<atom>[^\s\[\](),]+))")

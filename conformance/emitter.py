@@ -129,11 +129,8 @@ def syntax_of(spec) -> OpSyntax:
 def _float_text(v: float) -> str:
     if not math.isfinite(v):
         raise EmitError(f"cannot print the non-finite float attribute value {v!r} yet")
-    r = repr(float(v))
-    if "e" in r and "." not in r.split("e")[0]:      # MLIR float literals need a '.'
-        mantissa, exponent = r.split("e")
-        r = f"{mantissa}.0e{exponent}"
-    return r
+    from conformance.dense import mlir_float
+    return mlir_float(repr(float(v)))
 
 
 def attribute_value(value: Any) -> str:

@@ -126,16 +126,17 @@ def to_literal(array: np.ndarray) -> Any:
                 .reshape(-1)]
     else:
         flat = [bool(v) for v in array.reshape(-1)]
-    return _nest(flat, array.shape)
+    return nest(flat, array.shape)
 
 
-def _nest(flat: list, shape: tuple[int, ...]) -> Any:
+def nest(flat: list, shape: tuple[int, ...]) -> Any:
+    """Row-major ``flat`` items as nested lists of ``shape`` (the item itself for ())."""
     if not shape:
         return flat[0]
     if len(shape) == 1:
         return list(flat)
     step = int(np.prod(shape[1:], dtype=np.int64))
-    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def _flatten(value: Any, shape: tuple[int, ...], leaf_len: int | None, where: str) -> list:

@@ -29,6 +29,7 @@ import numpy as np
 from conformance.types import ElementType, TensorType, element_type
 
 __all__ = ["RegionError", "Region", "Arg", "Call", "parse", "make", "evaluate",
+           "implementation_defined",
            "block_text", "jax_function", "simple_call", "retyped"]
 
 
@@ -56,10 +57,15 @@ class Region:
     text: str
     arg_types: tuple[ElementType, ...]
     results: tuple[Node, ...]
+    #: the element type of every call in the body (inferred once, by :func:`parse`)
+    call_types: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def type_of(self, n: Node) -> ElementType:
+        return self.arg_types[n.index] if isinstance(n, Arg) else self.call_types[n]
 
     @property
     def result_types(self) -> tuple[ElementType, ...]:
-        return tuple(_node_type(n, self.arg_types) for n in self.results)
+        return tuple(self.type_of(n) for n in self.results)
 
 
 # Ops named like Python keywords (and, or, not) are called as and_(...) in the parsed
@@ -95,10 +101,12 @@ def parse(text: str) -> Region:
         raise RegionError(f"region {text!r}: {e.msg}") from None
     items = tree.elts if isinstance(tree, ast.Tuple) else [tree]
     results = tuple(_node(x, text, len(types)) for x in items)
-    region = Region(text, types, results)
+    # Type-check every call once, by running it on a zero of each argument type.
+    call_types: dict = {}
     for n in results:
-        _node_type(n, types)        # type-checks every call once
-    return region
+        _eval_node(n, [np.zeros((), t.dtype) for t in types],
+                   lambda call, _, out: call_types.setdefault(call, element_type(out.dtype)))
+    return Region(text, types, results, call_types)
 
 
 def _node(x: ast.AST, text: str, nargs: int) -> Node:
@@ -128,27 +136,20 @@ def _node(x: ast.AST, text: str, nargs: int) -> Node:
                       f"found {ast.unparse(x)!r}")
 
 
-def _zeros(t: ElementType) -> np.ndarray:
-    return np.zeros((), t.dtype)
-
-
-def _node_type(n: Node, arg_types: Sequence[ElementType]) -> ElementType:
+def _eval_node(n: Node, args: Sequence[np.ndarray], on_call=None) -> np.ndarray:
+    """``n`` evaluated on ``args`` through the oracles; ``on_call(call, operands, out)``
+    sees every call on the way."""
     if isinstance(n, Arg):
-        return arg_types[n.index]
-    (out,) = _eval_node(n, [_zeros(t) for t in arg_types])
-    return element_type(out.dtype)
-
-
-def _eval_node(n: Node, args: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    if isinstance(n, Arg):
-        return (args[n.index],)
+        return args[n.index]
     from conformance import oracles
-    operands = [_eval_node(o, args)[0] for o in n.operands]
+    operands = [_eval_node(o, args, on_call) for o in n.operands]
     try:
-        out = oracles.evaluate(n.op, operands, dict(n.attributes))
+        out = tuple(oracles.evaluate(n.op, operands, dict(n.attributes)))[0]
     except Exception as e:  # noqa: BLE001 - any oracle refusal is a type error here
         raise RegionError(f"region call {n.op}: {str(e).splitlines()[0]}") from None
-    return tuple(out)[:1]
+    if on_call is not None:
+        on_call(n, operands, out)
+    return out
 
 
 def evaluate(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -158,7 +159,31 @@ def evaluate(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     if len(args) != len(region.arg_types):
         raise RegionError(f"region {text!r} takes {len(region.arg_types)} arguments, "
                           f"got {len(args)}")
-    return [_eval_node(n, args)[0] for n in region.results]
+    return [_eval_node(n, args) for n in region.results]
+
+
+def implementation_defined(text: str, args: Sequence[np.ndarray]) -> np.ndarray:
+    """Per element (``args``: same-shape arrays, one per block argument): does evaluating
+    the region meet an implementation-defined rule of an op it calls (integer overflow of
+    add, a complex minimum with a NaN part, ...)? Each call is judged by its own op's
+    spec, on the values it receives."""
+    from conformance import oracles
+    from conformance.case import Signature
+    region = parse(text)
+    shape = np.asarray(args[0]).shape
+    hit = np.zeros(int(np.prod(shape, dtype=np.int64)), bool)
+
+    def judge(call: Call, operands: Sequence[np.ndarray], out: np.ndarray) -> None:
+        sig = Signature.make(call.op, [TensorType((), element_type(o.dtype)) for o in operands],
+                             [TensorType((), element_type(out.dtype))], dict(call.attributes))
+        for mask in oracles.implementation_defined(sig, operands, expected=[out]).values():
+            hit[...] |= np.asarray(mask).reshape(-1) > 0
+
+    if hit.size:
+        flat = [np.asarray(a).reshape(-1) for a in args]
+        for n in region.results:
+            _eval_node(n, flat, judge)
+    return hit.reshape(shape)
 
 
 def retyped(text: str, mapping: dict[str, str] | None = None,
@@ -194,7 +219,7 @@ def block_text(text: str, prefix: str, indent: str = "      ") -> str:
         if isinstance(n, Arg):
             return args[n.index], scalar[n.index]
         operands = [emit(o) for o in n.operands]
-        result = TensorType((), _node_type(n, region.arg_types))
+        result = TensorType((), region.type_of(n))
         sig = Signature.make(n.op, [t for _, t in operands], [result], dict(n.attributes))
         name = f"%{prefix}{counter[0]}"
         counter[0] += 1
@@ -239,8 +264,8 @@ def jax_function(text: str):
         if isinstance(n, Arg):
             return lambda *xs: xs[n.index]
         parts = [compile_node(o) for o in n.operands]
-        types = [TensorType((), _node_type(o, region.arg_types)) for o in n.operands]
-        result = TensorType((), _node_type(n, region.arg_types))
+        types = [TensorType((), region.type_of(o)) for o in n.operands]
+        result = TensorType((), region.type_of(n))
         fn = build(Signature.make(n.op, types, [result], dict(n.attributes)))
         return lambda *xs: fn(*(p(*xs) for p in parts))
 

@@ -230,35 +230,6 @@ def _occurrence(targets: np.ndarray) -> np.ndarray:
     return occ
 
 
-def region_implementation_defined(text: str, args: Sequence[np.ndarray]) -> np.ndarray:
-    """Per element (``args``: same-shape arrays, one per block argument): does evaluating
-    the region meet an implementation-defined rule of an op it calls (integer overflow of
-    add, a complex minimum with a NaN part, ...)? Each call is judged by its own op's
-    spec, on the values it receives."""
-    from conformance import oracles, regions
-    from conformance.case import Signature
-    from conformance.types import TensorType
-    region = regions.parse(text)
-    shape = np.asarray(args[0]).shape
-    hit = np.zeros(int(np.prod(shape, dtype=np.int64)), bool)
-
-    def visit(node) -> np.ndarray:
-        if isinstance(node, regions.Arg):
-            return np.asarray(args[node.index]).reshape(-1)
-        operands = [visit(o) for o in node.operands]
-        (out,) = oracles.evaluate(node.op, operands, dict(node.attributes))
-        sig = Signature.make(node.op, [TensorType((), element_type(o.dtype)) for o in operands],
-                             [TensorType((), element_type(out.dtype))], dict(node.attributes))
-        for mask in oracles.implementation_defined(sig, operands, expected=[out]).values():
-            hit[...] |= np.asarray(mask).reshape(-1) > 0
-        return out
-
-    if hit.size:
-        for node in region.results:
-            visit(node)
-    return hit.reshape(shape)
-
-
 def _scatter_run(inputs, attrs, types, judge_region: bool = False):
     """The scatter oracle's work: (results, mask of result elements where an application
     of the region met an implementation-defined rule of its ops; only if judge_region)."""
@@ -285,7 +256,7 @@ def _scatter_run(inputs, attrs, types, judge_region: bool = False):
         t = targets[sel]
         args = [f[t] for f in flat] + [v[sel] for v in values]
         if judge_region:
-            flat_impl[t] |= region_implementation_defined(region, args)
+            flat_impl[t] |= regions.implementation_defined(region, args)
         new = regions.evaluate(region, args)
         for f, v in zip(flat, new):
             f[t] = np.asarray(v).astype(f.dtype, copy=False)
@@ -363,7 +334,6 @@ def scatter_region_implementation_defined(inputs, indices, updates, uwd, iwd, sm
                                           region):
     """Result elements where an update computation met an implementation-defined rule of
     an op it calls (applied as the oracle applies them)."""
-    n = len(inputs)
     attrs = {"update_window_dims": uwd, "inserted_window_dims": iwd,
              "scatter_dims_to_operand_dims": smap, "index_vector_dim": ivd,
              "update_computation": region}
