@@ -29,7 +29,7 @@ from conformance.specs.validity import checks, violations
 from conformance.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
                                value_type)
 
-from .signatures import SHAPE_PROFILES, ShapeProfile, binding_of, canonical, signatures
+from .signatures import ShapeProfile, binding_of, canonical, signatures
 
 
 def _retype(sig: Signature, which: str, i: int, t: TensorType) -> Signature:

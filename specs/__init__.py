@@ -12,15 +12,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
 from conformance.types import (ALL_ELEMENT_TYPES, TYPE_CLASSES, ElementType, TensorType,
-                               UnknownElementType, element_type, element_types_of,
-                               tensor_type)
+                               UnknownElementType, element_type, element_types_of)
 from . import expressions as ex
 
 SPEC_DIR = Path(__file__).parent / "ops"
