@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 
 Executable = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]
 

@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance.case import Signature
-from conformance.types import TensorType, element_type
+from conformance.core.case import Signature
+from conformance.core.types import TensorType, element_type
 
 from .base import Backend, BackendLoadError, Unsupported
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 from jax import lax
 
-from conformance.case import Signature
+from conformance.core.case import Signature
 
 from .base import Unsupported
 

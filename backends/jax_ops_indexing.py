@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jax import lax
 
-from conformance.case import Signature
+from conformance.core.case import Signature
 
 from .base import Unsupported
 from .jax_ops import builder

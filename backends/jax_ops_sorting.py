@@ -34,8 +34,8 @@ import numpy as np
 from jax import lax
 
 from conformance import regions
-from conformance.case import Signature
-from conformance.types import ElementType
+from conformance.core.case import Signature
+from conformance.core.types import ElementType
 
 from .base import Unsupported
 from .jax_ops import builder

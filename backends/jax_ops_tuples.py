@@ -2,7 +2,7 @@
 
 jax has no tuple type in its programs: a jitted function takes and returns pytrees of
 arrays, which jax flattens into the leaves. So the case's values, which are the leaves
-of tuple-typed inputs and results (conformance.types.TupleType), pass straight through:
+of tuple-typed inputs and results (conformance.core.types.TupleType), pass straight through:
 
 - ``tuple`` returns its inputs' leaves: the leaves of the result, in order (XLA's
   Tuple is what jax itself builds around a jitted function's results);
@@ -23,8 +23,8 @@ and JaxBackend.compile_batch runs it once per case.
 """
 from __future__ import annotations
 
-from conformance.dense import dense_type, parse_dense
-from conformance.types import TupleType
+from conformance.core.dense import dense_type, parse_dense
+from conformance.core.types import TupleType
 
 from .base import Unsupported
 from .jax_ops import builder

@@ -48,8 +48,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from conformance.literals import from_bit_patterns
-from conformance.types import ElementType, element_type
+from conformance.core.literals import from_bit_patterns
+from conformance.core.types import ElementType, element_type
 
 from .base import BackendLoadError
 

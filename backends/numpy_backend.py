@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import oracles
-from conformance.case import Signature
+from conformance.core.case import Signature
 from conformance.specs.validity import violations
 
 from .base import Backend

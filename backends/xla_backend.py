@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance.case import Signature
+from conformance.core.case import Signature
 
 from . import jaxlib_support
 from .base import Backend, BackendLoadError, Unsupported

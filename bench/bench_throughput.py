@@ -60,9 +60,9 @@ jax.config.update("jax_enable_compilation_cache", False)
 from conformance.backends import get_backend  # noqa: E402
 from conformance.backends.base import Unsupported  # noqa: E402
 from conformance.backends.jax_ops import build  # noqa: E402
-from conformance.case import Signature  # noqa: E402
+from conformance.core.case import Signature  # noqa: E402
 from conformance.generators import batch_inputs  # noqa: E402
-from conformance.results import ResultsWriter  # noqa: E402
+from conformance.core.results import ResultsWriter  # noqa: E402
 from conformance.runner import DEPTHS, RunConfig, Runner, plan_signatures, stable_hash  # noqa: E402
 from conformance.specs import OpSpec, binding_key, load_spec  # noqa: E402
 
@@ -248,7 +248,7 @@ STAGES = [  # (label, module path suffix, function name)
     ("  of which _detect_flush", "conformance/compare.py", "_detect_flush"),
     ("totals: _Totals.add (counts, ULP histogram)", "conformance/runner.py", "add"),
     ("divergences: _record_divergences", "conformance/runner.py", "_record_divergences"),
-    ("results: ResultsWriter.write", "conformance/results.py", "write"),
+    ("results: ResultsWriter.write", "conformance/core/results.py", "write"),
 ]
 
 

@@ -135,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_filters(ops, families, types) -> None:
     from conformance.specs import all_specs, load_spec
-    from conformance.types import element_type
+    from conformance.core.types import element_type
     for op in ops or []:
         load_spec(op)
     if families:
@@ -259,7 +259,7 @@ def cmd_repro(args) -> int:
 def _gate(results: Path, expectations, fail_on_stale: bool) -> int:
     """Print the gate's verdict; exit 1 on unexpected divergences (or stale entries)."""
     from conformance.expectations import gate
-    from conformance.results import read_results
+    from conformance.core.results import read_results
     g = gate(read_results(results), expectations)
 
     def where(item):
@@ -279,7 +279,7 @@ def _gate(results: Path, expectations, fail_on_stale: bool) -> int:
 
 def cmd_expectations(args) -> int:
     from conformance.expectations import dump, load_expectations, update
-    from conformance.results import read_results
+    from conformance.core.results import read_results
     results = Path(args.results)
     if not results.is_file():
         raise UsageError(f"{results}: no such results file")
@@ -320,7 +320,7 @@ def cmd_list(args) -> int:
         for f, ops in sorted(fams.items()):
             print(f"{f:15} {', '.join(ops)}")
     elif args.what == "types":
-        from conformance.types import ALL_ELEMENT_TYPES
+        from conformance.core.types import ALL_ELEMENT_TYPES
         for t in ALL_ELEMENT_TYPES:
             print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}")
     else:
@@ -390,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conformance.backends import BackendLoadError
     from conformance.expectations import ExpectationsError
     from conformance.specs import SpecError, UnknownOp
-    from conformance.types import UnknownElementType
+    from conformance.core.types import UnknownElementType
 
     args = _parser().parse_args(argv)
     try:

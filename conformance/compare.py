@@ -23,9 +23,9 @@ from typing import Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.numerics import eps, flush_subnormals, is_subnormal, ordinal, to_wide
+from conformance.core.numerics import eps, flush_subnormals, is_subnormal, ordinal, to_wide
 from conformance.specs import Accuracy
-from conformance.types import element_type, type_of
+from conformance.core.types import element_type, type_of
 
 # Outcome classes. Element-level ones first, in increasing severity.
 PASS, SUBNORMAL_FLUSH, ACCURACY, SIGNED_ZERO, NAN, VALUE = range(6)

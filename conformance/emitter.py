@@ -38,8 +38,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from conformance.case import Signature
-from conformance.types import TensorType, TupleType
+from conformance.core.case import Signature
+from conformance.core.types import TensorType, TupleType
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "syntax_of", "attribute_value",
            "op_text", "module_text", "context", "parse", "verify", "verifier_rejects"]
@@ -129,7 +129,7 @@ def syntax_of(spec) -> OpSyntax:
 def _float_text(v: float) -> str:
     if not math.isfinite(v):
         raise EmitError(f"cannot print the non-finite float attribute value {v!r} yet")
-    from conformance.dense import mlir_float
+    from conformance.core.dense import mlir_float
     return mlir_float(repr(float(v)))
 
 

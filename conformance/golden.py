@@ -12,11 +12,11 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.case import Case, Signature
-from conformance.literals import from_value_literal, to_literal
-from conformance.numerics import to_wide
+from conformance.core.case import Case, Signature
+from conformance.core.literals import from_value_literal, to_literal
+from conformance.core.numerics import to_wide
 from conformance.specs import OpSpec
-from conformance.types import element_type, type_of, value_type
+from conformance.core.types import element_type, type_of, value_type
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from conformance.backends.base import Backend, BackendLoadError, Unsupported
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 
 
 class BackendCrash(Exception):

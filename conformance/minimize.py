@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.specs import OpSpec
-from conformance.types import TensorType
+from conformance.core.types import TensorType
 
 # check(case) -> the case's divergence class, or None if it does not diverge.
 Check = Callable[[Case], "str | None"]

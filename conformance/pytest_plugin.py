@@ -217,7 +217,7 @@ def in_ci() -> bool:
 
 def _read_options(config: pytest.Config) -> Options:
     from conformance.specs import load_spec, op_names
-    from conformance.types import UnknownElementType, element_type
+    from conformance.core.types import UnknownElementType, element_type
 
     backend = config.getoption("conformance_backend")
     depth = config.getoption("conformance_depth") or DEFAULT_DEPTH
@@ -821,8 +821,8 @@ class CheckResult:
 def _fmt_array(x) -> str:
     import json
     import numpy as np
-    from conformance.literals import to_hex, to_literal
-    from conformance.types import type_of
+    from conformance.core.literals import to_hex, to_literal
+    from conformance.core.types import type_of
     try:
         x = np.asarray(x)
         t = type_of(x)
@@ -988,7 +988,7 @@ def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, 
                         batch_index, options: Options, key: str,
                         among: "set[str] | None" = None) -> str:
     import numpy as np
-    from conformance.case import Case
+    from conformance.core.case import Case
     from conformance.compare import worst
     from conformance.minimize import element_mask, minimize
     from conformance.repro import check_case
@@ -1183,7 +1183,7 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
     import numpy as np
     from hypothesis import given, strategies as st
     from hypothesis.errors import Unsatisfiable
-    from conformance.case import Case
+    from conformance.core.case import Case
     from conformance.generators import batch_inputs, invalid_signatures
     from conformance.runner import _run_invalid
     from conformance.specs import load_spec

@@ -26,7 +26,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from conformance.types import ElementType, TensorType, element_type
+from conformance.core.types import ElementType, TensorType, element_type
 
 __all__ = ["RegionError", "Region", "Arg", "Call", "parse", "make", "evaluate",
            "implementation_defined",
@@ -168,7 +168,7 @@ def implementation_defined(text: str, args: Sequence[np.ndarray]) -> np.ndarray:
     add, a complex minimum with a NaN part, ...)? Each call is judged by its own op's
     spec, on the values it receives."""
     from conformance import oracles
-    from conformance.case import Signature
+    from conformance.core.case import Signature
     region = parse(text)
     shape = np.asarray(args[0]).shape
     hit = np.zeros(int(np.prod(shape, dtype=np.int64)), bool)
@@ -207,7 +207,7 @@ def retyped(text: str, mapping: dict[str, str] | None = None,
 def block_text(text: str, prefix: str, indent: str = "      ") -> str:
     """The region as an MLIR region in generic form, ``{ ^bb0(...): ... }``. Value
     names carry ``prefix`` so that they never shadow the enclosing function's."""
-    from conformance.case import Signature
+    from conformance.core.case import Signature
     from conformance.emitter import op_text
     region = parse(text)
     args = [f"%{prefix}arg{i}" for i in range(len(region.arg_types))]
@@ -257,7 +257,7 @@ def jax_function(text: str):
     """A jax function of the rank-0 block arguments computing the region, composed of
     the jax backend's per-op builders (so a region means the same as the ops it calls)."""
     from conformance.backends.jax_ops import build
-    from conformance.case import Signature
+    from conformance.core.case import Signature
     region = parse(text)
 
     def compile_node(n: Node):

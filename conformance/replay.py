@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from conformance.case import Case
+from conformance.core.case import Case
 
 
 class CaseIdError(ValueError):

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from conformance import oracles
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.compare import ELEMENT_CLASSES, compare_batch
-from conformance.literals import decode, encode, to_literal
+from conformance.core.literals import decode, encode, to_literal
 from conformance.specs import Accuracy, load_spec
 
 SCRIPT = '''"""Reproducer: {op} on {backend}: {cls} divergence.

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
 from conformance import golden, oracles
 from conformance.backends import Backend, Unsupported
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, compare_batch, max_error,
                                  ulp_histogram)
 from conformance.generators import (batch_inputs, breakable, candidates, canonical,
@@ -33,10 +33,10 @@ from conformance.generators import (batch_inputs, breakable, candidates, canonic
 from conformance.generators.signatures import SHAPE_PROFILES
 from conformance.minimize import element_mask, minimize
 from conformance.repro import case_record, check_case, folder_name, save
-from conformance.results import ResultsWriter, finite_or_none
+from conformance.core.results import ResultsWriter, finite_or_none
 from conformance.specs import OpSpec, binding_key, load_spec, op_names
 from conformance.specs.validity import violations
-from conformance.types import element_type
+from conformance.core.types import element_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -588,7 +588,7 @@ def _one_line(e: BaseException) -> str:
 
 
 def _enc(x):
-    from conformance.literals import encode
+    from conformance.core.literals import encode
     return encode(np.asarray(x))
 
 
@@ -686,7 +686,7 @@ def load_resume(config: RunConfig, backends: Sequence[Backend],
     backends or filters. Records of ops without a ``unit_done`` record (the unit
     that was interrupted) are dropped: that op is run again from its start.
     """
-    from conformance.results import read_results
+    from conformance.core.results import read_results
     path = Path(results_path)
     if not path.is_file():
         return None

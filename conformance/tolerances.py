@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from conformance.specs import SpecError, UnknownOp, load_spec, parse_accuracy
-from conformance.types import ALL_ELEMENT_TYPES, TYPE_CLASSES, UnknownElementType, element_type
+from conformance.core.types import ALL_ELEMENT_TYPES, TYPE_CLASSES, UnknownElementType, element_type
 
 
 def load_tolerances(path: "str | Path") -> dict[str, dict[str, Any]]:

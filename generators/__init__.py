@@ -12,7 +12,7 @@ from typing import Mapping
 import numpy as np
 from hypothesis import strategies as st
 
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.specs import OpSpec, load_spec
 
 from .invalid import breakable, candidates, invalid_signatures, mutations, unbreakable

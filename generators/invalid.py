@@ -22,12 +22,12 @@ from typing import Iterator
 import numpy as np
 from hypothesis import reject, strategies as st
 
-from conformance.case import Signature
+from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.validity import checks, violations
-from conformance.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
-                               value_type)
+from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
+                                    value_type)
 
 from .signatures import ShapeProfile, binding_of, canonical, signatures
 
@@ -72,7 +72,7 @@ def _type_mutations(t) -> Iterator:
 def _tensor_attribute_mutations(text) -> Iterator[str]:
     """A tensor constant of another type: each other element type (same shape), and each
     shape change (same element type); values drawn with a fixed seed."""
-    from conformance.dense import dense_text, dense_type
+    from conformance.core.dense import dense_text, dense_type
     from .values import draw_array
     try:
         t = dense_type(text)

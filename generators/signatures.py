@@ -16,10 +16,10 @@ import numpy as np
 
 from hypothesis import strategies as st
 
-from conformance.case import Signature
+from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
-from conformance.types import TensorType, element_type, value_type
+from conformance.core.types import TensorType, element_type, value_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _attribute(chooser: Chooser, a, env):
         # A tensor constant: values drawn by numpy from a seed the chooser picks (the
         # canonical signature: seed 0), held as its exact MLIR text (hashable, and what
         # the emitter prints).
-        from conformance.dense import dense_text
+        from conformance.core.dense import dense_text
         from .values import draw_array
         et = ex.evaluate(a.element_type, env)
         shape = tuple(ex.evaluate(a.shape, env))

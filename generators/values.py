@@ -15,11 +15,11 @@ from typing import Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.case import Signature
-from conformance.literals import from_bit_patterns
-from conformance.numerics import round_to
+from conformance.core.case import Signature
+from conformance.core.literals import from_bit_patterns
+from conformance.core.numerics import round_to
 from conformance.specs import OpSpec, load_spec
-from conformance.types import ElementType, TensorType, element_type
+from conformance.core.types import ElementType, TensorType, element_type
 
 SPECIAL_SHARE = 0.25
 

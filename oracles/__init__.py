@@ -19,11 +19,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
-from conformance.types import (TensorType, TupleType, element_type, flatten, leaves,
-                               type_of, unflatten, value_type)
+from conformance.core.types import (TensorType, TupleType, element_type, flatten, leaves,
+                                    type_of, unflatten, value_type)
 
 OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
                     "tuple[np.ndarray, ...] | np.ndarray"]

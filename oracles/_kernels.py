@@ -6,9 +6,9 @@ from typing import Callable
 
 import numpy as np
 
-from conformance.literals import bit_patterns, from_bit_patterns
-from conformance.numerics import round_to, to_wide
-from conformance.types import ElementType, TensorType, element_type
+from conformance.core.literals import bit_patterns, from_bit_patterns
+from conformance.core.numerics import round_to, to_wide
+from conformance.core.types import ElementType, TensorType, element_type
 
 U64 = np.uint64
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.types import TensorType
+from conformance.core.types import TensorType
 
 from . import register
 from ._kernels import (U64, as_u64, etype, float_map, int_values, maximum, minimum, wrap)

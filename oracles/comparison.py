@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from conformance.numerics import to_wide, total_order_key
+from conformance.core.numerics import to_wide, total_order_key
 
 from . import register
 

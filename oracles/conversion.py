@@ -21,9 +21,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from conformance.literals import bit_patterns, from_bit_patterns
-from conformance.numerics import round_to, to_wide
-from conformance.types import ElementType, element_type
+from conformance.core.literals import bit_patterns, from_bit_patterns
+from conformance.core.numerics import round_to, to_wide
+from conformance.core.types import ElementType, element_type
 
 from . import register
 from ._kernels import U64, as_u64, wrap

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.types import element_type
+from conformance.core.types import element_type
 
 from . import register
 

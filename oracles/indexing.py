@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.types import element_type, type_of
+from conformance.core.types import element_type, type_of
 
 from . import condition, register
 

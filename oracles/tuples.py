@@ -1,7 +1,7 @@
 """Tuple ops and constant: values moved, never computed.
 
 ``constant``: the ``value`` attribute is a tensor constant's MLIR text
-(conformance/dense.py); the result is the array it denotes, bit for bit (NaN payloads,
+(conformance/core/dense.py); the result is the array it denotes, bit for bit (NaN payloads,
 signed zeros, subnormals, fp8, int4, complex).
 
 ``tuple`` and ``get_tuple_element``: conformance.oracles.evaluate hands a tuple-typed
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.dense import parse_dense
-from conformance.types import TupleType
+from conformance.core.dense import parse_dense
+from conformance.core.types import TupleType
 
 from . import OracleError, register
 

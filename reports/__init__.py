@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.expectations import Expectations
-from conformance.results import read_results
+from conformance.core.results import read_results
 
 from .aggregate import Report, build, load
 from .gating import GateView, as_expectations

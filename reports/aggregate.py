@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.compare import worst
-from conformance.results import read_results
-from conformance.types import ALL_ELEMENT_TYPES
+from conformance.core.results import read_results
+from conformance.core.types import ALL_ELEMENT_TYPES
 
 #: Matrix columns: every spec element type, in spec order.
 COLUMNS: list[str] = [t.name for t in ALL_ELEMENT_TYPES]

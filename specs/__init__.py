@@ -17,8 +17,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from conformance.types import (ALL_ELEMENT_TYPES, TYPE_CLASSES, ElementType, TensorType,
-                               UnknownElementType, element_type, element_types_of)
+from conformance.core.types import (ALL_ELEMENT_TYPES, TYPE_CLASSES, ElementType, TensorType,
+                                    UnknownElementType, element_type, element_types_of)
 from . import expressions as ex
 
 SPEC_DIR = Path(__file__).parent / "ops"
@@ -446,8 +446,8 @@ def _check_mlir(spec: OpSpec) -> None:
 
 
 def _check_examples(spec: OpSpec) -> None:
-    from conformance.dense import parse_dense
-    from conformance.literals import LiteralError, from_value_literal
+    from conformance.core.dense import parse_dense
+    from conformance.core.literals import LiteralError, from_value_literal
     in_names = [t.name for t in spec.inputs]
     out_names = [t.name for t in spec.outputs]
     attr_names = {a.name for a in spec.attributes}

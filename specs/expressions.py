@@ -6,7 +6,7 @@ notation: ``same_type(lhs, rhs, result)``, ``rank(min) == 0 or shape(min) ==
 shape(operand)``. They are parsed with :mod:`ast` and evaluated by walking the
 tree against a whitelist of node kinds and functions; nothing is ever passed to
 ``eval``. Element types are plain strings in this language (``'si32'``), tensor
-values are :class:`~conformance.types.TensorType` (in type-level checks) or numpy
+values are :class:`~conformance.core.types.TensorType` (in type-level checks) or numpy
 arrays (in element-wise conditions, where ``and``/``or``/``not`` work per element).
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from conformance.types import (ElementType, TensorType, TupleType,
-                               complex_type as _complex_type, element_type as _element_type)
+from conformance.core.types import (ElementType, TensorType, TupleType,
+                                    complex_type as _complex_type, element_type as _element_type)
 
 
 class ExpressionError(ValueError):
@@ -117,7 +117,7 @@ def _fits(x, t) -> np.ndarray:
     For float-to-integer, the truncated value must be in range (the spec truncates).
     Complex sources use their real part, except complex-to-complex (both parts).
     """
-    from conformance.numerics import round_to
+    from conformance.core.numerics import round_to
     x = np.asarray(x)
     src, dst = _element_type(x.dtype), _as_type(t)
     if src.is_boolean or dst.is_boolean:

@@ -16,8 +16,8 @@ import dataclasses
 import functools
 from typing import Any
 
-from conformance.case import Signature
-from conformance.types import TensorType, TupleType
+from conformance.core.case import Signature
+from conformance.core.types import TensorType, TupleType
 from . import OpSpec, load_spec
 from . import expressions as ex
 
@@ -64,7 +64,7 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str):
-    from conformance.dense import parse_dense
+    from conformance.core.dense import parse_dense
     a = parse_dense(text)
     a.flags.writeable = False
     return a

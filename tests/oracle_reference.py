@@ -1,6 +1,6 @@
 """An independent, exact reference for checking the numpy oracle.
 
-Nothing here calls the oracle, ``conformance.numerics`` or ml_dtypes' rounding:
+Nothing here calls the oracle, ``conformance.core.numerics`` or ml_dtypes' rounding:
 float formats are described by their parameters (precision, exponent range, largest
 finite value, what overflow gives), values are handled as exact rationals
 (Python integers), and rounding to nearest, ties to even, is done on integers.

@@ -4,7 +4,7 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend, BackendLoadError, Unsupported, get_backend
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 
 
 class RunOnly(Backend):
@@ -95,7 +95,7 @@ def test_jax_backend_reports_unsupported_types_with_the_reason():
 
 def test_jax_backend_runs_every_element_type_of_convert():
     jax = get_backend("jax")
-    from conformance.types import ALL_ELEMENT_TYPES
+    from conformance.core.types import ALL_ELEMENT_TYPES
     for et in ALL_ELEMENT_TYPES:
         x = np.zeros(3, et.dtype)
         out = jax.run(Case.make("convert", [x], [f"tensor<3xf32>"]))

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.case import Signature
+from conformance.core.case import Signature
 from conformance.compare import compare_batch, classify, ulp_histogram, worst
-from conformance.literals import from_literal
+from conformance.core.literals import from_literal
 from conformance.specs import Accuracy
 
 EXACT, BITS = Accuracy("exact"), Accuracy("bits")

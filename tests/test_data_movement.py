@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from conformance import golden, oracles
 from conformance.backends import get_backend
 from conformance.backends.numpy_backend import InvalidProgram
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.emitter import module_text, parse, verifier_rejects
 from conformance.generators import (breakable, candidates, canonical, case_inputs, cases,
                                     draw_array, signatures)
-from conformance.literals import from_bit_patterns
+from conformance.core.literals import from_bit_patterns
 from conformance.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.types import element_type
+from conformance.core.types import element_type
 
 OPS = ["broadcast_in_dim", "concatenate", "pad", "reverse", "reshape", "transpose", "iota",
        "get_dimension_size", "optimization_barrier", "dynamic_slice", "dynamic_update_slice"]

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance import emitter
-from conformance.case import Signature
+from conformance.core.case import Signature
 from conformance.emitter import EmitError, VerifyError, module_text, parse, verifier_rejects
 from conformance.golden import examples as golden_examples
 from conformance.generators import breakable, candidates, canonical, signatures
 from conformance.specs import SpecError, load_spec, op_names, parse_spec
-from conformance.types import ALL_ELEMENT_TYPES, TensorType
+from conformance.core.types import ALL_ELEMENT_TYPES, TensorType
 
 SETTINGS = settings(max_examples=8, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conformance.specs.expressions import ExpressionError, evaluate, names
-from conformance.types import tensor_type
+from conformance.core.types import tensor_type
 
 
 def env(**kw):

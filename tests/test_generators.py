@@ -9,7 +9,7 @@ from conformance.generators import (batch_inputs, breakable, candidates, canonic
 from conformance.runner import plan_signatures
 from conformance.specs import load_spec, op_names
 from conformance.specs.validity import violations
-from conformance.types import ALL_ELEMENT_TYPES
+from conformance.core.types import ALL_ELEMENT_TYPES
 
 SETTINGS = settings(max_examples=15, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from conformance import golden, oracles, regions
 from conformance.backends import get_backend
 from conformance.backends.numpy_backend import InvalidProgram
-from conformance.case import Case
+from conformance.core.case import Case
 from conformance.compare import compare_batch
 from conformance.emitter import verifier_rejects
 from conformance.generators import (breakable, candidates, canonical, case_inputs, cases,
@@ -21,7 +21,7 @@ from conformance.specs import expressions as ex
 from conformance.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.types import element_type
+from conformance.core.types import element_type
 
 SETTINGS = settings(max_examples=40, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))

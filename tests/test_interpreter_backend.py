@@ -19,9 +19,9 @@ import pytest
 from conformance import oracles
 from conformance.backends import Unsupported, get_backend, jaxlib_support
 from conformance.backends.interpreter_backend import InterpreterError
-from conformance.case import Case, Signature
-from conformance.literals import from_bit_patterns
-from conformance.types import ALL_ELEMENT_TYPES, element_type
+from conformance.core.case import Case, Signature
+from conformance.core.literals import from_bit_patterns
+from conformance.core.types import ALL_ELEMENT_TYPES, element_type
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_xla_backend import (  # noqa: E402
@@ -172,7 +172,7 @@ def test_batches(interp):
 def _dies(code: str) -> subprocess.CompletedProcess:
     prelude = ("import numpy as np\n"
                "from conformance.backends import get_backend\n"
-               "from conformance.case import Case\n"
+               "from conformance.core.case import Case\n"
                "b = get_backend('interpreter')\n")
     return subprocess.run([sys.executable, "-c", prelude + code + "\nprint('survived')\n"],
                           capture_output=True, text=True, timeout=120)
@@ -201,7 +201,7 @@ def test_float_token_cache_refills_after_clearing(monkeypatch):
     """Regression: clearing the printed-float cache mid-call lost tokens cached before
     (KeyError '-5.000000e-01' on a long complex<f64> run)."""
     import numpy as np
-    from conformance.types import element_type
+    from conformance.core.types import element_type
     from conformance.backends import jaxlib_support as js
     et = element_type("f64")
     js._FLOAT_TOKENS.pop(et.name, None)

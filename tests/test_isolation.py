@@ -9,7 +9,7 @@ import pytest
 
 from conformance.backends import Unsupported, get_backend
 from conformance.isolation import BackendCrash, BackendTimeout, IsolatedBackend
-from conformance.results import read_results
+from conformance.core.results import read_results
 from conformance.runner import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def test_a_hanging_backend_times_out_and_the_run_finishes(tmp_path):
 def test_isolated_backend_passes_through_results_and_unsupported():
     b = IsolatedBackend("planted:NoSine", timeout=30)
     try:
-        from conformance.case import Case
+        from conformance.core.case import Case
         import numpy as np
         out = b.run(Case.make("add", [np.array([1.0], np.float32)] * 2, ["tensor<1xf32>"]))
         assert out[0].tolist() == [2.0]
@@ -71,7 +71,7 @@ def test_isolated_backend_passes_through_results_and_unsupported():
 
 
 def test_crash_and_timeout_exceptions():
-    from conformance.case import Case
+    from conformance.core.case import Case
     import numpy as np
     b = IsolatedBackend("planted:CrashesOnNegativeZero", timeout=30)
     try:

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from conformance.generators import special_values
-from conformance.literals import LiteralError, decode, encode, from_literal, to_literal
-from conformance.types import ALL_ELEMENT_TYPES, TensorType
+from conformance.core.literals import LiteralError, decode, encode, from_literal, to_literal
+from conformance.core.types import ALL_ELEMENT_TYPES, TensorType
 
 
 @pytest.mark.parametrize("et", ALL_ELEMENT_TYPES, ids=lambda t: t.name)

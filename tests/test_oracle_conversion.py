@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.types import ELEMENT_TYPES, element_type
+from conformance.core.types import ELEMENT_TYPES, element_type
 
 # tests/ may or may not be a package: find the helper module either way
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

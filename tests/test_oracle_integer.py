@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-from conformance.types import ELEMENT_TYPES
+from conformance.core.types import ELEMENT_TYPES
 
 # tests/ may or may not be a package: find the helper module either way
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

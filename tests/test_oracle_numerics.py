@@ -1,4 +1,4 @@
-"""conformance.numerics.round_to against an exact integer rounding written here.
+"""conformance.core.numerics.round_to against an exact integer rounding written here.
 
 round_to is what makes every float result of the oracle correctly rounded, so it is
 checked at the places where rounding is hard: every midpoint between neighbouring
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.numerics import round_to
+from conformance.core.numerics import round_to
 
 # tests/ may or may not be a package: find the helper module either way
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-from conformance.results import read_results
+from conformance.core.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = {"started", "elapsed"}

@@ -248,7 +248,7 @@ def test_default_backend_not_loaded_by_unrelated_tests(pytester: pytest.Pytester
 USER_TESTS = '''
 import numpy as np
 import pytest
-from conformance.case import Case
+from conformance.core.case import Case
 
 
 def _case():

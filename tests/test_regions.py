@@ -6,7 +6,7 @@ import pytest
 from conformance import regions
 from conformance.emitter import parse as parse_mlir
 from conformance.specs import expressions as ex
-from conformance.types import element_type
+from conformance.core.types import element_type
 
 LT_TOTAL = "(f32, f32) -> compare(arg0, arg1, 'LT', 'TOTALORDER')"
 PAIR = "(f32, si8, f32, si8) -> (add(arg0, arg2), maximum(arg1, arg3))"

@@ -353,7 +353,7 @@ def test_combined_matrix_has_a_cell_per_op_type_backend(rendered):
     tables = matrices(index)
     assert set(tables) == {"matrix-combined", "backend:jax", "backend:vendor", "backend:xla"}
     combined = tables["matrix-combined"]
-    from conformance.types import ALL_ELEMENT_TYPES
+    from conformance.core.types import ALL_ELEMENT_TYPES
     types = [t.name for t in ALL_ELEMENT_TYPES]
     assert len(types) == 19
     assert set(combined) == {(b, op, t) for b in ("jax", "vendor", "xla")

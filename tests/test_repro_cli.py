@@ -12,9 +12,9 @@ import pytest
 
 from conformance import cli
 from conformance.backends import get_backend
-from conformance.literals import decode
+from conformance.core.literals import decode
 from conformance.replay import CaseId, rebuild
-from conformance.results import read_results
+from conformance.core.results import read_results
 from conformance.runner import RunConfig, plan_binding, run, select_bindings
 from conformance.specs import binding_key, load_spec
 
@@ -145,5 +145,5 @@ def test_cli_prints_replays_and_fails_on_those_that_still_diverge(tmp_path):
 
 
 def _enc(x):
-    from conformance.literals import encode
+    from conformance.core.literals import encode
     return encode(np.asarray(x))

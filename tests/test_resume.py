@@ -8,7 +8,7 @@ from pathlib import Path
 
 from planted import PlantedAddF32
 
-from conformance.results import read_results
+from conformance.core.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = {"started", "elapsed"}

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conformance.backends import get_backend
-from conformance.results import read_results
+from conformance.core.results import read_results
 from conformance.runner import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,12 +13,12 @@ from conformance import golden, oracles, regions
 from conformance.backends import Unsupported, get_backend
 from conformance.backends.jax_ops_sorting import jax_keys
 from conformance.backends.numpy_backend import InvalidProgram
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.compare import PASS, compare_batch, permuted_within_groups
 from conformance.emitter import verify
 from conformance.generators import (batch_inputs, breakable, candidates, canonical, cases,
                                     signatures)
-from conformance.literals import from_literal
+from conformance.core.literals import from_literal
 from conformance.specs import Accuracy, load_spec
 from conformance.specs.validity import violations
 

@@ -6,7 +6,7 @@ import yaml
 
 from conformance.specs import SpecError, UnknownOp, load_file, load_spec, op_names, validate_all
 from conformance.specs.validity import checks, violations
-from conformance.case import Signature
+from conformance.core.case import Signature
 
 ELEMENTWISE_OPS = {
     "abs", "add", "and", "atan2", "bitcast_convert", "cbrt", "ceil", "clamp", "compare",

@@ -2,7 +2,7 @@
 tensor constants that keep every bit, the canonical program's tuple wrapper, and a
 negative case for every labelled constraint.
 
-- Tensor constants (conformance/dense.py) read back exactly: every bit pattern of the
+- Tensor constants (conformance/core/dense.py) read back exactly: every bit pattern of the
   8- and 16-bit float types, and the special values of every element type, survive
   printing, MLIR's parser and a run through ``stablehlo.constant`` on the xla,
   interpreter and jax backends.
@@ -19,18 +19,18 @@ from hypothesis import HealthCheck, given, settings
 
 from conformance import golden, oracles
 from conformance.backends import get_backend
-from conformance.case import Case, Signature
-from conformance.dense import DenseError, dense_text, dense_type, parse_dense
+from conformance.core.case import Case, Signature
+from conformance.core.dense import DenseError, dense_text, dense_type, parse_dense
 from conformance.emitter import module_text, parse, verifier_rejects
 from conformance.generators import (batch_inputs, breakable, candidates, canonical,
                                     signatures, special_values)
-from conformance.literals import bit_patterns, from_bit_patterns, from_value_literal
+from conformance.core.literals import bit_patterns, from_bit_patterns, from_value_literal
 from conformance.oracles import OracleError
 from conformance.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type, flatten,
-                               leaves, unflatten, value_type)
+from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
+                                    flatten, leaves, unflatten, value_type)
 
 OPS = ["constant", "tuple", "get_tuple_element"]
 SETTINGS = settings(max_examples=30, deadline=None, database=None, derandomize=True,

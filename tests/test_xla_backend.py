@@ -15,12 +15,12 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import BackendLoadError, Unsupported, get_backend, jaxlib_support
-from conformance.case import Case, Signature
+from conformance.core.case import Case, Signature
 from conformance.compare import ELEMENT_CLASSES, PASS, classify
-from conformance.literals import bit_patterns, from_bit_patterns
-from conformance.numerics import flush_subnormals
+from conformance.core.literals import bit_patterns, from_bit_patterns
+from conformance.core.numerics import flush_subnormals
 from conformance.specs import load_spec
-from conformance.types import ALL_ELEMENT_TYPES, ElementType, element_type
+from conformance.core.types import ALL_ELEMENT_TYPES, ElementType, element_type
 
 ADD_I32 = """module {
   func.func public @main(%arg0: tensor<2xi32>, %arg1: tensor<2xi32>) -> (tensor<2xi32>) {
@@ -278,7 +278,7 @@ def test_known_crash_bitcast_convert_complex_widening_aborts_xla_cpu():
     type") compiling bitcast_convert tensor<2xcomplex<f32>> -> tensor<complex<f64>>,
     a valid program: why XlaBackend.isolate is True."""
     code = ("from conformance.backends import get_backend\n"
-            "from conformance.case import Signature\n"
+            "from conformance.core.case import Signature\n"
             "sig = Signature.make('bitcast_convert', ['tensor<2xcomplex<f32>>'], "
             "['tensor<complex<f64>>'])\n"
             "get_backend('xla').executable(sig)\n"

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from conformance.types import TensorType, TupleType, leaves, type_of, value_type
+from conformance.core.types import TensorType, TupleType, leaves, type_of, value_type
 
 
 def _freeze(value: Any) -> Any:
@@ -66,7 +66,7 @@ class Signature:
     @property
     def input_leaves(self) -> tuple[TensorType, ...]:
         """The input tensors a case holds values for: tuple-typed inputs flattened
-        depth-first (conformance.types.TupleType); the input types where none is a tuple."""
+        depth-first (conformance.core.types.TupleType); the input types where none is a tuple."""
         return leaves(self.input_types) if self.has_tuples else self.input_types
 
     @property

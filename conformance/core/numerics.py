@@ -11,7 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from conformance.types import ElementType, element_type
+from conformance.core.types import ElementType, element_type
 
 
 def to_wide(x: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.types import ElementType, TensorType, element_type, tensor_type
+from conformance.core.types import ElementType, TensorType, element_type, tensor_type
 
 _SPECIAL_FLOATS = {"nan": np.nan, "+nan": np.nan, "-nan": -np.nan, "inf": np.inf,
                    "+inf": np.inf, "-inf": -np.inf}
@@ -175,7 +175,7 @@ def _parse_float(v: Any, et: ElementType) -> tuple[bool, Any]:
 
 
 def _float_array(items: list, et: ElementType) -> np.ndarray:
-    from conformance.numerics import round_to  # local: numerics imports this module
+    from conformance.core.numerics import round_to  # local: numerics imports this module
     out = np.empty(len(items), et.dtype)
     for i, v in enumerate(items):
         is_bits, x = _parse_float(v, et)
@@ -224,9 +224,9 @@ def from_literal(value: Any, ttype: "TensorType | str") -> np.ndarray:
 def from_value_literal(value: Any, vtype: Any) -> list[np.ndarray]:
     """The tensor leaves of a literal of a value type: a tensor type as
     :func:`from_literal`; a tuple type (``tuple<tensor<2xf32>, tuple<tensor<si32>>>``,
-    conformance.types.TupleType) takes the list of its elements' literals
+    conformance.core.types.TupleType) takes the list of its elements' literals
     (``[[1.0, 2.0], [3]]``) and gives their leaves flattened depth-first."""
-    from conformance.types import TupleType, value_type
+    from conformance.core.types import TupleType, value_type
     vtype = value_type(vtype)
     if not isinstance(vtype, TupleType):
         return [from_literal(value, vtype)]

@@ -31,8 +31,8 @@ import re
 
 import numpy as np
 
-from conformance.literals import LiteralError, bit_patterns, from_literal, nest
-from conformance.types import ElementType, TensorType, element_type, tensor_type
+from conformance.core.literals import LiteralError, bit_patterns, from_literal, nest
+from conformance.core.types import ElementType, TensorType, element_type, tensor_type
 
 __all__ = ["dense_text", "parse_dense", "dense_type", "DenseError"]
 
