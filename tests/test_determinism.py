@@ -1,0 +1,128 @@
+"""Every draw depends on the seed and the plan only, never on the process: a --jobs 2 run
+gives the records of a serial one, and hypothesis's constants from the process's local
+modules (conformance.generators.determinism) do not leak into the signatures."""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
+from hypothesis.internal.conjecture import providers
+
+from conformance.generators import determinism
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMING = {"started", "elapsed", "out"}
+
+def _plan_signatures():
+    """The planning function every front-end draws signatures with."""
+    try:
+        from conformance.plan import plan_signatures
+    except ImportError:                 # before conformance/plan.py
+        from conformance.runner import plan_signatures
+    return plan_signatures
+
+
+@pytest.fixture
+def local_constants_calls(monkeypatch):
+    """Counts hypothesis's look-ups of the constants of the process's local modules."""
+    assert determinism.supported(), \
+        "hypothesis changed its constants pool internals: update generators/determinism.py"
+    calls: list[int] = []
+    real = providers._get_local_constants
+    monkeypatch.setattr(providers, "_get_local_constants",
+                        lambda: calls.append(1) or real())
+    return calls
+
+
+def test_plans_never_consult_the_constants_of_the_process_s_modules(local_constants_calls):
+    """Hypothesis answers some draws with constants from the source of the local modules
+    loaded in the process (which differ between the CLI's main process and a --jobs
+    worker, a checkout and a wheel); plans are drawn without that pool."""
+    from conformance.specs import load_spec
+    plan_signatures = _plan_signatures()
+    for op, binding in (("constant", {"E": "si8"}), ("add", {"E": "f32"}),
+                        ("gather", None), ("convert", None)):
+        spec = load_spec(op)
+        binding = binding or spec.type_bindings()[0]
+        for seed in range(4):
+            plan_signatures(spec, binding, 40, seed, "default")
+    assert local_constants_calls == []
+
+
+def test_seed_only_draws_the_same_whatever_modules_are_loaded(local_constants_calls,
+                                                              tmp_path, monkeypatch):
+    def draw() -> list:
+        out: list = []
+
+        @seed(7)
+        @settings(max_examples=300, database=None, phases=[Phase.generate], deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.integers(0, 2 ** 32 - 1))
+        def collect(x):
+            out.append(x)
+
+        with determinism.seed_only():
+            collect()
+        return out
+
+    before = draw()
+    assert local_constants_calls == []
+    # A new local module full of constants: hypothesis would offer them to later draws.
+    (tmp_path / "many_constants_for_hypothesis.py").write_text(
+        "VALUES = [\n" + "".join(f"    {100 + (i * 2654435761) % 2 ** 31},\n"
+                                 for i in range(1000)) + "]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import many_constants_for_hypothesis  # noqa: F401
+    assert draw() == before
+    assert local_constants_calls == []
+    # The control: outside the block (restored on the way out), hypothesis does look
+    # the constants up.
+    _plain_draws(300)
+    assert local_constants_calls
+
+
+def _plain_draws(n: int) -> None:
+    @seed(7)
+    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.integers(0, 2 ** 32 - 1))
+    def collect(x):
+        pass
+
+    collect()
+
+
+def conformance(*args):
+    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _records(out: Path) -> Counter:
+    """The run's records as a multiset, order, timing and the output folder aside."""
+    recs = Counter()
+    with open(out / "results.jsonl") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["kind"] in ("run", "end"):
+                r = {k: v for k, v in r.items() if k not in TIMING}
+            recs[json.dumps(r, sort_keys=True)] += 1
+    return recs
+
+
+@pytest.mark.parametrize("depth, ops", [
+    ("quick", None),             # every op: about 10 s serially, 6 s with --jobs 2
+    ("default", "constant"),     # the draw that used to differ (a constant's value)
+])
+def test_jobs_2_draws_what_a_serial_run_draws(tmp_path, depth, ops):
+    args = ["run", "--backend", "numpy", "--depth", depth, "--seed", "3", "--no-progress",
+            "--no-replay"] + (["--ops", ops] if ops else [])
+    one = conformance(*args, "--out", str(tmp_path / "one"))
+    two = conformance(*args, "--jobs", "2", "--out", str(tmp_path / "two"))
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    a, b = _records(tmp_path / "one"), _records(tmp_path / "two")
+    assert sum(a.values()) > 50
+    assert a == b, sorted((a - b).elements())[:3] + sorted((b - a).elements())[:3]
