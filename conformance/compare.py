@@ -28,16 +28,18 @@ from conformance.specs import Accuracy
 from conformance.core.types import element_type, type_of
 
 # Outcome classes. Element-level ones first, in increasing severity.
-PASS, SUBNORMAL_FLUSH, ACCURACY, SIGNED_ZERO, NAN, VALUE = range(6)
-ELEMENT_CLASSES = ["pass", "subnormal_flush", "accuracy", "signed_zero", "nan", "value"]
+PASS, SUBNORMAL_FLUSH, ACCURACY, BOUND, SIGNED_ZERO, NAN, VALUE, PROPERTY = range(8)
+ELEMENT_CLASSES = ["pass", "subnormal_flush", "accuracy", "bound", "signed_zero", "nan", "value",
+                   "property"]
 # Case-level outcomes beyond the element classes.
 CASE_OUTCOMES = ELEMENT_CLASSES + ["type", "backend_error", "crash", "timeout", "unsupported",
                                    "accepted_invalid", "rejected"]
-DIVERGENCES = ["value", "nan", "signed_zero", "accuracy", "subnormal_flush", "type",
+DIVERGENCES = ["value", "nan", "signed_zero", "accuracy", "bound", "property",
+               "subnormal_flush", "type",
                "accepted_invalid", "backend_error", "crash", "timeout"]
 SEVERITY = {name: i for i, name in enumerate(
-    ["pass", "rejected", "unsupported", "subnormal_flush", "accuracy", "signed_zero", "nan",
-     "value", "type", "accepted_invalid", "backend_error", "timeout", "crash"])}
+    ["pass", "rejected", "unsupported", "subnormal_flush", "accuracy", "bound", "signed_zero",
+     "nan", "value", "property", "type", "accepted_invalid", "backend_error", "timeout", "crash"])}
 
 # ULP histogram buckets: upper bounds (inclusive); the last bucket is "more".
 ULP_BUCKETS = [0, 1, 2, 4, 8, 16, 64, 1024, 2 ** 20]
@@ -167,14 +169,17 @@ def _reduce_to_cases(cls: np.ndarray) -> np.ndarray:
 def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
                   accuracy: Accuracy, impl_masks: dict[str, np.ndarray] | None = None,
                   inputs: Sequence[np.ndarray] | None = None,
-                  reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
-                  ) -> BatchVerdict:
+                  reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None,
+                  allowance: "Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None"
+                  = None) -> BatchVerdict:
     """Compare a batch (leading axis = case) of backend results with the oracle's.
 
     ``reevaluate`` (the oracle on other inputs) lets the comparator tell a
     subnormal flush from a wrong value: where the backend's result matches the
     oracle on flushed inputs, or the flushed oracle result, the class is
-    ``subnormal_flush``.
+    ``subnormal_flush``. ``allowance(i, actual, expected, classes)`` (a verdict kind's
+    hook, conformance.verdicts) may reclassify result ``i``'s elements before that, e.g.
+    pass a difference within a bound the spec allows and class the rest ``bound``.
     """
     batch = expected[0].shape[0] if expected and expected[0].ndim else 1
     impl_masks = dict(impl_masks or {})
@@ -199,8 +204,10 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
                     out = permuted_within_groups(out, labels)
                 return out
     element_classes, errors = [], []
-    for a, e in zip(actual, expected):
+    for i, (a, e) in enumerate(zip(actual, expected)):
         cls, err = classify(np.asarray(a), e, accuracy)
+        if allowance is not None:
+            cls = allowance(i, np.asarray(a), e, cls)
         element_classes.append(cls)
         errors.append(err)
     if reevaluate is not None and inputs is not None:

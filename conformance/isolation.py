@@ -13,7 +13,9 @@ signature" as long as the child lives.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import traceback
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -237,3 +239,20 @@ def isolated(backend: Backend, timeout: float = 60.0,
         raise BackendLoadError(f"backend {backend.name!r} is defined in __main__; it cannot "
                                "be isolated: give it as module:Class")
     return IsolatedBackend(locator, timeout, log_path)
+
+
+def prepare_backends(backends: Sequence[Backend], out: "str | Path", isolate: bool | None,
+                     timeout: float) -> list[Backend]:
+    """Wrap the backends that must run in a child process (``isolate`` True, or, with
+    ``isolate`` None, those whose class asks for it, like the StableHLO interpreter);
+    each child's stderr goes to ``out/<name>.stderr.log``."""
+    result = []
+    for b in backends:
+        wanted = isolate if isolate is not None else b.isolate
+        if not wanted:
+            result.append(b)
+            continue
+        Path(out).mkdir(parents=True, exist_ok=True)
+        log = Path(out) / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', b.name)}.stderr.log"
+        result.append(isolated(b, timeout, str(log)))
+    return result

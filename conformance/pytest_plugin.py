@@ -94,6 +94,7 @@ are parametrised from the filter options.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types as _pytypes
 import warnings
@@ -184,7 +185,7 @@ class Options:
 
     @property
     def depth(self):
-        from conformance.runner import DEPTHS
+        from conformance.plan import DEPTHS
         return DEPTHS[self.depth_name]
 
     @property
@@ -585,15 +586,15 @@ class InvalidRule:
 
 
 def selected_specs(options: Options) -> list:
-    from conformance.runner import RunConfig, select_bindings, select_ops
-    specs = select_ops(RunConfig(ops=options.ops, families=options.families))
+    from conformance.plan import select_bindings, select_ops
+    specs = select_ops(options.ops, options.families)
     if options.element_types:
         specs = [s for s in specs if select_bindings(s, options.element_types)]
     return specs
 
 
 def selected_op_bindings(options: Options) -> list[OpBinding]:
-    from conformance.runner import select_bindings
+    from conformance.plan import select_bindings
     out = []
     for spec in selected_specs(options):
         n = len(spec.type_bindings())
@@ -856,14 +857,15 @@ def describe_case(case, cls: str, expected: Sequence | None, actual: Sequence | 
 
 
 def check(backend, case) -> CheckResult:
-    """Run ``case`` on ``backend`` and compare with the oracle (repro.check_case).
+    """Run ``case`` on ``backend`` and judge it (conformance.checker.check_case).
 
     Raises ConformanceFailure (an AssertionError) on any divergence and calls
     pytest.skip when the backend says Unsupported.
     """
     __tracebackhide__ = True
-    from conformance.repro import check_case
-    cls, expected, actual, message = check_case(backend, case)
+    from conformance.checker import check_case
+    r = check_case(backend, case)
+    cls, expected, actual, message = r.cls, r.expected, r.actual, r.message
     if cls == "unsupported":
         pytest.skip(f"unsupported by {getattr(backend, 'name', backend)}: {message}")
     if cls != "pass":
@@ -903,7 +905,7 @@ def register_profiles(database: "str | Path | None" = None) -> None:
     """
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
-    from conformance.runner import DEPTHS
+    from conformance.plan import DEPTHS
 
     db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
     common = dict(
@@ -967,177 +969,188 @@ def _with_seed(options: Options, *parts):
     """``@seed`` from --conformance-seed and the test, or nothing (random) on a local
     run without a seed."""
     from hypothesis import seed as hseed
-    from conformance.runner import stable_hash
+    from conformance.plan import stable_hash
     if options.seed is None:
         return lambda f: f
     return hseed(stable_hash(options.seed, *parts))
 
 
-def signatures_per_binding(options: Options, n_bindings: int) -> int:
-    """As the runner: ops with many bindings (convert) get fewer signatures per binding."""
-    d = options.depth
-    return max(1, min(d.signatures, d.max_signatures_per_op // max(1, n_bindings)))
+class _FailureStore:
+    """The (plan seed, signature index) pairs whose check failed on a local run, kept in
+    the session's example database (hypothesis' DirectoryBasedExampleDatabase, under a
+    key per backend and test) and replayed first by the next run."""
+
+    def __init__(self, options: Options, backend, test_key: str) -> None:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+        self.db = (DirectoryBasedExampleDatabase(str(options.database))
+                   if options.database is not None else None)
+        name = getattr(backend, "name", str(backend))
+        self.key = f"conformance:{name}:{test_key}".encode()
+
+    def fetch(self) -> list[tuple[int, int]]:
+        if self.db is None:
+            return []
+        out = []
+        for value in self.db.fetch(self.key):
+            try:
+                seed, index = (int(x) for x in value.decode().split(":"))
+            except ValueError:
+                continue
+            out.append((seed, index))
+        return sorted(out)
+
+    def forget(self, seed: int, index: int) -> None:
+        if self.db is not None:
+            self.db.delete(self.key, f"{seed}:{index}".encode())
+
+    @contextlib.contextmanager
+    def remember(self, seed: int, index: int):
+        """Save the pair when the check inside fails (and re-raise)."""
+        try:
+            yield
+        except ConformanceFailure:
+            if self.db is not None:
+                self.db.save(self.key, f"{seed}:{index}".encode())
+            raise
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
-
-
-def _divergence_message(backend, spec, sig, stacked, expected, actual, verdict, value_seed,
-                        batch_index, options: Options, key: str,
+def _divergence_message(check, batch, name: str, options: Options, key: str,
                         among: "set[str] | None" = None) -> str:
-    import numpy as np
-    from conformance.core.case import Case
+    """The text of a failing test: the worst diverging class among ``among`` (those no
+    expectation lists), one case of it minimised by the checker, its case id and how to
+    run it again."""
     from conformance.compare import worst
-    from conformance.minimize import element_mask, minimize
-    from conformance.repro import check_case
-    from conformance.runner import stable_hash
-
-    from conformance.compare import ELEMENT_CLASSES
+    from conformance.plan import stable_hash
+    verdict = batch.results[name].verdict
     names = verdict.case_class_names()
     diverging = [int(c) for c in verdict.diverging_cases()]
-    # The worst class among those asked for (the ones no expectation lists).
     cls = worst([names[c] for c in diverging if among is None or names[c] in among])
     c = next(i for i in diverging if names[i] == cls)
-    seed = "random" if options.seed is None else options.seed
-    # "pytest/" marks ids drawn by hypothesis in the plugin (value seed, not a runner
-    # signature index): `conformance repro` rebuilds runner ids only; use the saved
-    # reproducer (--conformance-repro-dir) for these.
-    case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked),
-                f"pytest/{seed}:{options.depth_name}:{spec.name}:{key}:{value_seed}:"
-                f"{batch_index}:{c}")
+    d = check.divergence(name, batch, c, cls)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(verdict.counts().items()))
-
-    def classify(k):
-        got, _, _, _ = check_case(backend, k)
-        return None if got in ("pass", "unsupported") else got
-
-    if verdict.type_message:
-        small, small_cls = case, "type"
-    else:
-        try:
-            focus = ELEMENT_CLASSES.index(cls) if among is not None \
-                and cls in ELEMENT_CLASSES else None
-            small, small_cls = minimize(spec, case,
-                                        element_mask(verdict.element_classes, c, focus),
-                                        classify)
-        except Exception:  # noqa: BLE001 - the minimiser must not hide the divergence
-            small, small_cls = case, None
-    if small_cls is not None:
-        got_cls, exp_small, act_small, msg = check_case(backend, small)
-        note = "" if small is case else "minimised from a case of the batch"
-    else:
-        # Only diverges in the batch (or the minimiser failed): show the batch case.
-        got_cls, msg = cls, verdict.type_message or ""
-        exp_small = [np.asarray(e[c]) for e in expected]
-        act_small = [np.asarray(a[c]) for a in actual] if not verdict.type_message else \
-            [np.asarray(a) for a in actual]
-        note = "does not diverge when run alone (only in the batched executable)"
-    name = getattr(backend, "name", str(backend))
-    text = describe_case(small, got_cls, exp_small, act_small, msg,
-                         title=f"{spec.name} [{key}] on {name}: {cls} divergence "
+    text = describe_case(d.small, d.small_cls or cls, d.expected, d.actual, d.message,
+                         title=f"{check.spec.name} [{key}] on {name}: {cls} divergence "
                                f"({len(diverging)} of {len(names)} cases in the batch: "
                                f"{counts})")
-    extra = [f"  case id:   {case.case_id}"]
-    if note:
-        extra.append(f"  note:      {note}")
-    if small is not case:
-        extra.append(f"  batch case signature: {sig.key()}")
+    backend = check.backends[name]
+    extra = [f"  case id:   {d.case.case_id}",
+             f"  repro:     conformance repro {d.case.case_id} --backend {backend.locator}"]
+    if d.small_cls is None:
+        extra.append("  note:      does not diverge when run alone (only in the batched "
+                     "executable)")
+    elif d.small is not d.case:
+        extra.append("  note:      minimised from a case of the batch")
+        extra.append(f"  batch case signature: {check.sig.key()}")
     if options.repro_dir is not None:
         from conformance.repro import folder_name, save
-        folder = options.repro_dir / folder_name(name, spec.name, key, cls,
-                                                 stable_hash(case.case_id) % 10 ** 6)
-        save(folder, name, small, small_cls or cls, exp_small, act_small,
-             {"original_case_id": case.case_id})
+        from conformance.verdicts import describe
+        folder = options.repro_dir / folder_name(name, check.spec.name, key, cls,
+                                                 stable_hash(d.case.case_id) % 10 ** 6)
+        save(folder, backend.locator, d.small, d.small_cls or cls, d.expected, d.actual,
+             {"original_case_id": d.case.case_id, "accuracy": describe(check.accuracy)})
         extra.append(f"  reproducer: python {folder / 'repro.py'}")
     return text + "\n" + "\n".join(extra)
 
 
 def run_op_binding(backend, param: OpBinding, options: Options) -> None:
-    """The body of ``test_op``: hypothesis draws signatures of one binding and value
-    seeds; each example runs batches of value cases through the backend's batch
-    executable and compares them with the oracle.
+    """The body of ``test_op``: the signatures of one op and type binding, drawn from the
+    same plan as ``conformance run`` (conformance.plan), each checked batch by batch by
+    the one checker (conformance.checker) as the CLI does.
+
+    With ``--conformance-seed=N`` the test checks exactly the signatures and values that
+    ``conformance run --seed N --depth D`` checks, with the same case ids. Without a seed
+    (local runs), hypothesis draws a plan seed and a signature index per example, so the
+    example database replays a failing (seed, index) first next time; the case id
+    printed names the case either way and ``conformance repro ID`` re-runs it.
 
     With expectations (``options.expectations``), divergences of a class the file lists
     for this op and binding do not stop the test; it goes on looking for others, and
     ends as an xfail with the entries' reasons (or fails on the first class no entry
     lists)."""
     __tracebackhide__ = True
-    import numpy as np
-    from hypothesis import given, strategies as st
-    from conformance import oracles
-    from conformance.backends import Unsupported
-    from conformance.compare import PASS, compare_batch
-    from conformance.generators import batch_inputs, signatures
-    from conformance.runner import failure_class
+    from conformance import plan
+    from conformance.checker import SignatureCheck, accuracy_of
     from conformance.specs import load_spec
 
     spec = load_spec(param.op)
     depth = options.depth
     key = param.key
+    name = getattr(backend, "name", str(backend))
     gate = _Gatekeeper(backend, options, spec.name, element_type=key)
     unsupported: list[str] = []
     ran = [0]
 
-    def backend_failure(what: str, sig, e: Exception) -> bool:
-        cls = failure_class(e)
+    def backend_failure(what: str, sig, cls: str, text: str, error=None) -> None:
         if gate.expected(cls):
-            return True
-        raise gate.failure(f"{spec.name} [{key}]: {cls}: {what} {sig.key()} failed: "
-                           f"{_one_line(e)}") from e
-
-    @_with_seed(options, spec.name, key)
-    @suite_settings(options, signatures_per_binding(options, param.n_bindings),
-                    f"op:{spec.name}:{key}", backend)
-    @given(sig=signatures(spec, param.binding_dict, depth.shape_profile),
-           value_seed=st.integers(0, 2 ** 32 - 1))
-    def example(sig, value_seed):
-        __tracebackhide__ = True
-        try:
-            exe = backend.batch_executable(sig)
-        except Unsupported as e:
-            unsupported.append(str(e))
             return
-        except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
-            backend_failure("compiling", sig, e)
+        raise gate.failure(f"{spec.name} [{key}]: {cls}: {what} {sig.key()} failed: "
+                           f"{text}") from error
+
+    def check_planned(seed: int, index: int, sig) -> None:
+        __tracebackhide__ = True
+        check = SignatureCheck(spec, sig, [backend], accuracy_of(spec, sig),
+                               lambda b, c: plan.case_id(seed, options.depth_name, spec.name,
+                                                         key, index, b, c))
+        check.compile()
+        if name in check.unsupported:
+            unsupported.append(check.unsupported[name])
+            return
+        if name in check.failed:
+            backend_failure("compiling", sig, *check.failed[name])
             ran[0] += 1
             return
-        accuracy = spec.signature_accuracy(sig)
         for b in range(depth.batches):
-            rng = np.random.default_rng([value_seed, b])
-            stacked = batch_inputs(sig, rng, depth.batch_size, spec)
-            expected = oracles.evaluate_batch(sig, stacked, spec)
-            masks = oracles.implementation_defined(sig, stacked, spec, expected)
-            try:
-                actual = exe(stacked)
-            except Unsupported as e:
-                unsupported.append(str(e))
+            if not check.executables:
+                break
+            stacked = plan.batch_for(seed, options.depth_name, spec, key, index, b, sig)
+            batch = check.run_batch(b, stacked)
+            r = batch.results[name]
+            if r.outcome == "unsupported":
+                unsupported.append(str(r.error))
                 return
-            except Exception as e:  # noqa: BLE001
-                backend_failure("running", sig, e)
+            if r.error is not None:
+                from conformance.checker import error_text
+                backend_failure("running", sig, r.outcome, error_text(r.error), r.error)
                 continue
-            verdict = compare_batch(expected, actual, accuracy, masks, stacked,
-                                    lambda xs: oracles.evaluate_batch(sig, xs, spec))
-            if (verdict.case_classes != PASS).any():
-                counts = verdict.counts()
+            if r.diverges:
+                counts = r.verdict.counts()
                 classes = {c for c in counts if c != "pass"}
                 unexpected = {c for c in classes if gate.expected(c, counts[c]) is None}
                 if unexpected:
-                    raise gate.failure(_divergence_message(
-                        backend, spec, sig, stacked, expected, actual, verdict, value_seed,
-                        b, options, key, among=unexpected))
+                    raise gate.failure(_divergence_message(check, batch, name, options, key,
+                                                           among=unexpected))
         ran[0] += 1
 
-    example()
+    def planned(seed: int) -> list:
+        return plan.plan_binding(spec, param.binding_dict, seed, options.depth_name)
+
+    if options.seed is not None:
+        for index, sig in enumerate(planned(options.seed)):
+            check_planned(options.seed, index, sig)
+    else:
+        # A local run without a seed: a fresh random plan seed, after the (seed, index)
+        # pairs that failed before (the example database), so a divergence once found is
+        # checked first until it is fixed.
+        import random
+        store = _FailureStore(options, backend, f"op:{spec.name}:{key}")
+        for seed, index in store.fetch():
+            sigs = planned(seed)
+            if index < len(sigs):
+                with store.remember(seed, index):
+                    check_planned(seed, index, sigs[index])
+            store.forget(seed, index)
+        seed = random.SystemRandom().randrange(2 ** 32)
+        for index, sig in enumerate(planned(seed)):
+            with store.remember(seed, index):
+                check_planned(seed, index, sig)
     gate.finish()
     if unsupported:
         reason = unsupported[0]
         if not ran[0]:
-            pytest.skip(f"unsupported by {getattr(backend, 'name', backend)}: {reason}")
+            pytest.skip(f"unsupported by {name}: {reason}")
         warnings.warn(pytest.PytestWarning(
             f"conformance: {spec.name} [{key}]: {len(unsupported)} signature(s) unsupported "
-            f"by {getattr(backend, 'name', backend)}, {ran[0]} checked: {reason}"))
+            f"by {name}, {ran[0]} checked: {reason}"))
 
 
 def run_example(backend, param: ExampleRef, options: "Options | None" = None) -> None:
@@ -1145,34 +1158,28 @@ def run_example(backend, param: ExampleRef, options: "Options | None" = None) ->
     the example's own tolerance). With expectations, an entry with ``rule:
     example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail."""
     __tracebackhide__ = True
-    import numpy as np
     from conformance import golden
-    from conformance.backends import Unsupported
-    from conformance.runner import failure_class
+    from conformance.checker import check_example
     from conformance.specs import load_spec
 
     ex = golden.examples(load_spec(param.op))[param.index]
     name = getattr(backend, "name", str(backend))
     gate = _Gatekeeper(backend, options, param.op, rule=f"example-{param.index}")
-    try:
-        actual = [np.asarray(a) for a in backend.run(ex.case)]
-    except Unsupported as e:
-        pytest.skip(f"unsupported by {name}: {e}")
-    except Exception as e:  # noqa: BLE001
-        cls = failure_class(e)
-        if gate.expected(cls):
-            gate.finish()
+    outcome, problem, actual = check_example(backend, ex)
+    if outcome == "unsupported":
+        pytest.skip(f"unsupported by {name}: {problem}")
+    if outcome == "pass":
+        return
+    if gate.expected(outcome):
+        gate.finish()
+    if actual is None:
         raise gate.failure(f"{param.op} example {param.index} ({ex.name}) on {name}: "
-                           f"{cls}: {_one_line(e)}\n"
-                           f"  signature: {ex.case.signature.key()}") from e
-    problem = golden.mismatch(ex, actual)
-    if problem is not None:
-        if gate.expected("fail"):
-            gate.finish()
-        raise gate.failure(
-            describe_case(ex.case, "example", ex.expected, actual, problem,
-                          title=f"{param.op} example {param.index} ({ex.name}) on {name}: "
-                                f"differs from the spec"))
+                           f"{outcome}: {problem}\n"
+                           f"  signature: {ex.case.signature.key()}")
+    raise gate.failure(
+        describe_case(ex.case, "example", ex.expected, actual, problem,
+                      title=f"{param.op} example {param.index} ({ex.name}) on {name}: "
+                            f"differs from the spec"))
 
 
 def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
@@ -1185,7 +1192,7 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
     from hypothesis.errors import Unsatisfiable
     from conformance.core.case import Case
     from conformance.generators import batch_inputs, invalid_signatures
-    from conformance.runner import _run_invalid
+    from conformance.checker import check_invalid
     from conformance.specs import load_spec
 
     spec = load_spec(param.op)
@@ -1206,7 +1213,7 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
         __tracebackhide__ = True
         rng = np.random.default_rng(value_seed)
         inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
-        outcome, reason = _run_invalid(backend, Case(sig, inputs))
+        outcome, reason = check_invalid(backend, Case(sig, inputs))
         if outcome == "unsupported":
             unsupported.append(reason or "")
         elif outcome in ("accepted_invalid", "crash", "timeout"):

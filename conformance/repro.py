@@ -16,11 +16,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance import oracles
+from conformance import checker
+from conformance.compare import ELEMENT_CLASSES
 from conformance.core.case import Case, Signature
-from conformance.compare import ELEMENT_CLASSES, compare_batch
 from conformance.core.literals import decode, encode, to_literal
-from conformance.specs import Accuracy, load_spec
+from conformance.specs import Accuracy
+from conformance.verdicts import from_record
 
 SCRIPT = '''"""Reproducer: {op} on {backend}: {cls} divergence.
 
@@ -91,28 +92,10 @@ def folder_name(backend: str, op: str, key: str, cls: str, n: int) -> str:
 
 def check_case(backend, case: Case, accuracy: Accuracy | None = None
                ) -> tuple[str, list[np.ndarray], list[np.ndarray] | None, str]:
-    """Run one case on a backend and compare it with the oracle, as the runner does.
-
-    ``accuracy`` overrides the spec's bound (a tolerance profile's). Returns
-    (class, expected, actual, message); class is ``pass`` when they agree.
-    """
-    from conformance.backends import Unsupported
-    spec = load_spec(case.op)
-    sig = case.signature
-    stacked = [x[None] for x in case.inputs]
-    expected = list(oracles.evaluate_batch(sig, stacked, spec))
-    try:
-        actual = [np.asarray(a)[None] for a in backend.run(case)]
-    except Unsupported as e:
-        return "unsupported", [x[0] for x in expected], None, str(e)
-    except Exception as e:  # noqa: BLE001 - the backend's own failure is the finding
-        from conformance.runner import failure_class
-        return failure_class(e), [x[0] for x in expected], None, f"{type(e).__name__}: {e}"
-    masks = oracles.implementation_defined(sig, stacked, spec, expected)
-    accuracy = accuracy or spec.signature_accuracy(sig)
-    verdict = compare_batch(expected, actual, accuracy, masks, stacked, lambda xs: oracles.evaluate_batch(sig, xs, spec))
-    cls = verdict.case_class_names()[0]
-    return cls, [e[0] for e in expected], [a[0] for a in actual], verdict.type_message or ""
+    """Run one case on a backend and judge it (conformance.checker.check_case): returns
+    (class, expected, actual, message); class is ``pass`` when they agree."""
+    r = checker.check_case(backend, case, accuracy)
+    return r.cls, r.expected, r.actual, r.message
 
 
 def show(case: Case, name: str, cls: str, expected: Sequence[np.ndarray],
@@ -151,9 +134,8 @@ def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     except BackendLoadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    acc = rec.get("accuracy")
-    cls, expected, actual, message = check_case(
-        backend, case, Accuracy(acc["kind"], acc["bound"]) if acc else None)
+    cls, expected, actual, message = check_case(backend, case,
+                                                from_record(rec.get("accuracy")))
     show(case, name, cls, expected, actual, message)
     return exit_code(cls)
 

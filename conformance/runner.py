@@ -15,47 +15,26 @@ import json
 import os
 import time
 import traceback
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
-from conformance import golden, oracles
-from conformance.backends import Backend, Unsupported
+from conformance import golden, oracles, plan, verdicts
+from conformance.backends import Backend
+from conformance.checker import (Batch, BackendBatch, OracleFailure, SignatureCheck, accuracy_of,
+                                 check_example, check_invalid, error_text)
+from conformance.compare import BatchVerdict, max_error, ulp_histogram, worst
 from conformance.core.case import Case, Signature
-from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, compare_batch, max_error,
-                                 ulp_histogram)
-from conformance.generators import (batch_inputs, breakable, candidates, canonical,
-                                    signatures, unbreakable)
-from conformance.generators.signatures import SHAPE_PROFILES
-from conformance.minimize import element_mask, minimize
-from conformance.repro import case_record, check_case, folder_name, save
+from conformance.core.literals import encode
 from conformance.core.results import ResultsWriter, finite_or_none
-from conformance.specs import OpSpec, binding_key, load_spec, op_names
+from conformance.generators import breakable, unbreakable
+from conformance.plan import (DEPTHS, Depth, plan_signatures, select_bindings,  # noqa: F401
+                              signatures_per_binding, stable_hash)
+from conformance.repro import case_record, folder_name, save
+from conformance.specs import OpSpec, binding_key, load_spec
 from conformance.specs.validity import violations
-from conformance.core.types import element_type
-
-
-@dataclasses.dataclass(frozen=True)
-class Depth:
-    """How hard a run looks."""
-
-    signatures: int            # signatures per type binding
-    batches: int               # value batches per signature
-    batch_size: int            # value cases per batch
-    invalid_per_rule: int      # invalid signatures per rule of the spec
-    shape_profile: str
-    max_signatures_per_op: int  # ops with many bindings (convert) get fewer per binding
-
-
-DEPTHS = {
-    "quick": Depth(2, 1, 32, 1, "quick", 60),
-    "default": Depth(4, 3, 64, 1, "default", 160),
-    "deep": Depth(16, 8, 256, 3, "deep", 1200),
-}
 
 
 @dataclasses.dataclass
@@ -78,99 +57,19 @@ class RunConfig:
 
 
 def select_ops(config: RunConfig) -> list[OpSpec]:
-    names = list(config.ops) if config.ops else op_names()
-    specs = [load_spec(n) for n in names]
-    if config.families:
-        specs = [s for s in specs if s.family in set(config.families)]
-    return specs
-
-
-def select_bindings(spec: OpSpec, element_types: Sequence[str] | None) -> list[dict[str, str]]:
-    bindings = spec.type_bindings()
-    if element_types:
-        wanted = {element_type(t).name for t in element_types}
-        bindings = [b for b in bindings if wanted & set(b.values())]
-    return bindings
-
-
-def stable_hash(*parts: Any) -> int:
-    return zlib.crc32("\x1f".join(map(str, parts)).encode())
-
-
-def _collect(strategy, n: int, seed: int) -> list:
-    """The first ``n`` examples hypothesis generates from ``strategy`` for ``seed``.
-
-    Deterministic for a seed: no example database, generation phase only.
-    """
-    out: list = []
-
-    @hseed(seed)
-    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck), derandomize=False)
-    @given(strategy)
-    def gather(x):
-        out.append(x)
-
-    gather()
-    return out[:n]
-
-
-def signatures_per_binding(spec: OpSpec, depth: Depth) -> int:
-    """Signatures planned per type binding: ops with many bindings (convert) get fewer.
-
-    It depends on the op and the depth only, never on the run's filters, so a case id
-    (seed, depth, op, type key, indices) names the same case in every run that has it:
-    a ``--types f32`` run draws exactly the f32 signatures of the full run.
-    """
-    n_bindings = len(spec.type_bindings())
-    return max(1, min(depth.signatures, depth.max_signatures_per_op // max(1, n_bindings)))
+    return plan.select_ops(config.ops, config.families)
 
 
 def plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
     """The signatures the runner runs for one type binding (index = position)."""
-    depth = DEPTHS[config.depth]
-    return plan_signatures(spec, binding, signatures_per_binding(spec, depth), config.seed,
-                           depth.shape_profile)
+    return plan.plan_binding(spec, binding, config.seed, config.depth)
 
 
 def batch_for(config: RunConfig, spec: OpSpec, key: str, index: int, batch: int,
               sig: Signature) -> list[np.ndarray]:
     """The stacked inputs of value batch ``batch`` of signature ``index`` of binding
-    ``key``: what the runner feeds the backend, and what ``conformance repro`` rebuilds."""
-    rng = np.random.default_rng([config.seed, stable_hash(spec.name, key), index, batch])
-    return batch_inputs(sig, rng, DEPTHS[config.depth].batch_size, spec)
-
-
-def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
-                    profile: str) -> list[Signature]:
-    sigs = _collect(signatures(spec, binding, profile), n,
-                    stable_hash(seed, spec.name, binding_key(binding)))
-    unique: list[Signature] = []
-    for s in sigs:
-        if s not in unique:
-            unique.append(s)
-    return unique
-
-
-def plan_invalid(spec: OpSpec, rule: str, n: int, seed: int,
-                 valid: Sequence[Signature]) -> list[Signature]:
-    """``n`` signatures breaking ``rule`` alone, each a single change of a valid one.
-
-    Deterministic: the valid signatures are the unit's own plan plus canonical
-    small ones; the changes are picked with a seeded generator.
-    """
-    bindings = spec.type_bindings()
-    step = max(1, len(bindings) // 6)
-    pool = list(valid) + [canonical(spec, b) for b in bindings[::step]]
-    rng = np.random.default_rng([seed, stable_hash(spec.name, "invalid", rule)])
-    out: list[Signature] = []
-    for i in rng.permutation(len(pool)):
-        found = candidates(spec, pool[i], rule)
-        if found:
-            out.append(found[int(rng.integers(len(found)))])
-            if len(out) == n:
-                break
-    return out
+    ``key`` (conformance.plan.batch_for)."""
+    return plan.batch_for(config.seed, config.depth, spec, key, index, batch, sig)
 
 
 @dataclasses.dataclass
@@ -219,13 +118,13 @@ class Runner:
             key = binding_key(binding)
             self.on_progress(f"{spec.name} {key}")
             try:
-                plan = plan_binding(spec, binding, self.config)
+                sigs = plan_binding(spec, binding, self.config)
             except Exception as e:  # noqa: BLE001 - a generator bug must not stop the run
                 self._internal_error(spec.name, key, "generating signatures", e)
                 continue
-            planned += plan
-            self._record_validity(spec, key, plan)
-            for i, sig in enumerate(plan):
+            planned += sigs
+            self._record_validity(spec, key, sigs)
+            for i, sig in enumerate(sigs):
                 self.run_signature(spec, key, i, sig)
         if self.config.invalid:
             self.run_invalid(spec, planned)
@@ -243,118 +142,100 @@ class Runner:
                            "generated": len(plan), "valid": len(plan) - len(bad),
                            "invalid_examples": dict(list(bad.items())[:3])})
 
-    def _executables(self, sig: Signature, record_base: dict) -> dict[str, Any]:
-        exes = {}
-        for b in self.backends:
-            try:
-                exes[b.name] = b.batch_executable(sig)
-            except Unsupported as e:
-                self.writer.write({**record_base, "backend": b.name, "outcome": "unsupported",
-                                   "reason": str(e), "cases": 0, "counts": {}})
-            except Exception as e:  # noqa: BLE001 - the backend's failure is a finding
-                outcome = failure_class(e)
-                self.writer.write({**record_base, "backend": b.name, "outcome": outcome,
-                                   "reason": _one_line(e), "cases": 0, "counts": {}})
-                self.cells[(b.name, sig.op, record_base["type_key"])].cases[outcome] += 1
-        return exes
-
     def run_signature(self, spec: OpSpec, key: str, index: int, sig: Signature) -> None:
+        """One signature on every backend (conformance.checker.SignatureCheck): records
+        per backend (totals), per divergence (minimised, saved) and across backends."""
         base = {"kind": "signature", "op": spec.name, "family": spec.family, "type_key": key,
                 "signature": sig.key(), "index": index}
-        exes = self._executables(sig, base)
+        check = SignatureCheck(spec, sig, self.backends, self.accuracy(spec, sig),
+                               lambda b, c: self.case_id(spec.name, key, index, b, c))
+        exes = check.compile()
+        for name, reason in check.unsupported.items():
+            self.writer.write({**base, "backend": name, "outcome": "unsupported",
+                               "reason": reason, "cases": 0, "counts": {}})
+        for name, (outcome, reason) in check.failed.items():
+            self.writer.write({**base, "backend": name, "outcome": outcome,
+                               "reason": reason, "cases": 0, "counts": {}})
+            self.cells[(name, sig.op, key)].cases[outcome] += 1
         if not exes:
             return
-        accuracy = self.accuracy(spec, sig)
         totals = {name: _Totals() for name in exes}
-        cross = _Cross(list(exes))
-        for batch in range(self.depth.batches):
-            stacked = batch_for(self.config, spec, key, index, batch, sig)
+        for b in range(self.depth.batches):
+            if not check.executables:
+                break
+            stacked = batch_for(self.config, spec, key, index, b, sig)
             try:
-                expected = oracles.evaluate_batch(sig, stacked, spec)
-                masks = oracles.implementation_defined(sig, stacked, spec, expected)
-            except Exception as e:  # noqa: BLE001
-                self._internal_error(spec.name, key, f"oracle on {sig.key()}", e)
+                batch = check.run_batch(b, stacked)
+            except OracleFailure as e:
+                self._internal_error(spec.name, key, f"oracle on {sig.key()}", e.__cause__ or e)
                 return
-            actuals, verdicts = {}, {}
-            for name, exe in list(exes.items()):
-                try:
-                    actuals[name] = exe(stacked)
-                except Exception as e:  # noqa: BLE001 - error, crash or hang of the backend
-                    self._backend_failed(spec, key, index, sig, name, batch, stacked, e,
-                                         totals[name])
-                    del exes[name]
+            for name, r in batch.results.items():
+                if r.error is not None:
+                    self._backend_failed(spec, key, check, name, batch, r, totals[name])
                     continue
-                verdicts[name] = compare_batch(expected, actuals[name], accuracy, masks, stacked,
-                                               lambda xs: oracles.evaluate_batch(sig, xs, spec))
-                totals[name].add(verdicts[name])
-            suspects = cross.add(actuals, verdicts, accuracy, masks)
-            for name, verdict in verdicts.items():
-                if (verdict.case_classes != PASS).any():
-                    self._record_divergences(spec, key, index, sig, name, batch, stacked,
-                                             expected, actuals[name], verdict, suspects)
+                totals[name].add(r.verdict)
+                if r.diverges:
+                    self._record_divergences(spec, key, check, name, batch)
         for name, t in totals.items():
             self.writer.write({**base, "backend": name, **t.record()})
             cell = self.cells[(name, spec.name, key)]
             for cls, n in t.counts.items():
                 cell.cases[cls] += n
-        if len(cross.names) > 1:
+        if len(exes) > 1:
             self.writer.write({"kind": "cross", "op": spec.name, "family": spec.family,
-                               "type_key": key, "signature": sig.key(), **cross.record()})
+                               "type_key": key, "signature": sig.key(),
+                               **check.cross_record()})
 
-    def _backend_failed(self, spec, key, index, sig, name, batch, stacked, error, totals) -> None:
+    def _backend_failed(self, spec, key, check: SignatureCheck, name: str, batch: Batch,
+                        r: BackendBatch, totals: "_Totals") -> None:
         """A batch made the backend raise, crash or hang: count the batch, and for a crash
         or hang find the one case that does it and save it as a reproducer."""
-        outcome = failure_class(error)
-        totals.error = _one_line(error)
+        outcome = r.outcome
+        totals.error = error_text(r.error)
         totals.outcome = outcome
-        totals.counts[outcome] += stacked[0].shape[0] if stacked else 1
+        totals.counts[outcome] += batch.size
         if outcome not in ("crash", "timeout"):
             return
         cell = self.cells[(name, spec.name, key)]
         if cell.repros[outcome] >= self.config.max_repros:
             return
-        backend = self._backend(name)
-        found = _culprit(backend, sig, stacked, outcome)
+        found = check.culprit(name, batch, outcome)
         if found is None:
             return
-        c, case = found
+        _, case = found
         cell.repros[outcome] += 1
-        case_id = self.case_id(spec.name, key, index, batch, c)
-        case = Case(sig, case.inputs, case_id)
-        accuracy = self.accuracy(spec, sig)
-        expected = list(oracles.evaluate(sig.op, case.inputs, sig.attributes,
-                                         result_types=sig.result_types,
-                                         input_types=sig.input_types,
-                                         regions=sig.regions))
+        backend = check.backends[name]
+        expected = list(oracles.evaluate(check.sig.op, case.inputs, check.sig.attributes,
+                                         result_types=check.sig.result_types,
+                                         input_types=check.sig.input_types,
+                                         regions=check.sig.regions))
         folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
         save(folder, backend.locator, case, outcome, expected, None,
-             {"original_case_id": case_id, "original_inputs": [_enc(x) for x in case.inputs],
-              "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
+             {"original_case_id": case.case_id,
+              "original_inputs": [_enc(x) for x in case.inputs],
+              "accuracy": verdicts.describe(check.accuracy)})
         self.writer.write({
             "kind": "divergence", "backend": name, "op": spec.name, "family": spec.family,
-            "type_key": key, "class": outcome, "minimised_class": outcome, "case_id": case_id,
-            "signature": sig.key(), "minimised_signature": sig.key(), "reproduces_alone": True,
+            "type_key": key, "class": outcome, "minimised_class": outcome,
+            "case_id": case.case_id, "signature": check.sig.key(),
+            "minimised_signature": check.sig.key(), "reproduces_alone": True,
             "case": case_record(case), "expected": [_enc(x) for x in expected], "actual": None,
-            "message": _one_line(error), "stablehlo": case_record(case)["stablehlo"],
+            "message": error_text(r.error), "stablehlo": case_record(case)["stablehlo"],
             "repro": str(folder.relative_to(Path(self.config.out))), "batch_count": None})
 
     def case_id(self, op: str, key: str, index: int, batch: int, case: int) -> str:
         """``seed:depth:op:type_key:signature_index:batch:case_index`` (see
-        :mod:`conformance.replay`, which parses it and rebuilds the case)."""
-        return f"{self.config.seed}:{self.config.depth}:{op}:{key}:{index}:{batch}:{case}"
+        :mod:`conformance.plan`, which parses it and rebuilds the case)."""
+        return plan.case_id(self.config.seed, self.config.depth, op, key, index, batch, case)
 
     def accuracy(self, spec: OpSpec, sig: Signature):
-        """The spec's bound for the case's element type, or the tolerance profile's."""
-        overrides = (self.config.tolerances or {}).get(spec.name)
-        return spec.signature_accuracy(sig, overrides)
+        """The spec's verdict for the case's element type, or the tolerance profile's."""
+        return accuracy_of(spec, sig, self.config.tolerances)
 
-    def _backend(self, name: str) -> Backend:
-        return next(b for b in self.backends if b.name == name)
-
-    def _record_divergences(self, spec, key, index, sig, backend_name, batch, stacked,
-                            expected, actual, verdict: BatchVerdict,
-                            suspects: np.ndarray | None = None) -> None:
+    def _record_divergences(self, spec, key, check: SignatureCheck, backend_name: str,
+                            batch: Batch) -> None:
         cell = self.cells[(backend_name, spec.name, key)]
+        verdict = batch.results[backend_name].verdict
         names = verdict.case_class_names()
         seen_here: set[str] = set()
         for c in verdict.diverging_cases():
@@ -363,37 +244,28 @@ class Runner:
                 continue
             seen_here.add(cls)
             cell.repros[cls] += 1
-            case_id = self.case_id(spec.name, key, index, batch, int(c))
-            case = Case(sig, tuple(np.array(x[c], order="C") for x in stacked), case_id)
-            backend = self._backend(backend_name)
-            accuracy = self.accuracy(spec, sig)
-            if verdict.type_message:
-                small, small_cls = case, "type"
-            else:
-                mask = element_mask(verdict.element_classes, c, int(verdict.case_classes[c]))
-                small, small_cls = minimize(spec, case, mask,
-                                            lambda k: _check(backend, k, accuracy))
-            exp_small, act_small = _results(backend, small, accuracy)
+            d = check.divergence(backend_name, batch, int(c), cls)
             folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
                                                   cell.repros[cls])
-            save(folder, backend.locator, small, small_cls or cls, exp_small, act_small,
-                 {"original_case_id": case_id,
-                  "original_inputs": [_enc(x) for x in case.inputs],
-                  "accuracy": {"kind": accuracy.kind, "bound": accuracy.bound}})
+            save(folder, check.backends[backend_name].locator, d.small, d.small_cls or cls,
+                 d.expected, d.actual,
+                 {"original_case_id": d.case.case_id,
+                  "original_inputs": [_enc(x) for x in d.case.inputs],
+                  "accuracy": verdicts.describe(check.accuracy)})
             self.writer.write({
                 "kind": "divergence", "backend": backend_name, "op": spec.name,
                 "family": spec.family, "type_key": key, "class": cls,
-                "minimised_class": small_cls, "case_id": case_id,
-                "signature": sig.key(), "minimised_signature": small.signature.key(),
-                "reproduces_alone": small_cls is not None,
-                "case": case_record(small),
-                "expected": [_enc(x) for x in exp_small],
-                "actual": [_enc(x) for x in act_small] if act_small is not None else None,
+                "minimised_class": d.small_cls, "case_id": d.case.case_id,
+                "signature": check.sig.key(), "minimised_signature": d.small.signature.key(),
+                "reproduces_alone": d.small_cls is not None,
+                "case": case_record(d.small),
+                "expected": [_enc(x) for x in d.expected],
+                "actual": [_enc(x) for x in d.actual] if d.actual is not None else None,
                 "message": verdict.type_message,
-                "stablehlo": case_record(small)["stablehlo"],
+                "stablehlo": case_record(d.small)["stablehlo"],
                 "repro": str(folder.relative_to(Path(self.config.out))),
-                "batch_count": int(sum(1 for n in names if n == cls)),
-                "oracle_suspect": bool(suspects is not None and suspects[c])})
+                "batch_count": d.batch_count,
+                "oracle_suspect": bool(batch.suspects is not None and batch.suspects[c])})
 
     # -- invalid signatures --------------------------------------------------------------
     def run_invalid(self, spec: OpSpec, valid: Sequence[Signature]) -> None:
@@ -404,8 +276,9 @@ class Runner:
                                    "reason": reason})
         for rule in breakable(spec):
             self.on_progress(f"{spec.name} !{rule}")
-            plan = plan_invalid(spec, rule, self.depth.invalid_per_rule, self.config.seed, valid)
-            if not plan:
+            planned = plan.plan_invalid(spec, rule, self.depth.invalid_per_rule,
+                                        self.config.seed, valid)
+            if not planned:
                 for b in self.backends:
                     self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
                                        "backend": b.name, "rule": rule,
@@ -413,12 +286,11 @@ class Runner:
                                        "reason": "no change of this run's signatures breaks it "
                                                  "alone"})
                 continue
-            for i, sig in enumerate(plan):
-                rng = np.random.default_rng([self.config.seed, stable_hash(spec.name, rule), i])
-                inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
+            for i, sig in enumerate(planned):
+                inputs = plan.invalid_inputs(self.config.seed, spec, rule, i, sig)
                 verifier = _verifier_message(sig)
                 for b in self.backends:
-                    outcome, reason = _run_invalid(b, Case(sig, inputs))
+                    outcome, reason = check_invalid(b, Case(sig, inputs))
                     self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
                                        "backend": b.name, "rule": rule,
                                        "signature": sig.key(), "outcome": outcome,
@@ -428,22 +300,15 @@ class Runner:
     def run_examples(self, spec: OpSpec) -> None:
         for ex in golden.examples(spec):
             for b in self.backends:
-                try:
-                    actual = b.run(ex.case)
-                    problem = golden.mismatch(ex, [np.asarray(a) for a in actual])
-                    outcome = "pass" if problem is None else "fail"
-                except Unsupported as e:
-                    outcome, problem = "unsupported", str(e)
-                except Exception as e:  # noqa: BLE001
-                    outcome, problem = failure_class(e), _one_line(e)
+                outcome, problem, _ = check_example(b, ex)
                 self.writer.write({"kind": "example", "op": spec.name, "backend": b.name,
                                    "example": ex.name, "index": ex.index, "outcome": outcome,
                                    "message": problem, "signature": ex.case.signature.key()})
 
-    def _internal_error(self, op: str, key: str, what: str, e: Exception) -> None:
+    def _internal_error(self, op: str, key: str, what: str, e: BaseException) -> None:
         self.writer.write({"kind": "internal_error", "op": op, "type_key": key, "what": what,
-                           "error": _one_line(e),
-                           "traceback": traceback.format_exc(limit=6)})
+                           "error": error_text(e),
+                           "traceback": "".join(traceback.format_exception(e, limit=6))})
 
 
 class _Totals:
@@ -477,61 +342,10 @@ class _Totals:
         if self.error:
             outcome = self.outcome or "backend_error"
         elif diverging:
-            from conformance.compare import worst
             outcome = worst(list(diverging))
         return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
                 "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
                 "impl_defined": self.impl, "reason": self.error or self.type_message}
-
-
-class _Cross:
-    """Backends compared with each other, case by case: pairwise disagreements, and
-    cases where every backend diverges from the oracle but they all agree with each
-    other (a suspected oracle defect)."""
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.names = list(names)
-        self.pairs: dict[str, int] = defaultdict(int)
-        self.suspects = 0
-        self.cases = 0
-
-    def add(self, actuals: dict, verdicts: dict, accuracy, masks: dict) -> np.ndarray | None:
-        if len(verdicts) < 2:
-            return None
-        names = list(verdicts)
-        batch = next(iter(verdicts.values())).case_classes.size
-        self.cases += batch
-        agree_all = np.ones(batch, bool)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                same = _agree(actuals[a], actuals[b], accuracy, batch, masks)
-                self.pairs[f"{a}~{b}"] += int(np.count_nonzero(~same))
-                agree_all &= same
-        all_diverge = np.all([v.case_classes != PASS for v in verdicts.values()], axis=0)
-        suspects = all_diverge & agree_all
-        self.suspects += int(np.count_nonzero(suspects))
-        return suspects
-
-    def record(self) -> dict[str, Any]:
-        return {"backends": self.names, "cases": self.cases, "disagreements": dict(self.pairs),
-                "oracle_suspects": self.suspects}
-
-
-def _agree(x: Sequence[np.ndarray], y: Sequence[np.ndarray], accuracy, batch: int,
-           masks: dict) -> np.ndarray:
-    """Per case: do two backends' results match each other under the op's rule?
-    Implementation-defined elements may differ between backends and are ignored."""
-    from conformance.compare import _reduce_to_cases, classify
-    out = np.ones(batch, bool)
-    for a, b in zip(x, y):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return np.zeros(batch, bool)
-        cls, _ = classify(a, b, accuracy)
-        for m in masks.values():
-            cls = np.where(np.broadcast_to(m, cls.shape), PASS, cls)
-        out &= _reduce_to_cases(cls) == PASS
-    return out
 
 
 def _verifier_message(sig: Signature) -> str | None:
@@ -544,73 +358,8 @@ def _verifier_message(sig: Signature) -> str | None:
         return f"not printable: {e}"
 
 
-def failure_class(e: BaseException) -> str:
-    """The outcome class of an exception a backend raised while running a case."""
-    from conformance.isolation import BackendCrash, BackendTimeout
-    if isinstance(e, BackendCrash):
-        return "crash"
-    if isinstance(e, BackendTimeout):
-        return "timeout"
-    return "backend_error"
-
-
-def _culprit(backend: Backend, sig: Signature, stacked, outcome: str
-             ) -> tuple[int, Case] | None:
-    """The case of a batch that crashes (or hangs) the backend, found by bisection in
-    the backend's own process, with its index in the batch; None if no single case
-    does it again."""
-    lo, hi = 0, stacked[0].shape[0] if stacked else 0
-    run = backend.batch_executable(sig) if hi else None
-
-    def fails(a: int, b: int) -> bool:
-        try:
-            run([x[a:b] for x in stacked])
-        except Exception as e:  # noqa: BLE001
-            return failure_class(e) == outcome
-        return False
-
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(lo, mid):
-            hi = mid
-        elif fails(mid, hi):
-            lo = mid
-        else:
-            return None
-    if hi - lo == 1 and fails(lo, hi):
-        return lo, Case(sig, tuple(np.array(x[lo], order="C") for x in stacked))
-    return None
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
-
-
 def _enc(x):
-    from conformance.core.literals import encode
     return encode(np.asarray(x))
-
-
-def _check(backend: Backend, case: Case, accuracy) -> str | None:
-    cls, _, _, _ = check_case(backend, case, accuracy)
-    return None if cls in ("pass", "unsupported") else cls
-
-
-def _results(backend: Backend, case: Case, accuracy):
-    _, expected, actual, _ = check_case(backend, case, accuracy)
-    return expected, actual
-
-
-def _run_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
-    try:
-        backend.run(case)
-    except Unsupported as e:
-        return "unsupported", str(e)
-    except Exception as e:  # noqa: BLE001 - rejecting the program is the right answer
-        outcome = failure_class(e)
-        return ("rejected" if outcome == "backend_error" else outcome), _one_line(e)
-    return "accepted_invalid", "the backend ran a program that breaks this rule"
 
 
 def _run_unit_in_worker(config: RunConfig, locators: Sequence[str], op: str,
@@ -638,20 +387,9 @@ def _worker_backends(config: RunConfig, locators: tuple[str, ...]) -> list[Backe
 
 
 def prepare_backends(config: RunConfig, backends: Sequence[Backend]) -> list[Backend]:
-    """Wrap the backends that must run in a child process (``--isolate``, or those whose
-    class asks for it, like the StableHLO interpreter)."""
-    import re as _re
-    from conformance.isolation import isolated
-    out = []
-    for b in backends:
-        wanted = config.isolate if config.isolate is not None else b.isolate
-        if not wanted:
-            out.append(b)
-            continue
-        Path(config.out).mkdir(parents=True, exist_ok=True)
-        log = Path(config.out) / f"{_re.sub(r'[^A-Za-z0-9_.-]+', '_', b.name)}.stderr.log"
-        out.append(isolated(b, config.timeout, str(log)))
-    return out
+    """Wrap the backends that must run in a child process (conformance.isolation)."""
+    from conformance.isolation import prepare_backends as prepare
+    return prepare(backends, config.out, config.isolate, config.timeout)
 
 
 class ResumeError(ValueError):

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from conformance.verdicts import UnknownVerdict, check_known
 from conformance.specs import SpecError, UnknownOp, load_spec, parse_accuracy
 from conformance.core.types import ALL_ELEMENT_TYPES, TYPE_CLASSES, UnknownElementType, element_type
 
@@ -51,5 +52,8 @@ def load_tolerances(path: "str | Path") -> dict[str, dict[str, Any]]:
                 except UnknownElementType as e:
                     raise SpecError(f"{where}: {e}") from None
             for et in targets:
-                parse_accuracy(entry, et, where)
+                try:
+                    check_known(parse_accuracy(entry, et, where), where)
+                except UnknownVerdict as e:
+                    raise SpecError(str(e)) from None
     return data

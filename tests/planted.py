@@ -22,7 +22,8 @@ class OracleBackend(Backend):
 
 
 class PlantedAddF32(OracleBackend):
-    """The oracle, except that f32 add results are one ulp high where lhs > 1."""
+    """The oracle, except that f32 add results are one ulp high where lhs > 1 (and the
+    result is normal)."""
 
     name = "planted"
 
@@ -33,7 +34,9 @@ class PlantedAddF32(OracleBackend):
 
         def run(inputs):
             (out,) = inner(inputs)
-            bump = (np.asarray(inputs[0]) > 1) & np.isfinite(out)
+            # (normal results only: a subnormal 1 ulp above 0 would read as a flush)
+            bump = ((np.asarray(inputs[0]) > 1) & np.isfinite(out)
+                    & (np.abs(out) >= np.finfo(np.float32).tiny))
             return [np.where(bump, np.nextafter(out, np.float32(np.inf)), out)
                     .astype(np.float32)]
         return run
@@ -95,3 +98,72 @@ class HangsOnNaN(OracleBackend):
                 time.sleep(3600)
             return inner(inputs)
         return run
+
+
+class _F32AddResult(OracleBackend):
+    """The oracle, with f32 add results changed by ``change`` (subclasses)."""
+
+    def change(self, out, inputs):
+        raise NotImplementedError
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "add" or sig.input_types[0].element_type.name != "f32":
+            return inner
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            with np.errstate(all="ignore"):
+                return [np.asarray(self.change(np.asarray(out), inputs), np.float32)]
+        return run
+
+
+class NegatesAddF32(_F32AddResult):
+    """f32 add returns -(a + b): every nonzero result has the wrong sign."""
+
+    name = "negates-add"
+
+    def change(self, out, inputs):
+        return -out
+
+
+class DoublesAddF32(_F32AddResult):
+    """f32 add returns 2·(a + b): wrong value, right sign."""
+
+    name = "doubles-add"
+
+    def change(self, out, inputs):
+        return out * np.float32(2)
+
+
+class TenPercentAddF32(_F32AddResult):
+    """f32 add is 10% high: far beyond any evaluation-order error."""
+
+    name = "ten-percent-add"
+
+    def change(self, out, inputs):
+        return out * np.float32(1.1)
+
+
+class NondeterministicAddF32(_F32AddResult):
+    """f32 add adds one ulp on every third call (a race in a real backend)."""
+
+    name = "nondeterministic-add"
+    calls = 0
+
+    def change(self, out, inputs):
+        type(self).calls += 1
+        if type(self).calls % 3:
+            return out
+        return np.where(np.isfinite(out), np.nextafter(out, np.float32(np.inf)), out)
+
+
+class OneUlpTowardZeroAddF32(_F32AddResult):
+    """f32 add rounds toward zero where round-to-nearest was due: one ulp at most, never
+    an overflow (what a backend with another summation order may give)."""
+
+    name = "toward-zero-add"
+
+    def change(self, out, inputs):
+        return np.where(np.isfinite(out) & (out != 0),
+                        np.nextafter(out, np.float32(0)), out)

@@ -1,0 +1,234 @@
+"""What a run checks, drawn from the seed alone: depths, signature plans, value
+batches, invalid-signature plans, and the case id that names one case of them.
+
+Every front-end (the CLI runner, the pytest plugin, ``conformance repro``, replay,
+bench/) draws from these functions, so a case id printed by any of them is rebuilt
+by :func:`rebuild`. A plan depends on the seed, the depth, the op and the type key
+only (never on a run's filters, the process or the order ops run in).
+
+Case ids
+--------
+::
+
+    SEED:DEPTH:OP:TYPE_KEY:SIGNATURE_INDEX:BATCH:CASE_INDEX
+    e.g. 0:quick:add:f32:1:0:17
+
+``SIGNATURE_INDEX`` is the signature's position in the plan of the type binding
+``TYPE_KEY`` (:func:`plan_binding`), ``BATCH`` the value batch (:func:`batch_for`)
+and ``CASE_INDEX`` the case's row in that batch. It names the case as drawn, before
+minimisation (a saved reproducer holds the minimised one).
+"""
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Any, Sequence
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+
+from conformance.core.case import Case, Signature
+from conformance.core.types import element_type
+from conformance.generators import batch_inputs, candidates, canonical, signatures
+from conformance.specs import OpSpec, UnknownOp, binding_key, load_spec, op_names
+
+
+@dataclasses.dataclass(frozen=True)
+class Depth:
+    """How hard a run looks."""
+
+    signatures: int            # signatures per type binding
+    batches: int               # value batches per signature
+    batch_size: int            # value cases per batch
+    invalid_per_rule: int      # invalid signatures per rule of the spec
+    shape_profile: str
+    max_signatures_per_op: int  # ops with many bindings (convert) get fewer per binding
+
+
+DEPTHS = {
+    "quick": Depth(2, 1, 32, 1, "quick", 60),
+    "default": Depth(4, 3, 64, 1, "default", 160),
+    "deep": Depth(16, 8, 256, 3, "deep", 1200),
+}
+
+
+def stable_hash(*parts: Any) -> int:
+    """A hash that is the same in every process (Python's ``hash`` of a str is not)."""
+    return zlib.crc32("\x1f".join(map(str, parts)).encode())
+
+
+def select_ops(ops: Sequence[str] | None = None,
+               families: Sequence[str] | None = None) -> list[OpSpec]:
+    names = list(ops) if ops else op_names()
+    specs = [load_spec(n) for n in names]
+    if families:
+        specs = [s for s in specs if s.family in set(families)]
+    return specs
+
+
+def select_bindings(spec: OpSpec, element_types: Sequence[str] | None) -> list[dict[str, str]]:
+    bindings = spec.type_bindings()
+    if element_types:
+        wanted = {element_type(t).name for t in element_types}
+        bindings = [b for b in bindings if wanted & set(b.values())]
+    return bindings
+
+
+def _collect(strategy, n: int, seed: int) -> list:
+    """The first ``n`` examples hypothesis generates from ``strategy`` for ``seed``.
+
+    Deterministic for a seed: no example database, generation phase only.
+    """
+    out: list = []
+
+    @hseed(seed)
+    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck), derandomize=False)
+    @given(strategy)
+    def gather(x):
+        out.append(x)
+
+    gather()
+    return out[:n]
+
+
+def signatures_per_binding(spec: OpSpec, depth: Depth) -> int:
+    """Signatures planned per type binding: ops with many bindings (convert) get fewer.
+
+    It depends on the op and the depth only, never on the run's filters, so a case id
+    names the same case in every run that has it: a ``--types f32`` run draws exactly
+    the f32 signatures of the full run.
+    """
+    n_bindings = len(spec.type_bindings())
+    return max(1, min(depth.signatures, depth.max_signatures_per_op // max(1, n_bindings)))
+
+
+def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
+                    profile: str) -> list[Signature]:
+    sigs = _collect(signatures(spec, binding, profile), n,
+                    stable_hash(seed, spec.name, binding_key(binding)))
+    unique: list[Signature] = []
+    for s in sigs:
+        if s not in unique:
+            unique.append(s)
+    return unique
+
+
+def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
+                 depth: str) -> list[Signature]:
+    """The signatures checked for one type binding (index = position in the list)."""
+    d = DEPTHS[depth]
+    return plan_signatures(spec, binding, signatures_per_binding(spec, d), seed,
+                           d.shape_profile)
+
+
+def batch_for(seed: int, depth: str, spec: OpSpec, key: str, index: int, batch: int,
+              sig: Signature) -> list[np.ndarray]:
+    """The stacked inputs of value batch ``batch`` of signature ``index`` of binding
+    ``key``: what every front-end feeds the backend, and what :func:`rebuild` redraws."""
+    rng = np.random.default_rng([seed, stable_hash(spec.name, key), index, batch])
+    return batch_inputs(sig, rng, DEPTHS[depth].batch_size, spec)
+
+
+def plan_invalid(spec: OpSpec, rule: str, n: int, seed: int,
+                 valid: Sequence[Signature]) -> list[Signature]:
+    """``n`` signatures breaking ``rule`` alone, each a single change of a valid one.
+
+    Deterministic: the valid signatures are the unit's own plan plus canonical
+    small ones; the changes are picked with a seeded generator.
+    """
+    bindings = spec.type_bindings()
+    step = max(1, len(bindings) // 6)
+    pool = list(valid) + [canonical(spec, b) for b in bindings[::step]]
+    rng = np.random.default_rng([seed, stable_hash(spec.name, "invalid", rule)])
+    out: list[Signature] = []
+    for i in rng.permutation(len(pool)):
+        found = candidates(spec, pool[i], rule)
+        if found:
+            out.append(found[int(rng.integers(len(found)))])
+            if len(out) == n:
+                break
+    return out
+
+
+def invalid_inputs(seed: int, spec: OpSpec, rule: str, i: int,
+                   sig: Signature) -> tuple[np.ndarray, ...]:
+    """The one value case an invalid signature is run with."""
+    rng = np.random.default_rng([seed, stable_hash(spec.name, rule), i])
+    return tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
+
+
+# ---------------------------------------------------------------------------
+# Case ids
+# ---------------------------------------------------------------------------
+
+class CaseIdError(ValueError):
+    """A case id that is malformed or names no case (one-line reason naming the id)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseId:
+    seed: int
+    depth: str
+    op: str
+    type_key: str
+    index: int          # signature index in the binding's plan
+    batch: int          # value batch of that signature
+    case: int           # row in the batch
+
+    FORMAT = "SEED:DEPTH:OP:TYPE_KEY:SIGNATURE_INDEX:BATCH:CASE_INDEX"
+
+    def __str__(self) -> str:
+        return (f"{self.seed}:{self.depth}:{self.op}:{self.type_key}:{self.index}:"
+                f"{self.batch}:{self.case}")
+
+    @classmethod
+    def parse(cls, text: str) -> "CaseId":
+        parts = text.strip().split(":")
+        if len(parts) != 7:
+            raise CaseIdError(f"case id {text!r}: expected {cls.FORMAT}")
+        seed, depth, op, key, index, batch, case = parts
+        if depth not in DEPTHS:
+            raise CaseIdError(f"case id {text!r}: unknown depth {depth!r}; known: "
+                              f"{', '.join(DEPTHS)}")
+        try:
+            ints = [int(seed), int(index), int(batch), int(case)]
+        except ValueError:
+            raise CaseIdError(f"case id {text!r}: seed, signature index, batch and case "
+                              f"index must be integers ({cls.FORMAT})") from None
+        if min(ints) < 0:
+            raise CaseIdError(f"case id {text!r}: negative seed or index")
+        return cls(ints[0], depth, op, key, ints[1], ints[2], ints[3])
+
+
+def case_id(seed: int, depth: str, op: str, key: str, index: int, batch: int,
+            case: int) -> str:
+    return str(CaseId(seed, depth, op, key, index, batch, case))
+
+
+def rebuild(text: "str | CaseId") -> tuple[Case, OpSpec]:
+    """The case an id names, drawn again with the plan every front-end uses;
+    returns (case, spec). Raises :class:`CaseIdError`."""
+    cid = text if isinstance(text, CaseId) else CaseId.parse(text)
+    try:
+        spec = load_spec(cid.op)
+    except UnknownOp:
+        raise CaseIdError(f"case id {str(cid)!r}: unknown op {cid.op!r}") from None
+    bindings = {binding_key(b): b for b in spec.type_bindings()}
+    if cid.type_key not in bindings:
+        raise CaseIdError(f"case id {str(cid)!r}: {cid.op} has no type key "
+                          f"{cid.type_key!r} (see `conformance show {cid.op}`)")
+    depth = DEPTHS[cid.depth]
+    plan = plan_binding(spec, bindings[cid.type_key], cid.seed, cid.depth)
+    if cid.index >= len(plan):
+        raise CaseIdError(f"case id {str(cid)!r}: signature index {cid.index} out of range "
+                          f"({len(plan)} signature(s) planned for {cid.op} {cid.type_key})")
+    if cid.batch >= depth.batches:
+        raise CaseIdError(f"case id {str(cid)!r}: batch {cid.batch} out of range (depth "
+                          f"{cid.depth} runs {depth.batches} batch(es) per signature)")
+    if cid.case >= depth.batch_size:
+        raise CaseIdError(f"case id {str(cid)!r}: case index {cid.case} out of range "
+                          f"(batches of {depth.batch_size} at depth {cid.depth})")
+    sig = plan[cid.index]
+    stacked = batch_for(cid.seed, cid.depth, spec, cid.type_key, cid.index, cid.batch, sig)
+    return Case(sig, tuple(np.array(x[cid.case], order="C") for x in stacked), str(cid)), spec

@@ -1,0 +1,41 @@
+"""Same seed, same verdicts: the one check path (conformance.checker) gives the records
+the three separate loops gave before it.
+
+``data/verdicts-quick-jax-numpy.jsonl`` holds the verdict-bearing fields
+(tests/verdict_records.py) of this run, made by the code before the checker existed
+(commit ddecba0)::
+
+    conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
+        gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
+        --depth quick --out OUT
+
+A verdict that changes on purpose regenerates it (and says why in the commit).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conformance.cli import main
+
+import verdict_records
+
+GOLDEN = Path(__file__).parent / "data" / "verdicts-quick-jax-numpy.jsonl"
+ARGS = ["run", "--backend", "jax,numpy", "--ops",
+        "add,multiply,divide,compare,select,sort,gather,scatter,pad,convert,reduce_precision",
+        "--types", "f32,si8,bf16,ui8,i1", "--depth", "quick", "--no-progress"]
+
+
+def test_records_match_the_recorded_verdicts(tmp_path):
+    code = main(ARGS + ["--out", str(tmp_path / "out")])
+    assert code in (0, 1)
+    got = verdict_records.verdicts(tmp_path / "out" / "results.jsonl")
+    want = {}
+    for line in GOLDEN.read_text().splitlines():
+        key, n = json.loads(line)
+        want[key] = n
+    missing = {k: n for k, n in want.items() if got.get(k, 0) != n}
+    extra = {k: n for k, n in got.items() if k not in want}
+    assert not missing and not extra, (
+        f"{len(missing)} recorded verdict(s) differ, {len(extra)} new; first: "
+        f"{next(iter(missing or extra))[:300]}")
