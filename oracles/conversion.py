@@ -14,7 +14,22 @@ then imaginary part.
 reduce_precision: XLA's bit-level algorithm on the operand's own encoding, which
 is the spec's description: round the stored mantissa to ``mantissa_bits`` with ties
 to even, then overflow to infinity or underflow to zero (sign kept) outside the
-normal range of an ``exponent_bits`` exponent. NaN stays NaN.
+normal range of an ``exponent_bits`` exponent. NaN, read to the letter of the spec
+("conversion of operand to another floating-point type that uses exponent_bits and
+mantissa_bits and back", then the three steps, then the example):
+
+- ``mantissa_bits >= 1``: the NaN itself, payload and sign unchanged, even where the
+  payload lies entirely in bits that step 2 truncates. The other type has NaNs, and
+  the spec's example keeps ``0x7FFFFFFF`` at ``mantissa_bits = 2`` bit for bit, which
+  the steps read on a NaN's bits cannot give (step 2 would truncate the payload and
+  step 3 would overflow the all-ones exponent to infinity): the steps are about
+  numbers.
+- ``mantissa_bits = 0``: infinity with the NaN's sign. A type without mantissa bits
+  has no NaN (an all-ones exponent with no mantissa is infinity), so the conversion
+  cannot keep one, and the steps say what becomes of it: step 2 truncates every
+  mantissa bit, leaving the encoding of infinity, and step 3 "overflows to infinity
+  using the original sign". (XLA on CPU keeps the NaN; XLA's LLVM emitter and the
+  StableHLO interpreter give +infinity whatever the sign.)
 """
 from __future__ import annotations
 
@@ -176,4 +191,11 @@ def reduce_precision(inputs, attrs, types):
         bits = np.where(overflow, sign | inf_bits, bits)
         bits = np.where(underflow, sign, bits)
     r = from_bit_patterns(bits, et)
-    return np.where(np.isnan(x.astype(np.float64)), x, r).astype(et.dtype).reshape(out.shape)
+    nan = np.isnan(x.astype(np.float64))
+    if m_bits == 0:
+        # No NaN is left in a type without mantissa bits: steps 2 and 3 give infinity
+        # with the original sign (the module's docstring).
+        keep = from_bit_patterns(bit_patterns(x) & U64(1 << (width - 1)) | inf_bits, et)
+    else:
+        keep = x
+    return np.where(nan, keep, r).astype(et.dtype).reshape(out.shape)

@@ -384,7 +384,9 @@ SRC_EBITS = {"f16": 5, "bf16": 8, "f32": 8, "f64": 11}
 def ref_reduce_precision(v: float, src: str, e_bits: int, m_bits: int) -> float:
     fmt = FORMATS[src]
     if math.isnan(v):
-        return NAN
+        # No NaN in a type without mantissa bits: steps 2-3 give infinity, sign kept
+        # (oracles/conversion.py; tests/test_oracle_letter.py).
+        return NAN if m_bits else math.copysign(INF, v)
     if math.isinf(v) or v == 0:
         return v
     neg = v < 0
