@@ -4,15 +4,26 @@ A table from spec op name to a builder: given the signature (for attributes and
 result types), return a function of the input arrays. Ops with no attributes map
 straight onto one ``lax`` function. This is the JAX backend's knowledge, not the
 spec's, so it lives here rather than in the YAML.
+
+This module holds the element-wise and data-movement ops and the table; the other op
+families register their builders into it from modules named ``jax_ops_<family>``
+(the ``family:`` of the op's spec: jax_ops_indexing.py, jax_ops_sorting.py,
+jax_ops_tuples.py), which :func:`build` imports the first time it meets one of their
+ops. Nothing imports those modules for their side effects.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from typing import Any, Callable
 
 import numpy as np
 from jax import lax
 
 from conformance.core.case import Signature
+from conformance.core.types import TensorType
+from conformance.specs import SpecError, UnknownOp, load_spec
+from conformance.specs.regions import Arg, Node, parse as parse_region
 
 from .base import Unsupported
 
@@ -201,7 +212,21 @@ def _compare(sig):
     return _QUIET[direction]
 
 
+def _load_family(op: str) -> None:
+    """Import ``jax_ops_<family>`` for ``op``'s spec family, where there is one: it
+    registers that family's builders."""
+    try:
+        family = load_spec(op).family
+    except (UnknownOp, SpecError):
+        return
+    name = f"{__package__}.jax_ops_{family}"
+    if importlib.util.find_spec(name) is not None:
+        importlib.import_module(name)
+
+
 def build(sig: Signature) -> Callable[..., Any]:
+    if sig.op not in BUILDERS and sig.op not in DIRECT:
+        _load_family(sig.op)
     if sig.op in BUILDERS:
         return BUILDERS[sig.op](sig)
     if sig.op in DIRECT:
@@ -209,5 +234,20 @@ def build(sig: Signature) -> Callable[..., Any]:
     raise Unsupported(f"the jax backend has no mapping for op {sig.op!r}")
 
 
-# The op families in their own modules register into BUILDERS when imported.
-from . import jax_ops_indexing, jax_ops_sorting, jax_ops_tuples  # noqa: E402,F401
+def jax_function(text: str):
+    """A jax function of the rank-0 block arguments computing a region text
+    (specs/regions.py), composed of the per-op builders (so a region means
+    the same as the ops it calls)."""
+    region = parse_region(text)
+
+    def compile_node(n: Node):
+        if isinstance(n, Arg):
+            return lambda *xs: xs[n.index]
+        parts = [compile_node(o) for o in n.operands]
+        types = [TensorType((), region.type_of(o)) for o in n.operands]
+        result = TensorType((), region.type_of(n))
+        fn = build(Signature.make(n.op, types, [result], dict(n.attributes)))
+        return lambda *xs: fn(*(p(*xs) for p in parts))
+
+    fns = [compile_node(n) for n in region.results]
+    return lambda *xs: tuple(f(*xs) for f in fns)

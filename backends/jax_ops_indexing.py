@@ -11,6 +11,7 @@ from __future__ import annotations
 from jax import lax
 
 from conformance.core.case import Signature
+from conformance.specs import regions
 
 from .base import Unsupported
 from .jax_ops import builder
@@ -59,7 +60,6 @@ _SCATTERS = {"add": lax.scatter_add, "multiply": lax.scatter_mul,
 def _component(region, k: int, n: int):
     """The lax scatter function for result ``k`` of a scatter region with ``n`` inputs:
     ``arg N+k`` (replace) or one op of (arg k, arg N+k); None for anything else."""
-    from conformance import regions
     node = region.results[k]
     if isinstance(node, regions.Arg):
         return lax.scatter if node.index == n + k else None
@@ -76,7 +76,6 @@ def _scatter(sig: Signature):
     them when result k of the region reads only arguments k and N+k (then the inputs
     do not interact; only the order of repeated updates could differ between them, and
     that order is implementation-defined anyway). Any other region is unsupported."""
-    from conformance import regions
     a = sig.attributes
     n = (len(sig.input_types) - 1) // 2
     (text,) = sig.regions

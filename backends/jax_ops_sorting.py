@@ -5,7 +5,7 @@ lexicographically by its first ``num_keys`` operands, each in jax's order: integ
 booleans by value; floats "NaN last" (jax canonicalises -0 to +0 and every NaN to +NaN
 inside its comparator, then compares in total order); complex numbers by (real, imag),
 each part "NaN last". A StableHLO comparator is mapped onto it only where it means
-exactly that, recognised from the region's structure (conformance/regions.py):
+exactly that, recognised from the region's structure (specs/regions.py):
 
     or(lt_0, and(eq_0, or(lt_1, and(eq_1, ... lt_last))))
 
@@ -33,9 +33,9 @@ import functools
 import numpy as np
 from jax import lax
 
-from conformance import regions
 from conformance.core.case import Signature
 from conformance.core.types import ElementType
+from conformance.specs import regions
 
 from .base import Unsupported
 from .jax_ops import builder

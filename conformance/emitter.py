@@ -24,8 +24,9 @@ jaxlib bundles, in a cached context with the func, stablehlo and chlo dialects
 registered; :func:`verifier_rejects` says whether the MLIR verifier itself
 rejects a signature (then no backend ever sees that program).
 
-Regions (sort's comparator, scatter's update, ...) are data (conformance/regions.py)
-and print as generic-form blocks between the operands and the attributes.
+Regions (sort's comparator, scatter's update, ...) are data (specs/regions.py)
+and print as generic-form blocks (:func:`block_text`) between the operands and the
+attributes.
 """
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ import os
 import re
 import string
 import threading
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, TupleType
+from conformance.specs import load_spec
+from conformance.specs.mlir import OpSyntax, syntax_of
+from conformance.specs.regions import Arg, Node, RegionError, parse as parse_region
 
-__all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "syntax_of", "attribute_value",
+__all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
            "op_text", "module_text", "context", "parse", "verify", "verifier_rejects"]
 
 
@@ -58,68 +61,13 @@ class VerifyError(ValueError):
 
 
 # ---------------------------------------------------------------------------
-# The op's syntax, from the spec YAML
+# The op's syntax, from the spec YAML (read and checked by conformance.specs.mlir)
 # ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class OpSyntax:
-    """The ``mlir:`` section of one op's spec, checked."""
-
-    op: str                                     # spec name: add
-    name: str                                   # MLIR name: stablehlo.add
-    attributes: tuple[tuple[str, str], ...]     # (MLIR attribute name, format string)
-    fields: tuple[frozenset[str], ...]          # spec attributes each format names
-
-
-def _fields(fmt: str, where: str) -> frozenset[str]:
-    names = set()
-    try:
-        parsed = list(string.Formatter().parse(fmt))
-    except ValueError as e:
-        raise EmitError(f"{where}: bad format string {fmt!r}: {e}") from None
-    for _, field, spec, conversion in parsed:
-        if field is None:
-            continue
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or spec not in ("", "i64array") \
-                or conversion:
-            raise EmitError(f"{where}: placeholder {{{field}{'!' + conversion if conversion else ''}"
-                            f"{':' + spec if spec else ''}}} in {fmt!r} must be a spec "
-                            "attribute name, optionally with the format spec i64array")
-        names.add(field)
-    return frozenset(names)
-
 
 @functools.lru_cache(maxsize=None)
 def op_syntax(op: str) -> OpSyntax:
-    """The checked ``mlir:`` section of ``op``'s spec (EmitError if it is inconsistent)."""
-    from conformance.specs import load_spec
+    """The checked ``mlir:`` section of ``op``'s spec (loading the spec checked it)."""
     return syntax_of(load_spec(op))
-
-
-def syntax_of(spec) -> OpSyntax:
-    """The checked ``mlir:`` section of one OpSpec: every placeholder names an attribute
-    of the spec and every spec attribute is printed by some MLIR attribute."""
-    op = spec.name
-    data = spec.data.get("mlir")
-    if not data:
-        raise EmitError(f"{spec.path}: mlir: the spec has no mlir section (needed to print "
-                        f"{op} as StableHLO)")
-    spec_attrs = {a.name for a in spec.attributes}
-    attrs, fields = [], []
-    for mlir_name, fmt in (data.get("attributes") or {}).items():
-        where = f"{spec.path}: mlir.attributes.{mlir_name}"
-        names = _fields(fmt, where)
-        unknown = names - spec_attrs
-        if unknown:
-            raise EmitError(f"{where}: {fmt!r} names {sorted(unknown)}, which are not attributes "
-                            f"of {op} (it has {sorted(spec_attrs)})")
-        attrs.append((mlir_name, fmt))
-        fields.append(names)
-    unused = spec_attrs - set().union(*fields)
-    if unused:
-        raise EmitError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the spec "
-                        f"attribute(s) {sorted(unused)}")
-    return OpSyntax(op, data["op"], tuple(attrs), tuple(fields))
 
 
 # ---------------------------------------------------------------------------
@@ -190,15 +138,43 @@ _FORMATTER = _AttributeFormatter()
 
 
 def _regions_text(sig: Signature) -> str:
-    """`` ({...}, {...})``: the op's regions (conformance.regions texts) in generic form."""
+    """`` ({...}, {...})``: the op's regions (conformance.specs.regions texts) in generic
+    form."""
     if not sig.regions:
         return ""
-    from conformance import regions
     try:
-        blocks = [regions.block_text(r, f"r{i}_") for i, r in enumerate(sig.regions)]
-    except regions.RegionError as e:
+        blocks = [block_text(r, f"r{i}_") for i, r in enumerate(sig.regions)]
+    except RegionError as e:
         raise EmitError(f"{sig.op}: {e}") from None
     return f" ({', '.join(blocks)})"
+
+
+def block_text(text: str, prefix: str, indent: str = "      ") -> str:
+    """A region text as an MLIR region in generic form, ``{ ^bb0(...): ... }``. Value
+    names carry ``prefix`` so that they never shadow the enclosing function's."""
+    region = parse_region(text)
+    args = [f"%{prefix}arg{i}" for i in range(len(region.arg_types))]
+    scalar = [TensorType((), t) for t in region.arg_types]
+    lines: list[str] = []
+    counter = [0]
+
+    def emit(n: Node) -> tuple[str, TensorType]:
+        if isinstance(n, Arg):
+            return args[n.index], scalar[n.index]
+        operands = [emit(o) for o in n.operands]
+        result = TensorType((), region.type_of(n))
+        sig = Signature.make(n.op, [t for _, t in operands], [result], dict(n.attributes))
+        name = f"%{prefix}{counter[0]}"
+        counter[0] += 1
+        lines.append(op_text(sig, [v for v, _ in operands], name))
+        return name, result
+
+    outs = [emit(n) for n in region.results]
+    lines.append(f'"stablehlo.return"({", ".join(v for v, _ in outs)}) : '
+                 f'({", ".join(t.mlir() for _, t in outs)}) -> ()')
+    params = ", ".join(f"{a}: {t.mlir()}" for a, t in zip(args, scalar))
+    body = "".join(f"\n{indent}  {line}" for line in lines)
+    return f"{{\n{indent}^bb0({params}):{body}\n{indent}}}"
 
 
 def _types(types: Sequence[TensorType]) -> str:

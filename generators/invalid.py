@@ -175,7 +175,7 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
 def _region_mutations(sig: Signature) -> Iterator[Signature]:
     """One region changed: every argument of one element type given another (the body
     stays well typed), or the body replaced by ``arg0`` (another result type)."""
-    from conformance import regions
+    from conformance.specs import regions
     for i, text in enumerate(sig.regions):
         try:
             region = regions.parse(text)

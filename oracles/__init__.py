@@ -1,8 +1,9 @@
 """The numpy reference: ``evaluate(op, inputs, attributes) -> tuple of arrays``.
 
-One small module per op family registers its ops here (the ONNX reference
-evaluator's layout). Every function is plain numpy + ml_dtypes written from the
-spec's semantics; none calls a backend. Results are always of the exact result
+One small module per op family registers its ops in registry.py (the ONNX reference
+evaluator's layout); the module is named after the spec's ``family:`` and loaded the
+first time one of its ops is evaluated. Every function is plain numpy + ml_dtypes
+written from the spec's semantics; none calls a backend. Results are always of the exact result
 types: IEEE-exact float ops are computed in float64 and correctly rounded to the
 result type (float64 is wide enough for +, -, *, /, sqrt on every narrower type);
 integer ops are done on two's-complement bit patterns and wrap to the bit width.
@@ -15,68 +16,25 @@ says which elements the comparator must mask.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from conformance.core.case import Case, Signature
-from conformance.specs import OpSpec, load_spec
+from conformance.core.types import (TensorType, TupleType, flatten, leaves, type_of, unflatten,
+                                    value_type)
+from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
-from conformance.core.types import (TensorType, TupleType, element_type, flatten, leaves,
-                                    type_of, unflatten, value_type)
+from conformance.specs.expressions import CONDITIONS, condition
 
-OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
-                    "tuple[np.ndarray, ...] | np.ndarray"]
-REGISTRY: dict[str, OracleFn] = {}
-
-
-class OracleError(Exception):
-    """The oracle cannot evaluate this case (unknown op, missing result types, ...)."""
-
-
-def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
-    def deco(fn: OracleFn) -> OracleFn:
-        for op in ops:
-            if op in REGISTRY:
-                raise RuntimeError(f"oracle for {op!r} registered twice")
-            REGISTRY[op] = fn
-        return fn
-    return deco
-
-
-# Conditions that implementation-defined rules name in their ``when:`` expressions as
-# ``condition('name', ...)`` (specs/expressions.py): tests that need the op's own index
-# arithmetic, kept next to the oracle that does it. They see what ``when:`` sees
-# (inputs with the leading batch axis, attributes) and return a mask of the batched
-# result's shape.
-CONDITIONS: dict[str, Callable[..., Any]] = {}
-
-
-def condition(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if name in CONDITIONS:
-            raise RuntimeError(f"condition {name!r} registered twice")
-        CONDITIONS[name] = fn
-        return fn
-    return deco
+from .registry import REGISTRY, OracleError, OracleFn, load_family, oracle_for, register
 
 
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
-    env: dict[str, Any] = {}
-    if any(t.variadic for t in spec.inputs + spec.outputs) or spec.variables:
-        raise OracleError(f"{spec.name}: pass result_types (they depend on more than the "
-                          "input types)")
-    for t, x in zip(spec.inputs, inputs):
-        if t.element_type in spec.type_variables:
-            env.setdefault(t.element_type, element_type(x.dtype).name)
-        if len(t.shape) == 1 and t.shape[0] in spec.shape_variables:
-            env.setdefault(t.shape[0], list(x.shape))
     try:
-        return [TensorType(tuple(ex.evaluate(t.shape[0], env)),
-                           element_type(ex.evaluate(t.element_type, env))) for t in spec.outputs]
-    except ex.ExpressionError:
-        raise OracleError(f"{spec.name}: the result types cannot be inferred from the inputs; "
-                          f"pass result_types") from None
+        return spec.result_types_for([type_of(x) for x in inputs])
+    except SpecError as e:
+        raise OracleError(f"{e}; pass result_types") from None
 
 
 def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any] | None = None,
@@ -85,7 +43,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
              regions: Sequence[str] = ()) -> tuple[np.ndarray, ...]:
     """Evaluate ``op`` on ``inputs`` per the spec; returns one array per result.
 
-    ``regions`` (a signature's region texts, conformance/regions.py) reach the oracle
+    ``regions`` (a signature's region texts, specs/regions.py) reach the oracle
     function in its attributes, under the spec's region names (sort's ``comparator``).
 
     Tuple types (tuple, get_tuple_element): ``inputs`` are the leaves and
@@ -94,9 +52,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
     for each tuple-typed result (a 1-tuple around it when it is the only result), and
     the results come back as leaves, flattened depth-first.
     """
-    fn = REGISTRY.get(op)
-    if fn is None:
-        raise OracleError(f"no oracle for op {op!r}")
+    fn = oracle_for(op)
     inputs = [np.asarray(x) for x in inputs]
     if result_types is None:
         types = _infer_result_types(load_spec(op), inputs)
@@ -176,6 +132,7 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     spec = spec or load_spec(sig.op)
     if not spec.implementation_defined:
         return {}
+    load_family(sig.op)     # its family module registers the conditions its rules name
     if expected is None:
         expected = evaluate_batch(sig, stacked, spec)
     batch = stacked[0].shape[0] if stacked else 1
@@ -217,9 +174,6 @@ def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray
     return np.broadcast_to(mask, out_shape)
 
 
-# Importing the family modules fills REGISTRY.
-from . import (arithmetic, bitwise, comparison, complex_parts, conversion,  # noqa: E402,F401
-               data_movement, indexing, rounding, sorting, transcendental, tuples)
-
 __all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined",
-           "register", "condition", "CONDITIONS", "REGISTRY", "OracleError", "broadcast_ready"]
+           "register", "condition", "CONDITIONS", "REGISTRY", "OracleError", "OracleFn",
+           "oracle_for", "broadcast_ready"]

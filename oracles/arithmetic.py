@@ -14,7 +14,7 @@ import numpy as np
 
 from conformance.core.types import TensorType
 
-from . import register
+from .registry import register
 from ._kernels import (U64, as_u64, etype, float_map, int_values, maximum, minimum, wrap)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
+from .registry import register
 from ._kernels import U64, sign_extend, unsigned_bits, wrap
 
 

@@ -1,4 +1,4 @@
-"""compare (every comparison_direction and compare_type), is_finite, select."""
+"""compare (every comparison_direction and compare_type), is_finite."""
 from __future__ import annotations
 
 import operator
@@ -7,7 +7,7 @@ import numpy as np
 
 from conformance.core.numerics import to_wide, total_order_key
 
-from . import register
+from .registry import register
 
 _DIRECTIONS = {"EQ": operator.eq, "NE": operator.ne, "GE": operator.ge, "GT": operator.gt,
                "LE": operator.le, "LT": operator.lt}
@@ -44,10 +44,3 @@ def compare(inputs, attrs, types):
 @register("is_finite")
 def is_finite(inputs, attrs, types):
     return np.isfinite(to_wide(inputs[0])).reshape(types[0].shape)
-
-
-@register("select")
-def select(inputs, attrs, types):
-    pred, on_true, on_false = inputs
-    return np.where(pred, on_true, on_false).astype(types[0].element_type.dtype) \
-        .reshape(types[0].shape)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
+from .registry import register
 
 
 @register("complex")

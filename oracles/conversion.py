@@ -40,7 +40,7 @@ from conformance.core.literals import bit_patterns, from_bit_patterns
 from conformance.core.numerics import round_to, to_wide
 from conformance.core.types import ElementType, element_type
 
-from . import register
+from .registry import register
 from ._kernels import U64, as_u64, wrap
 
 

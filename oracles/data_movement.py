@@ -14,7 +14,7 @@ import numpy as np
 
 from conformance.core.types import element_type
 
-from . import register
+from .registry import register
 
 
 def _c(x: np.ndarray) -> np.ndarray:

@@ -21,8 +21,10 @@ from typing import Sequence
 import numpy as np
 
 from conformance.core.types import element_type, type_of
+from conformance.specs.expressions import condition
 
-from . import condition, register
+from . import regions
+from .registry import register
 
 # Start indices are clipped to this before they become int64: far outside every
 # generated dimension, so that clamping and out-of-bounds tests see the same answer.
@@ -233,7 +235,6 @@ def _occurrence(targets: np.ndarray) -> np.ndarray:
 def _scatter_run(inputs, attrs, types, judge_region: bool = False):
     """The scatter oracle's work: (results, mask of result elements where an application
     of the region met an implementation-defined rule of its ops; only if judge_region)."""
-    from conformance import regions
     n = len(types)
     xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
     region = attrs["update_computation"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
+from .registry import register
 from ._kernels import float_map
 
 

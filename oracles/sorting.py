@@ -1,6 +1,6 @@
 """sort: written from the spec's "More formally", with the comparator as data.
 
-The comparator (a region text, conformance/regions.py) is evaluated through the
+The comparator (a region text, specs/regions.py) is evaluated through the
 oracles of the ops it calls on every pair of elements of a slice along the sort
 dimension at once: ``less[..., i, j] = comparator(e_i, e_j)``, where ``e_i`` is the
 tuple ``(inputs[0][..i..], inputs[1][..i..], ...)``. For a comparator that is a strict
@@ -33,9 +33,10 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance import regions
+from conformance.specs.expressions import condition
 
-from . import condition, register
+from . import regions
+from .registry import register
 
 
 def _axis(dimension: int, rank: int) -> int:

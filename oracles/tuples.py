@@ -16,7 +16,7 @@ import numpy as np
 from conformance.core.dense import parse_dense
 from conformance.core.types import TupleType
 
-from . import OracleError, register
+from .registry import OracleError, register
 
 
 def _copy(value):

@@ -20,6 +20,8 @@ import yaml
 from conformance.core.types import (ALL_ELEMENT_TYPES, TYPE_CLASSES, ElementType, TensorType,
                                     UnknownElementType, element_type, element_types_of)
 from . import expressions as ex
+from . import regions
+from .mlir import MlirSyntaxError, syntax_of
 
 SPEC_DIR = Path(__file__).parent / "ops"
 
@@ -66,7 +68,7 @@ class AttributeSpec:
 
 @dataclasses.dataclass(frozen=True)
 class RegionSpec:
-    """A region of the op; ``value`` computes its text (conformance/regions.py)."""
+    """A region of the op; ``value`` computes its text (specs/regions.py)."""
 
     name: str
     label: str | None
@@ -183,6 +185,70 @@ class OpSpec:
                    for _, where in tvars.values()):
                 out.append(binding)
         return out
+
+    def result_types_for(self, input_types: Iterable[Any], *,
+                         strict: bool = False) -> list[TensorType]:
+        """The result types the spec's output rules give for these input types: the type
+        and shape variables bound from the inputs (the first input naming a variable binds
+        it), then each output's element type and shape expression evaluated. This types a
+        region's calls (specs/regions.py) and is the oracle's default.
+
+        ``strict``: the inputs must also fit the spec: every input's element type among
+        its allowed ones and the one its expression gives (each type variable stands for
+        one type, the variables' ``where`` rules hold), and a shape variable for one shape.
+
+        SpecError where the results depend on more than the input types (a variadic input
+        or output, drawn variables, an output type the inputs do not determine: convert's)
+        or, strict, where the inputs do not fit.
+        """
+        input_types = list(input_types)
+        if any(t.variadic for t in self.inputs + self.outputs) or self.variables:
+            raise SpecError(f"{self.name}: the result types depend on more than the input "
+                            "types")
+        if strict and len(input_types) != len(self.inputs):
+            raise SpecError(f"{self.name} takes {len(self.inputs)} input(s), got "
+                            f"{len(input_types)}")
+        tvars, svars = self.type_variables, self.shape_variables
+        env: dict[str, Any] = {}
+        for t, it in zip(self.inputs, input_types):
+            if not isinstance(it, TensorType):
+                continue
+            et = it.element_type
+            if t.element_type in tvars:
+                bound = env.setdefault(t.element_type, et.name)
+                if strict and bound != et.name:
+                    raise SpecError(f"{self.name}: {t.name} is {et.name}, but an earlier input "
+                                    f"makes {t.element_type} {bound}")
+            if len(t.shape) == 1 and t.shape[0] in svars:
+                shape = env.setdefault(t.shape[0], list(it.shape))
+                if strict and shape != list(it.shape):
+                    raise SpecError(f"{self.name}: {t.name} has shape {list(it.shape)}, but an "
+                                    f"earlier input makes {t.shape[0]} {shape}")
+        try:
+            if strict:
+                self._check_input_types(input_types, env)
+            return [TensorType(tuple(ex.evaluate(t.shape[0], env)),
+                               element_type(ex.evaluate(t.element_type, env)))
+                    for t in self.outputs]
+        except ex.ExpressionError:
+            raise SpecError(f"{self.name}: the result types cannot be inferred from the "
+                            "input types") from None
+
+    def _check_input_types(self, input_types: list, env: dict[str, Any]) -> None:
+        for name, (allowed, where) in self.type_variables.items():
+            if name in env and element_type(env[name]) not in allowed:
+                raise SpecError(f"{self.name}: {name} cannot be {env[name]} (allowed: "
+                                f"{', '.join(t.name for t in allowed)})")
+            if name in env and where is not None and not ex.evaluate(where, env):
+                raise SpecError(f"{self.name}: {name} = {env[name]} breaks {where!r}")
+        for t, it in zip(self.inputs, input_types):
+            if not isinstance(it, TensorType):
+                raise SpecError(f"{self.name}: {t.name} is {it}, not a tensor")
+            et = it.element_type
+            if et not in t.types or element_type(ex.evaluate(t.element_type, env)) != et:
+                raise SpecError(f"{self.name}: {t.name} cannot be {et.name} here (the spec "
+                                f"says {t.element_type}, one of "
+                                f"{', '.join(x.name for x in t.types)})")
 
     def accuracy(self, et: "ElementType | str",
                  overrides: dict[str, Any] | None = None) -> Accuracy:
@@ -438,10 +504,9 @@ def parse_spec(data: Any, path: str) -> OpSpec:
 
 def _check_mlir(spec: OpSpec) -> None:
     """The ``mlir:`` section's format strings may name only the op's attributes."""
-    from conformance.emitter import EmitError, syntax_of
     try:
         syntax_of(spec)
-    except EmitError as e:
+    except MlirSyntaxError as e:
         raise SpecError(str(e)) from None      # already names the file and key
 
 
@@ -536,6 +601,9 @@ def validate_all(paths: Iterable["str | Path"] | None = None) -> list[str]:
             errors.append(str(e))
     return errors
 
+
+# Region texts type their calls by the called ops' specs (regions.py).
+regions.use_specs(load_spec, (UnknownOp, SpecError, FileNotFoundError))
 
 __all__ = ["OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
            "Accuracy", "SpecError", "UnknownOp", "load_spec", "load_file", "op_names",

@@ -21,6 +21,8 @@ import numpy as np
 from conformance.core.types import (ElementType, TensorType, TupleType,
                                     complex_type as _complex_type, element_type as _element_type)
 
+from . import regions
+
 
 class ExpressionError(ValueError):
     """An expression that does not parse, names something unknown, or fails to evaluate."""
@@ -217,10 +219,10 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "fits": _fits,
     "power_overflows": _power_overflows,
     "any_of": lambda x: bool(np.any(x)),
-    # regions (conformance/regions.py): build a region's text, read its types
-    "region": lambda types, body: _regions().make(types, body),
-    "region_arg_types": lambda r: [t.name for t in _regions().parse(r).arg_types],
-    "region_result_types": lambda r: [t.name for t in _regions().parse(r).result_types],
+    # regions (specs/regions.py): build a region's text, read its types
+    "region": lambda types, body: regions.make(types, body),
+    "region_arg_types": lambda r: [t.name for t in regions.parse(r).arg_types],
+    "region_result_types": lambda r: [t.name for t in regions.parse(r).result_types],
     "join": lambda sep, xs: str(sep).join(str(x) for x in xs),
     # the spec's `combine` (gather C13, scatter C4) and an oracle's named conditions
     "combine": lambda rest, placed, dims: _combine(rest, placed, dims),
@@ -233,7 +235,6 @@ def _region_calls(text):
     """Per result of a region: ``['arg', [i]]`` for a bare argument, ``[op, [i, j, ...]]``
     for one op called on arguments (``add(arg0, arg2)``), ``['', []]`` for anything else
     (which update computations are order-independent, for scatter)."""
-    regions = _regions()
     out = []
     for node in regions.parse(text).results:
         if isinstance(node, regions.Arg):
@@ -261,21 +262,34 @@ def _combine(rest, placed, dims):
     return [next(others) if x is None else x for x in out]
 
 
+# Conditions that implementation-defined rules name in their ``when:`` expressions as
+# ``condition('name', ...)``: tests that need the op's own index arithmetic, kept next to
+# the oracle that does it (the oracle family modules register them with
+# ``@condition('name')``; conformance.oracles loads an op's family before it evaluates
+# the op's rules). They see what ``when:`` sees (inputs with the leading batch axis,
+# attributes) and return a mask of the batched result's shape.
+CONDITIONS: dict[str, Callable[..., Any]] = {}
+
+
+def condition(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a function as ``condition('name', ...)`` of the expression language."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in CONDITIONS:
+            raise RuntimeError(f"condition {name!r} registered twice")
+        CONDITIONS[name] = fn
+        return fn
+    return deco
+
+
 def _condition(name, *args):
-    """``condition('name', args...)``: a condition an oracle module registered with
-    ``@conformance.oracles.condition('name')``, for implementation-defined rules whose
+    """``condition('name', args...)``: a condition registered with
+    ``@condition('name')`` (by an oracle module), for implementation-defined rules whose
     test is the op's own index arithmetic (which gather windows leave the operand)."""
-    from conformance import oracles
-    fn = oracles.CONDITIONS.get(name)
+    fn = CONDITIONS.get(name)
     if fn is None:
-        raise ExpressionError(f"unknown condition {name!r}; the oracles register "
-                              f"{sorted(oracles.CONDITIONS)}")
+        raise ExpressionError(f"unknown condition {name!r}; registered: "
+                              f"{sorted(CONDITIONS)}")
     return fn(*args)
-
-
-def _regions():
-    from conformance import regions     # imported late: regions reads the op specs
-    return regions
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,

@@ -1,9 +1,13 @@
-"""Regions as data: one text form that the oracle evaluates, the emitter prints (and
-MLIR verifies) and jax runs, all three agreeing."""
+"""Regions as data: one text form (conformance.specs.regions) that the oracle evaluates
+(conformance.oracles.regions), the emitter prints (and MLIR verifies) and jax runs
+(conformance.backends.jax_ops.jax_function), all three agreeing."""
 import numpy as np
 import pytest
 
-from conformance import regions
+from conformance.backends.jax_ops import jax_function
+from conformance.emitter import block_text
+from conformance.oracles import regions as oracle_regions
+from conformance.specs import regions
 from conformance.emitter import parse as parse_mlir
 from conformance.specs import expressions as ex
 from conformance.core.types import element_type
@@ -24,10 +28,10 @@ def test_parse_reads_argument_types_and_infers_result_types():
 def test_evaluate_uses_the_ops_semantics_elementwise():
     a = np.array([1.0, np.nan, -0.0, 2.0], np.float32)
     b = np.array([2.0, 1.0, 0.0, np.nan], np.float32)
-    (lt,) = regions.evaluate(LT_TOTAL, [a, b])
+    (lt,) = oracle_regions.evaluate(LT_TOTAL, [a, b])
     # total order: -0 < +0, +NaN above everything
     assert lt.tolist() == [True, False, True, True]
-    s, m = regions.evaluate(PAIR, [a, np.array([1, 2, 3, 4], np.int8), a,
+    s, m = oracle_regions.evaluate(PAIR, [a, np.array([1, 2, 3, 4], np.int8), a,
                                    np.array([4, 3, 2, 1], np.int8)])
     assert s.dtype == np.float32 and m.tolist() == [4, 3, 3, 4]
 
@@ -48,7 +52,7 @@ def test_malformed_regions_are_one_line_errors(text, message):
 
 
 def test_printed_regions_parse_and_verify_inside_an_op():
-    block = regions.block_text(LT_TOTAL, "r0_")
+    block = block_text(LT_TOTAL, "r0_")
     assert '"stablehlo.return"' in block and "^bb0(%r0_arg0: tensor<f32>" in block
     parse_mlir("module {\n  func.func public @main(%arg0: tensor<3xf32>) -> (tensor<3xf32>) {\n"
                f'    %0 = "stablehlo.sort"(%arg0) ({block}) {{dimension = 0 : i64, '
@@ -57,15 +61,16 @@ def test_printed_regions_parse_and_verify_inside_an_op():
 
 
 def test_block_names_never_shadow_the_function_arguments():
-    text = regions.block_text(PAIR, "r1_")
+    text = block_text(PAIR, "r1_")
     assert "%arg" not in text.replace("%r1_arg", "")
 
 
 def test_jax_function_agrees_with_the_oracle():
     import jax
-    f = jax.jit(regions.jax_function(PAIR))
+    f = jax.jit(jax_function(PAIR))
     got = f(np.float32(1.5), np.int8(-3), np.float32(2.25), np.int8(7))
-    want = regions.evaluate(PAIR, [np.float32(1.5), np.int8(-3), np.float32(2.25), np.int8(7)])
+    want = oracle_regions.evaluate(PAIR, [np.float32(1.5), np.int8(-3), np.float32(2.25),
+                                          np.int8(7)])
     assert [np.asarray(g).item() for g in got] == [w.item() for w in want]
 
 

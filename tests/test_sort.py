@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import golden, oracles, regions
+from conformance import golden, oracles
+from conformance.oracles import regions as oracle_regions
+from conformance.specs import regions
 from conformance.backends import Unsupported, get_backend
+from conformance.backends.jax_ops import jax_function
 from conformance.backends.jax_ops_sorting import jax_keys
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case, Signature
 from conformance.compare import PASS, compare_batch, permuted_within_groups
-from conformance.emitter import verify
+from conformance.emitter import block_text, verify
 from conformance.generators import (batch_inputs, breakable, candidates, canonical, cases,
                                     signatures)
 from conformance.core.literals import from_literal
@@ -63,7 +66,7 @@ def ref_sort(comparator, inputs, dimension):
 
     def less(a, b):
         args = [np.asarray(v) for pair in zip(a, b) for v in pair]
-        return bool(regions.evaluate(comparator, args)[0])
+        return bool(oracle_regions.evaluate(comparator, args)[0])
 
     def cmp(i, j):
         return -1 if less(i[1], j[1]) else (1 if less(j[1], i[1]) else 0)
@@ -263,11 +266,11 @@ def test_keyword_named_ops_parse_evaluate_print_and_run_on_jax():
     r = regions.parse(text)
     assert [n.op for n in r.results] == ["or"] and r.results[0].operands[1].op == "not"
     a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
-    assert regions.evaluate(text, [a, b])[0].tolist() == [True, False, True, True]
-    block = regions.block_text(text, "r0_")
+    assert oracle_regions.evaluate(text, [a, b])[0].tolist() == [True, False, True, True]
+    block = block_text(text, "r0_")
     assert '"stablehlo.not"' in block and '"stablehlo.and"' in block
     import jax
-    f = jax.jit(regions.jax_function(text))
+    f = jax.jit(jax_function(text))
     assert [bool(f(x, y)[0]) for x, y in zip(a, b)] == [True, False, True, True]
 
 

@@ -1,0 +1,61 @@
+"""The oracle registry: op name -> numpy function, filled by the family modules.
+
+Each family module of this package (arithmetic.py, bitwise.py, ...) registers the
+ops of one spec family with :func:`register`; the module is named after the family
+(the ``family:`` of the op's spec YAML), so :func:`oracle_for` finds and imports it
+the first time one of its ops is looked up. Nothing imports the family modules for
+their side effects, and they import only this module (and the layers below).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from conformance.core.types import TensorType
+from conformance.specs import SpecError, UnknownOp, load_spec
+
+__all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family"]
+
+OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
+                    "tuple[np.ndarray, ...] | np.ndarray"]
+REGISTRY: dict[str, OracleFn] = {}
+
+
+class OracleError(Exception):
+    """The oracle cannot evaluate this case (unknown op, missing result types, ...)."""
+
+
+def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
+    def deco(fn: OracleFn) -> OracleFn:
+        for op in ops:
+            if op in REGISTRY:
+                raise RuntimeError(f"oracle for {op!r} registered twice")
+            REGISTRY[op] = fn
+        return fn
+    return deco
+
+
+def load_family(op: str) -> None:
+    """Import the family module that registers ``op`` (and its conditions), if the op has
+    a spec and its family a module here; nothing otherwise."""
+    if op in REGISTRY:
+        return
+    try:
+        family = load_spec(op).family
+    except (UnknownOp, SpecError):
+        return
+    name = f"{__package__}.{family}"
+    if importlib.util.find_spec(name) is not None:
+        importlib.import_module(name)
+
+
+def oracle_for(op: str) -> OracleFn:
+    """The oracle function of ``op``; OracleError if there is none."""
+    load_family(op)
+    fn = REGISTRY.get(op)
+    if fn is None:
+        raise OracleError(f"no oracle for op {op!r}")
+    return fn

@@ -1,0 +1,78 @@
+"""The ``mlir:`` section of an op spec, read and checked: the op's MLIR name and, per MLIR
+attribute, a format string over the spec's attributes (see schema.yaml).
+
+Pure format-string parsing, no MLIR: the spec loader checks every spec with it, and
+the emitter (conformance/emitter.py) prints attributes with the :class:`OpSyntax` it
+returns.
+"""
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+__all__ = ["MlirSyntaxError", "OpSyntax", "FORMAT_SPECS", "fields", "syntax_of"]
+
+#: the format specs a placeholder may carry (``{dims:i64array}``)
+FORMAT_SPECS = ("", "i64array")
+
+
+class MlirSyntaxError(ValueError):
+    """An ``mlir:`` section that is missing or inconsistent with the spec; one line naming
+    the file and the key."""
+
+
+@dataclass(frozen=True)
+class OpSyntax:
+    """The ``mlir:`` section of one op's spec, checked."""
+
+    op: str                                     # spec name: add
+    name: str                                   # MLIR name: stablehlo.add
+    attributes: tuple[tuple[str, str], ...]     # (MLIR attribute name, format string)
+    fields: tuple[frozenset[str], ...]          # spec attributes each format names
+
+
+def fields(fmt: str, where: str) -> frozenset[str]:
+    """The spec attribute names the placeholders of ``fmt`` name."""
+    names = set()
+    try:
+        parsed = list(string.Formatter().parse(fmt))
+    except ValueError as e:
+        raise MlirSyntaxError(f"{where}: bad format string {fmt!r}: {e}") from None
+    for _, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", field) or spec not in FORMAT_SPECS \
+                or conversion:
+            raise MlirSyntaxError(
+                f"{where}: placeholder {{{field}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} in {fmt!r} must be a spec "
+                "attribute name, optionally with the format spec i64array")
+        names.add(field)
+    return frozenset(names)
+
+
+def syntax_of(spec) -> OpSyntax:
+    """The checked ``mlir:`` section of one OpSpec: every placeholder names an attribute
+    of the spec and every spec attribute is printed by some MLIR attribute."""
+    op = spec.name
+    data = spec.data.get("mlir")
+    if not data:
+        raise MlirSyntaxError(f"{spec.path}: mlir: the spec has no mlir section (needed to "
+                              f"print {op} as StableHLO)")
+    spec_attrs = {a.name for a in spec.attributes}
+    attrs, names_per_attr = [], []
+    for mlir_name, fmt in (data.get("attributes") or {}).items():
+        where = f"{spec.path}: mlir.attributes.{mlir_name}"
+        names = fields(fmt, where)
+        unknown = names - spec_attrs
+        if unknown:
+            raise MlirSyntaxError(f"{where}: {fmt!r} names {sorted(unknown)}, which are not "
+                                  f"attributes of {op} (it has {sorted(spec_attrs)})")
+        attrs.append((mlir_name, fmt))
+        names_per_attr.append(names)
+    unused = spec_attrs - set().union(*names_per_attr)
+    if unused:
+        raise MlirSyntaxError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the "
+                              f"spec attribute(s) {sorted(unused)}")
+    return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr))
