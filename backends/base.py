@@ -91,6 +91,9 @@ class Backend:
         return exe
 
     def clear_cache(self) -> None:
+        """Drop every compiled signature. The runner calls it when an op is done, so
+        that memory stays flat in the number of ops; a backend that keeps more (a
+        compiler's own caches) releases that too by overriding it."""
         self._cache.clear()
         self._batch_cache.clear()
 

@@ -38,6 +38,13 @@ class JaxBackend(Backend):
         if platform != "cpu":
             self.name = f"jax-{platform}"
 
+    def clear_cache(self) -> None:
+        """Also jax's own caches of traced and compiled functions, which otherwise keep
+        every signature's executable for the whole run."""
+        super().clear_cache()
+        import jax
+        jax.clear_caches()
+
     def describe(self) -> dict[str, Any]:
         import jaxlib
         return {"name": self.name, "jax": self._jax.__version__, "jaxlib": jaxlib.__version__,

@@ -355,7 +355,7 @@ def verify(sig: Signature):
     return parse(module_text(sig))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)
 def verifier_rejects(sig: Signature) -> str | None:
     """The MLIR verifier's message if it rejects ``sig``'s program, else None.
 

@@ -68,6 +68,9 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
                 result = [np.asarray(x) for x in backend.batch_executable(sig)(payload)]
             elif request == "run":
                 result = [np.asarray(x) for x in backend.executable(sig)(payload)]
+            elif request == "clear":
+                backend.clear_cache()
+                result = None
             else:
                 raise ValueError(f"unknown request {request!r}")
             conn.send(("ok", result))
@@ -170,7 +173,7 @@ class IsolatedBackend(Backend):
             raise BackendCrash(f"the backend's process died ({_describe_exit(code)})"
                                f"{self._last_words()}") from None
         reply = self._receive(self.timeout, f"{'compiling' if request == 'compile' else 'running'}"
-                                            f" {sig.op}")
+                                            f" {sig.op if sig is not None else request}")
         status = reply[0]
         if status == "ok":
             return reply[1]
@@ -214,7 +217,13 @@ class IsolatedBackend(Backend):
         return self.executable(case.signature)(case.inputs)
 
     def clear_cache(self) -> None:
+        """Also in the child, if it is running (a dead child holds nothing)."""
         super().clear_cache()
+        if self._proc is not None and self._proc.is_alive():
+            try:
+                self._request("clear", None)
+            except Exception:  # noqa: BLE001 - a child that fails here is restarted later
+                self._kill()
 
 
 def _describe_exit(code: int | None) -> str:

@@ -109,7 +109,15 @@ class Runner:
         Floating-point warnings are silenced: NaNs and overflows are what we test.
         """
         with np.errstate(all="ignore"):
-            self._run_unit(spec)
+            try:
+                self._run_unit(spec)
+            finally:
+                # What this op compiled is not needed again: memory stays flat in the
+                # number of ops (bench/bench_memory.py).
+                for b in self.backends:
+                    clear = getattr(b, "clear_cache", None)
+                    if clear is not None:
+                        clear()
 
     def _run_unit(self, spec: OpSpec) -> None:
         bindings = select_bindings(spec, self.config.element_types)
