@@ -112,6 +112,13 @@ class Accuracy:
 
     kind: str
     bound: float = 0.0
+    #: the entry's other keys, for verdict kinds that take more than one number (the
+    #: bound function of ``bound``, the checks of ``property``); see conformance.verdicts
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,7 +301,24 @@ def parse_accuracy(entry: Any, et: ElementType, where: str) -> Accuracy:
         return Accuracy("ulp", float(ulp))
     if isinstance(entry, dict) and "rel_eps" in entry:
         return Accuracy("rel_eps", float(entry["rel_eps"]))
-    raise SpecError(f"{where}: expected exact, bits, {{ulp: N}} or {{rel_eps: N}}, got {entry!r}")
+    if isinstance(entry, dict) and entry and isinstance(next(iter(entry)), str):
+        # Any other verdict kind: {KIND: VALUE, key: value, ...} (conformance.verdicts
+        # says which kinds exist, and verdicts.check_known checks the names).
+        kind, value = next(iter(entry.items()))
+        bound = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            else 0.0
+        params = tuple((str(k), _frozen(v)) for k, v in entry.items())
+        return Accuracy(kind, bound, params)
+    raise SpecError(f"{where}: expected exact, bits, {{ulp: N}}, {{rel_eps: N}} or "
+                    f"{{KIND: VALUE, ...}}, got {entry!r}")
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
 
 
 def _split(specs: tuple, flat: list, op: str, what: str) -> list:
