@@ -36,8 +36,11 @@ class Backend:
 
     #: Short name used in reports and on the command line.
     name: str = "backend"
-    #: Run this backend's cases in a child process (crash/hang isolation) by default.
-    isolate: bool = False
+    #: Run this backend's cases in a child process (crash/hang isolation) by default:
+    #: True or False, or None (a vendor class that says nothing): isolated, so that an
+    #: abort or segfault in native code costs one case and a message, not the run.
+    #: ``--isolate`` / ``--no-isolate`` decide for every backend of a run.
+    isolate: bool | None = None
 
     def __init__(self) -> None:
         cls = type(self)

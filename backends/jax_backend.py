@@ -21,6 +21,7 @@ from .base import Backend, BackendLoadError, Unsupported
 
 
 class JaxBackend(Backend):
+    isolate = False     # in-process: jax runs what it compiled, no native aborts seen
     name = "jax"
 
     def __init__(self, platform: str = "cpu") -> None:

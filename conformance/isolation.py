@@ -253,11 +253,12 @@ def isolated(backend: Backend, timeout: float = 60.0,
 def prepare_backends(backends: Sequence[Backend], out: "str | Path", isolate: bool | None,
                      timeout: float) -> list[Backend]:
     """Wrap the backends that must run in a child process (``isolate`` True, or, with
-    ``isolate`` None, those whose class asks for it, like the StableHLO interpreter);
-    each child's stderr goes to ``out/<name>.stderr.log``."""
+    ``isolate`` None, every backend whose class does not say ``isolate = False``: the
+    StableHLO interpreter and XLA ask for it, and a vendor class is isolated unless it
+    opts out); each child's stderr goes to ``out/<name>.stderr.log``."""
     result = []
     for b in backends:
-        wanted = isolate if isolate is not None else b.isolate
+        wanted = isolate if isolate is not None else (b.isolate is not False)
         if not wanted:
             result.append(b)
             continue

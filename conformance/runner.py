@@ -37,6 +37,13 @@ from conformance.specs import OpSpec, binding_key, load_spec
 from conformance.specs.validity import violations
 
 
+#: After this many timeouts of a backend in one op, the op's other signatures are not
+#: run on it (recorded as timeouts): with one culprit bisection per op, a hanging
+#: backend costs at most about (MAX_HANGS_PER_OP + log2(batch size) + 1) x --timeout
+#: per op, not that for every signature.
+MAX_HANGS_PER_OP = 2
+
+
 @dataclasses.dataclass
 class RunConfig:
     backends: Sequence[str] = ("jax",)
@@ -90,6 +97,7 @@ class Runner:
         self.cells: dict[tuple[str, str, str], CellStats] = defaultdict(CellStats)
         self.on_progress = on_progress or (lambda _: None)
         self.repro_dir = Path(config.out) / "repros"
+        self.hangs: dict[tuple[str, str], int] = defaultdict(int)   # (backend, op) -> timeouts
 
     # -- top level -------------------------------------------------------------------
     def header(self) -> dict[str, Any]:
@@ -155,7 +163,14 @@ class Runner:
         per backend (totals), per divergence (minimised, saved) and across backends."""
         base = {"kind": "signature", "op": spec.name, "family": spec.family, "type_key": key,
                 "signature": sig.key(), "index": index}
-        check = SignatureCheck(spec, sig, self.backends, self.accuracy(spec, sig),
+        hung = [b for b in self.backends if self.hangs[(b.name, spec.name)] >= MAX_HANGS_PER_OP]
+        for b in hung:      # a hang costs --timeout each time: bounded per op
+            self.writer.write({**base, "backend": b.name, "outcome": "timeout",
+                               "reason": f"not run: the backend hung {MAX_HANGS_PER_OP} times "
+                                         f"in {spec.name} already", "cases": 0, "counts": {}})
+            self.cells[(b.name, sig.op, key)].cases["timeout"] += 1
+        check = SignatureCheck(spec, sig, [b for b in self.backends if b not in hung],
+                               self.accuracy(spec, sig),
                                lambda b, c: self.case_id(spec.name, key, index, b, c))
         exes = check.compile()
         for name, reason in check.unsupported.items():
@@ -204,6 +219,10 @@ class Runner:
         totals.counts[outcome] += batch.size
         if outcome not in ("crash", "timeout"):
             return
+        if outcome == "timeout":
+            self.hangs[(name, spec.name)] += 1
+            if self.hangs[(name, spec.name)] > 1:
+                return          # bisecting a hang costs a timeout per probe: once per op
         cell = self.cells[(name, spec.name, key)]
         if cell.repros[outcome] >= self.config.max_repros:
             return

@@ -88,3 +88,35 @@ def test_crash_and_timeout_exceptions():
             h.run(Case.make("abs", [np.array([np.nan], np.float32)], ["tensor<1xf32>"]))
     finally:
         h.close()
+
+
+def test_a_vendor_backend_is_isolated_by_default(tmp_path):
+    # A module:Class that says nothing about isolation runs in a child process: its
+    # abort costs one case and a message, and the run finishes with its records.
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--backend",
+                           "planted:CrashesOnNegativeZero", "--ops", "negate", "--types",
+                           "f32", "--depth", "quick", "--no-invalid", "--no-examples",
+                           "--no-progress", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    recs = list(read_results(tmp_path / "out" / "results.jsonl"))
+    assert recs[-1]["kind"] == "end"
+    assert any(r.get("class") == "crash" for r in recs if r["kind"] == "divergence")
+    assert get_backend("jax").isolate is False and get_backend("numpy").isolate is False
+
+
+def test_a_hanging_backend_costs_a_bounded_number_of_timeouts_per_op(tmp_path):
+    from conformance.runner import MAX_HANGS_PER_OP
+    cfg = RunConfig(backends=["planted:HangsOnNaN"], depth="default", out=tmp_path,
+                    isolate=True, timeout=1.0, ops=["abs"], element_types=["f32"],
+                    invalid=False, examples=False)
+    run(cfg, [get_backend("planted:HangsOnNaN")], tmp_path / "results.jsonl")
+    sigs = [r for r in read_results(tmp_path / "results.jsonl") if r["kind"] == "signature"]
+    hung = [i for i, r in enumerate(sigs) if r["outcome"] == "timeout" and r["cases"]]
+    skipped = [i for i, r in enumerate(sigs) if r["outcome"] == "timeout" and not r["cases"]]
+    assert 0 < len(hung) <= MAX_HANGS_PER_OP
+    # Once it hung that often, the op's later signatures are not run on it.
+    if len(hung) == MAX_HANGS_PER_OP:
+        later = [i for i in range(hung[-1] + 1, len(sigs))]
+        assert skipped == later and all("not run" in sigs[i]["reason"] for i in later)
