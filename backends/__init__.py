@@ -5,10 +5,18 @@
 ``module:Class`` path, or the name of a ``conformance.backends`` entry point that a
 vendor's package declares. Anything that cannot be loaded raises
 :class:`BackendLoadError` with a one-line reason.
+
+A ``module:Class`` module is imported as ``python -m`` would find it: from
+``sys.path``, and else from the current working directory (a vendor's
+``mypkg/backend.py`` next to where ``conformance run`` or ``pytest`` is started works
+without installing it or setting PYTHONPATH). Installed modules come first, so a
+folder in the working directory never hides one (:func:`import_module`).
 """
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from importlib import metadata
 from typing import Callable
 
@@ -59,6 +67,38 @@ def _instantiate(obj, where: str) -> Backend:
     return backend
 
 
+def import_module(module: str):
+    """Import the module of a ``module:Class`` locator, as ``python -m`` finds modules:
+    from ``sys.path`` first, then from the current working directory, which is then
+    kept on ``sys.path`` (the module's own imports, and child processes started from
+    the same directory, find their siblings the same way)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        top = module.split(".")[0]
+        cwd = os.getcwd()
+        if e.name not in (top, module) and not module.startswith(f"{e.name}."):
+            raise                       # the module was found; one of its imports was not
+        if cwd in sys.path or "" in sys.path or not _in_directory(top, cwd):
+            raise
+    sys.path.append(cwd)
+    importlib.invalidate_caches()
+    return importlib.import_module(module)
+
+
+def _in_directory(top: str, folder: str) -> bool:
+    """Is ``top`` a package or module in ``folder``?"""
+    base = os.path.join(folder, top)
+    return os.path.isdir(base) or os.path.isfile(base + ".py")
+
+
+def _path_hint(module: str, error: Exception) -> str:
+    if not isinstance(error, ModuleNotFoundError):
+        return ""
+    return (f" (looked in sys.path and in the current directory {os.getcwd()}; start from "
+            f"the folder that holds {module.split('.')[0]}/, or add it to PYTHONPATH)")
+
+
 def entry_points() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
@@ -67,26 +107,36 @@ def get_backend(spec: "str | Backend") -> Backend:
     """Load a backend by short name, ``module:Class``, or entry point name."""
     if isinstance(spec, Backend):
         return spec
-    backend = _load(spec.strip())
+    backend = _instantiate(*_resolve(spec.strip()))
     backend._locator = spec.strip()
     return backend
 
 
-def _load(spec: str) -> Backend:
+def resolve(spec: str) -> Callable[[], Backend]:
+    """What ``spec`` names, found (imported) but not constructed: a check that is cheap
+    where constructing is not (BackendLoadError with a one-line reason)."""
+    obj, where = _resolve(spec.strip())
+    return lambda: _instantiate(obj, where)
+
+
+def _resolve(spec: str) -> tuple[object, str]:
     if spec in BUILTIN:
-        return _instantiate(BUILTIN[spec], repr(spec))
+        return BUILTIN[spec], repr(spec)
     if ":" in spec:
         module, _, attr = spec.partition(":")
+        if not module or not attr:
+            raise BackendLoadError(f"backend {spec!r}: expected module:Class, e.g. "
+                                   "mypkg.backend:MyBackend")
         try:
-            mod = importlib.import_module(module)
+            mod = import_module(module)
         except Exception as e:  # noqa: BLE001
             raise BackendLoadError(f"backend {spec!r}: cannot import {module!r}: "
-                                   f"{type(e).__name__}: {e}") from None
+                                   f"{type(e).__name__}: {e}{_path_hint(module, e)}") from None
         try:
             obj = getattr(mod, attr)
         except AttributeError:
             raise BackendLoadError(f"backend {spec!r}: module {module!r} has no {attr!r}") from None
-        return _instantiate(obj, repr(spec))
+        return obj, repr(spec)
     eps = entry_points()
     if spec in eps:
         try:
@@ -94,7 +144,7 @@ def _load(spec: str) -> Backend:
         except Exception as e:  # noqa: BLE001
             raise BackendLoadError(f"backend {spec!r}: loading its entry point failed: "
                                    f"{type(e).__name__}: {e}") from None
-        return _instantiate(obj, repr(spec))
+        return obj, repr(spec)
     known = sorted(set(BUILTIN) | set(eps))
     raise BackendLoadError(f"unknown backend {spec!r}; known: {', '.join(known)}, "
                            "or module:Class")
@@ -105,4 +155,4 @@ def available() -> list[str]:
 
 
 __all__ = ["Backend", "Unsupported", "BackendLoadError", "Executable", "get_backend",
-           "available", "BUILTIN"]
+           "available", "BUILTIN", "import_module", "resolve"]

@@ -2,7 +2,7 @@
 
     conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
-                    [--jobs N] [--resume] [--no-replay]
+                    [--jobs N] [--resume | --force] [--no-replay]
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE | update RESULTS.jsonl FILE
@@ -11,24 +11,106 @@
     conformance specs validate [FILE ...]
 
 Exit codes: 0 no divergence (with --expectations: none the file does not expect);
-1 divergences found (unexpected ones); 2 usage or input error (unknown op, element
-type, backend, malformed spec or expectations file); 3 internal error of the suite.
-Inputs are all checked before anything is written, so a bad option never
-truncates an existing results file.
+1 divergences found (unexpected ones); 2 usage or input error (a bad option value,
+unknown op, element type or backend, a missing, unreadable or malformed input file, an
+output folder that cannot be written or holds another run's results); 3 internal
+error of the suite (also: a run that recorded internal errors and no divergence).
+
+Every option and input file is checked before anything is written, each bad one
+reported in one line naming it, so a bad option never truncates an existing results
+file. The exit code of ``run`` is decided from the results file the report is
+rendered from, by the same count as the report, JUnit XML and ``conformance
+expectations check`` (:func:`conformance.expectations.gate`): every divergence class
+counts, accepted_invalid, crash, timeout and backend_error included.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 EXIT_OK, EXIT_DIVERGENCES, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: Largest --jobs and --timeout accepted.
+MAX_JOBS = 256
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+#: The files ``conformance run`` and ``conformance report`` write in their output folder.
+OUTPUT_FILES = ("results.jsonl", "index.html", "summary.json", "junit.xml")
 
 
 class UsageError(Exception):
     """A bad option or input: reported in one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in one line (no usage block): ``prog: error: ...``."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} "
+                              f"(see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102
+        # argparse drops a value of '--' given as --opt=-- and keeps [] as the value.
+        for a in (sys.argv[1:] if args is None else args):
+            if isinstance(a, str) and a.startswith("--") and a.endswith("=--"):
+                self.error(f"argument {a[:-3]}: expected a value, got '--'")
+        return super().parse_known_args(args, namespace)
+
+
+class _Int:
+    """An argparse type: an integer in [lo, hi] (hi None: no upper bound)."""
+
+    kind = "int"
+
+    def __init__(self, lo: int, hi: int | None = None) -> None:
+        self.lo, self.hi = lo, hi
+        self.__name__ = "integer"
+
+    def __call__(self, text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {self.describe()}, got {text!r}") from None
+        if value < self.lo or (self.hi is not None and value > self.hi):
+            raise argparse.ArgumentTypeError(f"expected {self.describe()}, got {text!r}")
+        return value
+
+    def describe(self) -> str:
+        if self.hi is None:
+            return f"an integer >= {self.lo}"
+        return f"an integer from {self.lo} to {self.hi}"
+
+
+class _Seconds:
+    """An argparse type: a number of seconds > 0 and at most ``hi``."""
+
+    kind = "seconds"
+
+    def __init__(self, hi: float) -> None:
+        self.hi = hi
+        self.__name__ = "seconds"
+
+    def __call__(self, text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            value = math.nan
+        if not (0 < value <= self.hi):
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds > 0 and at most {self.hi:g}, got {text!r}")
+        return value
+
+
+def _kind(action: argparse.Action, kind: str) -> argparse.Action:
+    """Tag an option or argument with the kind of value it takes (tests/
+    test_cli_bad_input.py draws bad values by kind for every option the parser has)."""
+    action.kind = kind      # type: ignore[attr-defined]
+    return action
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -37,31 +119,56 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def _list_option(text: str | None, option: str) -> list[str] | None:
+    """A comma list option: None when absent; at least one item, each once."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
+        raise UsageError(f"{option}: empty list")
+    if not all(items):
+        raise UsageError(f"{option}: empty name in {text!r}")
+    return list(dict.fromkeys(items))
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="conformance",
-                                description="StableHLO / XLA op-semantics conformance suite")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="conformance",
+                description="StableHLO / XLA op-semantics conformance suite")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="run the suite on one or more backends and write the report")
-    r.add_argument("--backend", default="jax",
-                   help="comma list of backends: jax, jax-gpu (jax.lax), xla, xla-gpu (the "
-                        "case's StableHLO compiled by XLA through PJRT), interpreter (the "
-                        "StableHLO reference interpreter), numpy (the oracle), module:Class, "
-                        "or an entry point name (default: jax, on CPU)")
-    r.add_argument("--ops", help="comma list of ops, StableHLO or XLA names (default: all)")
-    r.add_argument("--family", help="comma list of op families (see `conformance list families`)")
-    r.add_argument("--types", help="comma list of element types, e.g. f32,bf16,si8")
+    _kind(r.add_argument("--backend", default="jax", metavar="BACKENDS",
+                         help="comma list of backends: jax, jax-gpu (jax.lax), xla, xla-gpu "
+                              "(the case's StableHLO compiled by XLA through PJRT), "
+                              "interpreter (the StableHLO reference interpreter), numpy (the "
+                              "oracle), module:Class (found on sys.path or in the current "
+                              "directory), or an entry point name (default: jax, on CPU)"),
+          "backends")
+    _kind(r.add_argument("--ops", help="comma list of ops, StableHLO or XLA names (default: all)"),
+          "ops")
+    _kind(r.add_argument("--family", metavar="FAMILIES",
+                         help="comma list of op families (see `conformance list families`)"),
+          "families")
+    _kind(r.add_argument("--types", help="comma list of element types, e.g. f32,bf16,si8; "
+                                         "each must be allowed by a selected op"), "types")
     r.add_argument("--depth", choices=["quick", "default", "deep"], default="default")
-    r.add_argument("--seed", type=int, default=0, help="same seed, same cases (default 0)")
-    r.add_argument("--out", default="conformance-report", help="output folder")
-    r.add_argument("--max-repros", type=int, default=2,
-                   help="reproducers saved per backend, op, element type and class")
-    r.add_argument("--tolerances", metavar="FILE",
-                   help="tolerance profile (YAML): per op and element type, accuracy bounds "
-                        "that override the spec's, e.g. 'sine: {f32: {ulp: 8}}'")
-    r.add_argument("--expectations", metavar="FILE",
-                   help="known divergences (YAML): the run fails only on divergences the file "
-                        "does not list; entries that matched nothing are reported stale")
+    r.add_argument("--seed", type=_Int(0), default=0, metavar="N",
+                   help="same seed, same cases (an integer >= 0; default 0)")
+    _kind(r.add_argument("--out", default="conformance-report", metavar="DIR",
+                         help="output folder (default: conformance-report); one that holds "
+                              "the results of a run with other options is refused unless "
+                              "--resume or --force"), "out_dir")
+    r.add_argument("--max-repros", type=_Int(0), default=2, metavar="N",
+                   help="reproducers saved per backend, op, element type and class (>= 0)")
+    _kind(r.add_argument("--tolerances", metavar="FILE",
+                         help="tolerance profile (YAML): per op and element type, accuracy "
+                              "bounds that override the spec's, e.g. 'sine: {f32: {ulp: 8}}'"),
+          "tolerances")
+    _kind(r.add_argument("--expectations", metavar="FILE",
+                         help="known divergences (YAML): the run fails only on divergences "
+                              "the file does not list; entries that matched nothing are "
+                              "reported stale. A shipped file by name: jax-cpu"),
+          "expectations")
     r.add_argument("--fail-on-stale", action="store_true",
                    help="with --expectations: also fail when an entry is stale")
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
@@ -72,124 +179,276 @@ def _parser() -> argparse.ArgumentParser:
                      help="run every backend in a child process: a crash or hang costs one "
                           "case (default: only backends that ask for it: xla, interpreter)")
     iso.add_argument("--no-isolate", dest="isolate", action="store_false")
-    r.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds an isolated backend may take per compile or batch (default 60)")
-    r.add_argument("--jobs", type=int, default=1,
+    r.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=60.0, metavar="SECONDS",
+                   help="seconds an isolated backend may take per compile or batch "
+                        "(> 0; default 60)")
+    r.add_argument("--jobs", type=_Int(1, MAX_JOBS), default=1, metavar="N",
                    help="worker processes (ops are spread over them; same cases and verdicts)")
-    r.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run whose results.jsonl is in --out (same "
-                        "options): keep the ops it finished, run the others")
+    again = r.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue the interrupted run whose results.jsonl is in --out "
+                            "(same options): keep the ops it finished, run the others")
+    again.add_argument("--force", action="store_true",
+                       help="overwrite the results in --out even if they are those of a run "
+                            "with other options (without it, such a folder is refused)")
     r.add_argument("--no-replay", action="store_true",
                    help="do not re-run the reproducers already in --out before new cases")
 
     rp = sub.add_parser("repro", help="re-create one case from its id and run it on a backend")
-    rp.add_argument("case_id", help="SEED:DEPTH:OP:TYPE_KEY:SIGNATURE_INDEX:BATCH:CASE_INDEX, "
-                                    "as a run's results and reports name it")
-    rp.add_argument("--backend", default="jax",
-                    help="jax, xla, interpreter, numpy, module:Class, ... (default: jax)")
-    rp.add_argument("--save", metavar="DIR",
-                    help="also save the case as a reproducer folder (case.json, repro.py)")
+    _kind(rp.add_argument("case_id", help="SEED:DEPTH:OP:TYPE_KEY:SIGNATURE_INDEX:BATCH:CASE_INDEX, "
+                                          "as a run's results and reports name it"), "case_id")
+    _kind(rp.add_argument("--backend", default="jax",
+                          help="jax, xla, interpreter, numpy, module:Class, ... (default: jax)"),
+          "backend")
+    _kind(rp.add_argument("--save", metavar="DIR",
+                          help="also save the case as a reproducer folder (case.json, repro.py)"),
+          "out_dir")
     rp.add_argument("--no-isolate", dest="isolate", action="store_false", default=True,
                     help="run the backend in this process (default: in a child process, so "
                          "that a crash or hang is reported as one)")
-    rp.add_argument("--timeout", type=float, default=60.0,
-                    help="seconds an isolated backend may take (default 60)")
+    rp.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=60.0, metavar="SECONDS",
+                    help="seconds an isolated backend may take (> 0; default 60)")
 
     rep = sub.add_parser("report", help="render the HTML/JSON/JUnit report of a results file")
-    rep.add_argument("results", help="a results.jsonl written by `conformance run`")
-    rep.add_argument("--out", help="output folder (default: the results file's folder)")
-    rep.add_argument("--expectations", metavar="FILE",
-                     help="known divergences (YAML): show the CI gate in the report (the exit "
-                          "code stays 0; `conformance expectations check` gates)")
+    _kind(rep.add_argument("results", help="a results.jsonl written by `conformance run`"),
+          "results")
+    _kind(rep.add_argument("--out", metavar="DIR",
+                           help="output folder (default: the results file's folder)"),
+          "out_dir")
+    _kind(rep.add_argument("--expectations", metavar="FILE",
+                           help="known divergences (YAML, or a shipped file by name: jax-cpu): "
+                                "show the CI gate in the report (the exit code stays 0; "
+                                "`conformance expectations check` gates)"), "expectations")
 
     ls = sub.add_parser("list", help="list ops, families, element types or backends")
     ls.add_argument("what", nargs="?", default="ops",
                     choices=["ops", "families", "types", "backends"])
 
     sh = sub.add_parser("show", help="show one op's spec")
-    sh.add_argument("op")
+    _kind(sh.add_argument("op"), "op")
 
     ex = sub.add_parser("expectations", help="check a results file against known divergences, "
                                              "or write the file from a run")
-    ex_sub = ex.add_subparsers(dest="expectations_command", required=True)
+    ex_sub = ex.add_subparsers(dest="expectations_command", required=True,
+                               parser_class=_Parser)
     chk = ex_sub.add_parser("check", help="gate a results file: exit 1 on unexpected divergences")
-    chk.add_argument("results")
-    chk.add_argument("expectations")
+    _kind(chk.add_argument("results"), "results")
+    _kind(chk.add_argument("expectations", help="the expectations file, or a shipped one by "
+                                                "name (jax-cpu)"), "expectations")
     chk.add_argument("--fail-on-stale", action="store_true")
     upd = ex_sub.add_parser("update", help="write the expectations file from a run's results, "
                                            "keeping the reasons already there")
-    upd.add_argument("results")
-    upd.add_argument("expectations", help="the file to write (read first if it exists)")
-    upd.add_argument("--backend", help="only this backend's divergences")
+    _kind(upd.add_argument("results"), "results")
+    _kind(upd.add_argument("expectations", help="the file to write (read first if it exists)"),
+          "out_file")
+    _kind(upd.add_argument("--backend", help="only this backend's divergences (a backend of "
+                                             "the run)"), "run_backend")
 
     sp = sub.add_parser("specs", help="work with the spec files")
-    sp_sub = sp.add_subparsers(dest="specs_command", required=True)
+    sp_sub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     v = sp_sub.add_parser("validate", help="validate spec files (default: all shipped specs)")
-    v.add_argument("files", nargs="*")
+    _kind(v.add_argument("files", nargs="*", metavar="FILE"), "spec_files")
     return p
+
+
+# ---------------------------------------------------------------------------
+# Checking inputs and outputs (before anything is written)
+# ---------------------------------------------------------------------------
+
+def _output_dir(text: str, option: str) -> Path:
+    """A folder that can be created or written: not a file, under a writable folder,
+    and none of the files a run or report writes there is a folder."""
+    if not text.strip():
+        raise UsageError(f"{option}: empty path")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {text}: exists and is not a folder")
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"{option} {text}: a broken symbolic link")
+    existing = path
+    while not existing.exists() and not existing.is_symlink():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{option} {text}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {text}: {existing} is not writable")
+    for name in OUTPUT_FILES + ("repros",):
+        inner = path / name
+        if name != "repros" and inner.is_dir():
+            raise UsageError(f"{option} {text}: {inner} is a folder")
+        if name == "repros" and inner.exists() and not inner.is_dir():
+            raise UsageError(f"{option} {text}: {inner} is not a folder")
+        if inner.exists() and not os.access(inner, os.W_OK):
+            raise UsageError(f"{option} {text}: {inner} is not writable")
+    return path
+
+
+def _results(text: str) -> list[dict[str, Any]]:
+    """The records of a results file written by ``conformance run`` (UsageError, naming
+    the file, for anything else: missing, a folder, binary, empty, not JSON lines, no
+    run header)."""
+    from conformance.core.results import read_results
+    path = Path(text)
+    if not path.exists():
+        raise UsageError(f"{text}: no such results file")
+    if path.is_dir():
+        raise UsageError(f"{text}: a folder, not a results file (give its results.jsonl)")
+    try:
+        records = list(read_results(path))
+    except OSError as e:
+        raise UsageError(f"{text}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{text}: not a results file (not UTF-8 text)") from None
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"{text}: not a results file: {e}") from None
+    if not records:
+        raise UsageError(f"{text}: empty: not a results file of `conformance run`")
+    if not all(isinstance(r, dict) and isinstance(r.get("kind"), str) for r in records) \
+            or records[0].get("kind") != "run":
+        raise UsageError(f"{text}: not a results file of `conformance run` (no run header)")
+    return records
+
+
+def _expectations(text: str, option: str):
+    from conformance.expectations import ExpectationsError, load_expectations
+    try:
+        return load_expectations(text)
+    except ExpectationsError as e:
+        raise UsageError(f"{option}: {e}") from None
+
+
+def _tolerances(text: str):
+    from conformance.specs import SpecError
+    from conformance.tolerances import load_tolerances
+    path = Path(text)
+    if path.is_dir():
+        raise UsageError(f"--tolerances {text}: a folder, not a tolerance profile")
+    try:
+        return load_tolerances(text)
+    except SpecError as e:
+        raise UsageError(f"--tolerances: {' '.join(str(e).split())}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--tolerances {text}: not a text file (not UTF-8)") from None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        raise UsageError(f"--tolerances {text}: not a tolerance profile: "
+                         f"{' '.join(str(e).split())}") from None
+
+
+def _backend_locators(text: str, option: str) -> list[str]:
+    """Backend names or locators, checked for form (they load later)."""
+    items = _list_option(text, option) or []
+    for b in items:
+        if ":" in b:
+            module, _, attr = b.partition(":")
+            if not module or not attr or not all(part.isidentifier() for part in
+                                                module.split(".") + [attr]):
+                raise UsageError(f"{option}: {b!r} is not module:Class (e.g. "
+                                 "mypkg.backend:MyBackend)")
+    return items
+
+
+def _select(ops, families, types) -> list:
+    """The selected op specs; every name known, every element type allowed by one of
+    them (UsageError naming the option)."""
+    from conformance.core.types import UnknownElementType, element_type
+    from conformance.specs import UnknownOp, all_specs, load_spec, resolve_op
+    try:
+        names = [resolve_op(o) for o in ops] if ops else None
+        specs = [load_spec(n) for n in dict.fromkeys(names)] if names else list(all_specs())
+    except UnknownOp as e:
+        raise UsageError(f"--ops: {e}") from None
+    if families:
+        known = sorted({s.family for s in all_specs()})
+        for f in families:
+            if f not in known:
+                raise UsageError(f"--family: unknown family {f!r}; known: {', '.join(known)}")
+        specs = [s for s in specs if s.family in set(families)]
+        if not specs:
+            raise UsageError(f"--family: none of the --ops is in famil"
+                             f"{'ies' if len(families) > 1 else 'y'} {', '.join(families)}")
+    for t in types or []:
+        try:
+            name = element_type(t).name
+        except UnknownElementType as e:
+            raise UsageError(f"--types: {e}") from None
+        if not any(name in b.values() for s in specs for b in s.type_bindings()):
+            what = (", ".join(s.name for s in specs[:6]) + (" ..." if len(specs) > 6 else ""))
+            raise UsageError(f"--types: no selected op allows {name} ({what}); see "
+                             f"`conformance show OP` for the element types of an op")
+    return specs
+
+
+def _same_run_or_new(config, locators: list[str], results: Path, force: bool) -> None:
+    """An output folder with the results of a run with other options is not overwritten
+    without --force (or --resume, which continues only the same run)."""
+    if force or not results.exists() or results.stat().st_size == 0:
+        return
+    from types import SimpleNamespace
+    from conformance.runner import ResumeError, load_resume
+    stand_ins = [SimpleNamespace(locator=x, name=x) for x in locators]
+    try:
+        load_resume(config, stand_ins, results)
+    except ResumeError as e:
+        raise UsageError(f"--out {config.out}: holds the results of another run ({e}); "
+                         f"use --force to overwrite them, another --out, or the same "
+                         f"options") from None
+    except (OSError, UnicodeDecodeError):
+        raise UsageError(f"--out {config.out}: {results} cannot be read; use --force to "
+                         f"overwrite it") from None
 
 
 # ---------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------
 
-def _check_filters(ops, families, types) -> None:
-    from conformance.specs import all_specs, load_spec
-    from conformance.core.types import element_type
-    for op in ops or []:
-        load_spec(op)
-    if families:
-        known = sorted({s.family for s in all_specs()})
-        for f in families:
-            if f not in known:
-                raise UsageError(f"unknown family {f!r}; known: {', '.join(known)}")
-    for t in types or []:
-        element_type(t)
-
-
 def cmd_run(args) -> int:
     from conformance import reports
     from conformance.backends import get_backend
-    from conformance.compare import DIVERGENCES
-    from conformance.runner import RunConfig, run, select_ops
+    from conformance.runner import RunConfig, run
 
-    from conformance.specs import resolve_op
-    ops = [resolve_op(o) for o in _csv(args.ops)] if args.ops else _csv(args.ops)
-    config = RunConfig(backends=_csv(args.backend) or ["jax"], ops=ops,
-                       families=_csv(args.family), element_types=_csv(args.types),
-                       depth=args.depth, seed=args.seed, out=Path(args.out),
-                       max_repros=args.max_repros, invalid=not args.no_invalid,
-                       examples=not args.no_examples, progress=not args.no_progress,
-                       isolate=args.isolate, timeout=args.timeout,
-                       replay=not args.no_replay)
-    if args.tolerances:
-        from conformance.tolerances import load_tolerances
-        config.tolerances = load_tolerances(args.tolerances)
-    _check_filters(config.ops, config.families, config.element_types)
-    expectations = None
-    if args.expectations:
-        from conformance.expectations import load_expectations
-        expectations = load_expectations(args.expectations)
-    specs = select_ops(config)
-    if not specs:
-        raise UsageError("the filters select no op")
-    backends = [get_backend(b) for b in config.backends]
+    # 1. Option values (numbers are checked by the parser), lists and input files.
+    backend_names = _backend_locators(args.backend, "--backend")
+    ops = _list_option(args.ops, "--ops")
+    families = _list_option(args.family, "--family")
+    types = _list_option(args.types, "--types")
+    tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
+    expectations = (_expectations(args.expectations, "--expectations")
+                    if args.expectations is not None else None)
+    specs = _select(ops, families, types)
+    if ops:
+        from conformance.specs import resolve_op
+        ops = list(dict.fromkeys(resolve_op(o) for o in ops))
+    out = _output_dir(args.out, "--out")
+    config = RunConfig(backends=backend_names, ops=ops, families=families,
+                       element_types=types, depth=args.depth, seed=args.seed, out=out,
+                       max_repros=args.max_repros, tolerances=tolerances,
+                       invalid=not args.no_invalid, examples=not args.no_examples,
+                       progress=not args.no_progress, isolate=args.isolate,
+                       timeout=args.timeout, replay=not args.no_replay)
+    results = out / "results.jsonl"
+    if not args.resume:
+        _same_run_or_new(config, backend_names, results, args.force)
+    # 2. Backends (loading one may take a while: after every cheap check).
+    backends = [get_backend(b) for b in backend_names]
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
-        raise UsageError(f"backend names must differ, got {names}")
-
-    out = Path(args.out)
-    results = out / "results.jsonl"
+        raise UsageError(f"--backend: backend names must differ, got {names}")
     resume = None
     if args.resume:
         from conformance.runner import ResumeError, load_resume
         try:
             resume = load_resume(config, backends, results)
         except ResumeError as e:
-            raise UsageError(str(e)) from None
+            raise UsageError(f"--resume: {e}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--resume: {results}: cannot read: {e}") from None
         if resume is not None:
             print(f"resuming {results}: {len(resume.done)} op(s) done", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
+    # 3. Only now is anything written.
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot create the folder: {e.strerror}") from None
     bar = None
     if config.progress:
         from tqdm import tqdm
@@ -208,8 +467,6 @@ def cmd_run(args) -> int:
         bar.set_postfix_str(label[:40], refresh=False)
 
     try:
-        if args.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
         summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume)
     finally:
         if bar is not None:
@@ -217,19 +474,41 @@ def cmd_run(args) -> int:
             bar.close()
     replay_diverging = _print_replays(summary.get("replays", []))
     index = reports.render(results, out, expectations=expectations)
-    if expectations is not None:
-        print(f"results: {results}\nreport:  {index}")
-        return _gate(results, expectations, args.fail_on_stale)
-    divergent = {cls: n for cell in summary["cells"].values()
-                 for cls, n in cell.cases.items() if cls in DIVERGENCES and n}
-    totals: dict[str, int] = {}
-    for cell in summary["cells"].values():
-        for cls, n in cell.cases.items():
-            totals[cls] = totals.get(cls, 0) + n
-    print(f"checked {sum(totals.values())} cases on {', '.join(names)} in "
-          f"{summary['elapsed']:.1f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+    records = _results(str(results))
+    _print_totals(records, names, summary.get("elapsed"))
     print(f"results: {results}\nreport:  {index}")
-    return EXIT_DIVERGENCES if divergent or replay_diverging else EXIT_OK
+    code = _gate(records, expectations, args.fail_on_stale, verbose=expectations is not None)
+    if code == EXIT_OK and expectations is None and replay_diverging:
+        code = EXIT_DIVERGENCES
+    return code
+
+
+def _print_totals(records: Sequence[dict], names: Sequence[str], elapsed) -> None:
+    """``checked N cases on B in T s: pass ..., value ...`` (valid cases), then the
+    invalid programs and spec examples, from the results records."""
+    cases: dict[str, int] = {}
+    invalid: dict[str, int] = {}
+    examples: dict[str, int] = {}
+    for r in records:
+        kind = r.get("kind")
+        if kind == "signature":
+            counts = r.get("counts") or {}
+            if counts:
+                for cls, n in counts.items():
+                    cases[cls] = cases.get(cls, 0) + int(n)
+            elif r.get("outcome") not in ("unsupported", "pass", None):
+                cases[r["outcome"]] = cases.get(r["outcome"], 0) + 1
+        elif kind == "invalid" and r.get("outcome") not in ("not_generated", None):
+            invalid[r["outcome"]] = invalid.get(r["outcome"], 0) + 1
+        elif kind == "example":
+            examples[str(r.get("outcome"))] = examples.get(str(r.get("outcome")), 0) + 1
+
+    def text(counts: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+    took = f" in {elapsed:.1f} s" if isinstance(elapsed, (int, float)) else ""
+    print(f"checked {sum(cases.values())} cases on {', '.join(names)}{took}: {text(cases)}")
+    if invalid or examples:
+        print(f"invalid programs: {text(invalid)}; spec examples: {text(examples)}")
 
 
 def _print_replays(replays) -> int:
@@ -249,45 +528,83 @@ def _print_replays(replays) -> int:
 
 def cmd_repro(args) -> int:
     from conformance.replay import CaseIdError, repro
+    from conformance.plan import CaseId
     try:
-        return repro(args.case_id, args.backend, save=args.save, isolate=args.isolate,
+        CaseId.parse(args.case_id)
+    except CaseIdError as e:
+        raise UsageError(str(e)) from None
+    from conformance.backends import resolve
+    _backend_locators(args.backend, "--backend")
+    resolve(args.backend)            # found (constructed later, maybe in a child process)
+    save = _output_dir(args.save, "--save") if args.save is not None else None
+    try:
+        return repro(args.case_id, args.backend, save=save, isolate=args.isolate,
                      timeout=args.timeout)
     except CaseIdError as e:
         raise UsageError(str(e)) from None
 
 
-def _gate(results: Path, expectations, fail_on_stale: bool) -> int:
-    """Print the gate's verdict; exit 1 on unexpected divergences (or stale entries)."""
+def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
+          verbose: bool = True) -> int:
+    """The exit code of a run or check: 1 on divergences the expectations do not list
+    (every divergence when there are none), or on stale entries with fail_on_stale;
+    3 when there is no divergence but the suite recorded internal errors. It counts
+    what the report, summary.json and junit.xml count (conformance.expectations.gate
+    over the same records)."""
     from conformance.expectations import gate
-    from conformance.core.results import read_results
-    g = gate(read_results(results), expectations)
+    g = gate(records, expectations)
 
     def where(item):
         return item["rule"] or item["element_type"]
-    for item in g.unexpected:
-        print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
-              f"({item['cases']} cases)")
-    for e in g.stale:
-        print(f"STALE       {expectations.path}: expectations[{e.index}] {e.op} "
-              f"{e.rule or e.element_type} {e.cls}: matched nothing in this run")
-    print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
-          f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run")
+    if verbose:
+        for item in g.unexpected:
+            print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
+                  f"({item['cases']} cases)")
+        for e in g.stale:
+            print(f"STALE       {expectations.path}: expectations[{e.index}] {e.op} "
+                  f"{e.rule or e.element_type} {e.cls}: matched nothing in this run")
+    if expectations is not None:
+        print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
+              f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run")
+    else:
+        by_class: dict[str, int] = {}
+        for item in g.unexpected:
+            by_class[item["class"]] = by_class.get(item["class"], 0) + 1
+        print(f"divergences: {len(g.unexpected)} (backend, op, element type or rule, class)"
+              + (": " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
+                 if by_class else ""))
     if g.unexpected or (fail_on_stale and g.stale):
         return EXIT_DIVERGENCES
+    internal = sum(1 for r in records if r.get("kind") == "internal_error")
+    if internal:
+        print(f"internal errors of the suite: {internal} (see the report)", file=sys.stderr)
+        return EXIT_INTERNAL
     return EXIT_OK
 
 
 def cmd_expectations(args) -> int:
-    from conformance.expectations import dump, load_expectations, update
-    from conformance.core.results import read_results
-    results = Path(args.results)
-    if not results.is_file():
-        raise UsageError(f"{results}: no such results file")
+    from conformance.expectations import dump, is_shipped_name, update
+    records = _results(args.results)
     if args.expectations_command == "check":
-        return _gate(results, load_expectations(args.expectations), args.fail_on_stale)
-    path = Path(args.expectations)
-    old = load_expectations(path) if path.exists() else None
-    entries = update(read_results(results), old, args.backend)
+        return _gate(records, _expectations(args.expectations, "expectations"),
+                     args.fail_on_stale)
+    text = args.expectations
+    if not text.strip() or is_shipped_name(text):
+        raise UsageError(f"expectations file {text!r}: give the path of the file to write, "
+                         f"e.g. ./{text or 'mine'}.yaml (shipped files are read-only)")
+    path = Path(text)
+    if path.is_dir():
+        raise UsageError(f"{text}: a folder, not an expectations file")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK) \
+            or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{text}: cannot be written (no such folder, or not writable)")
+    backends = sorted({str(b.get("name")) for r in records if r.get("kind") == "run"
+                       for b in r.get("backends") or [] if isinstance(b, dict)})
+    if args.backend is not None and args.backend not in backends:
+        raise UsageError(f"--backend: {args.backend!r} is not a backend of this run "
+                         f"({', '.join(backends) or 'none'})")
+    old = _expectations(text, "expectations") if path.exists() else None
+    entries = update(records, old, args.backend)
     path.write_text(dump(entries, args.backend or (old.backend if old else None)))
     todo = sum(1 for e in entries if e.reason.startswith("TODO"))
     print(f"{path}: {len(entries)} expectation(s), {todo} with a TODO reason to fill in")
@@ -296,14 +613,15 @@ def cmd_expectations(args) -> int:
 
 def cmd_report(args) -> int:
     from conformance import reports
+    _results(args.results)
     results = Path(args.results)
-    if not results.is_file():
-        raise UsageError(f"{results}: no such results file")
-    out = Path(args.out) if args.out else results.parent
-    expectations = None
-    if args.expectations:
-        from conformance.expectations import load_expectations
-        expectations = load_expectations(args.expectations)
+    out = _output_dir(args.out, "--out") if args.out is not None else results.parent
+    other = out / "results.jsonl"
+    if other.exists() and not os.path.samefile(other, results):
+        raise UsageError(f"--out {args.out}: holds the results of another run ({other}); "
+                         "its report is not replaced: render into another folder")
+    expectations = (_expectations(args.expectations, "--expectations")
+                    if args.expectations is not None else None)
     print(reports.render(results, out, expectations=expectations))
     return EXIT_OK
 
@@ -371,10 +689,24 @@ def cmd_show(args) -> int:
 
 
 def cmd_specs(args) -> int:
-    from conformance.specs import validate_all
-    errors = validate_all(args.files or None)
+    from conformance.specs import SpecError, validate_all
+    errors: list[str] = []
+    for f in args.files:
+        path = Path(f)
+        if not path.is_file():
+            raise UsageError(f"{f}: {'a folder, not a' if path.is_dir() else 'no such'} "
+                             f"spec file")
+    for f in args.files or [None]:
+        try:
+            errors += validate_all([f] if f is not None else None)
+        except UnicodeDecodeError:
+            errors.append(f"{f}: not a spec file (not UTF-8 text)")
+        except SpecError as e:
+            errors.append(str(e))
+        except Exception as e:  # noqa: BLE001 - a malformed file must not be a traceback
+            errors.append(f"{f}: not a valid spec file: {type(e).__name__}: {e}")
     for e in errors:
-        print(e, file=sys.stderr)
+        print(" ".join(str(e).split()), file=sys.stderr)
     if not errors:
         from conformance.specs import op_names
         n = len(args.files) if args.files else len(op_names())
@@ -392,20 +724,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conformance.specs import SpecError, UnknownOp
     from conformance.core.types import UnknownElementType
 
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:          # --help, or a usage error already printed in one line
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
         return COMMANDS[args.command](args)
     except (UsageError, UnknownOp, UnknownElementType, BackendLoadError, SpecError,
             ExpectationsError) as e:
-        print(f"conformance: error: {e}", file=sys.stderr)
+        print(f"conformance: error: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         print("conformance: interrupted; the results written so far are kept", file=sys.stderr)
         return 130
+    except OSError as e:             # the disk filled up, a folder vanished, ...
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"conformance: error: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - report our own bugs in one line, then the trace
         import traceback
         traceback.print_exc()

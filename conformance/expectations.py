@@ -116,19 +116,72 @@ class Expectations:
         return None
 
 
-def load_expectations(path: "str | Path") -> Expectations:
-    """Read and check an expectations file (ExpectationsError names file and entry)."""
-    path = Path(path)
+#: Where the maintained expectations files ship (package data of ``conformance``).
+SHIPPED_DIR = "expectations_files"
+
+
+def shipped_expectations() -> dict[str, Any]:
+    """The expectations files shipped with the suite, by short name (``jax-cpu``):
+    name -> a readable resource (importlib.resources), from a checkout or a wheel."""
+    from importlib import resources
+    folder = resources.files("conformance").joinpath(SHIPPED_DIR)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        items = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):    # pragma: no cover - broken install
+        return {}
+    return {item.name[:-len(".yaml")]: item for item in sorted(items, key=lambda i: i.name)
+            if item.name.endswith(".yaml") and item.is_file()}
+
+
+def is_shipped_name(text: str) -> bool:
+    """``jax-cpu`` names a shipped file; ``./jax-cpu.yaml``, ``dir/x`` or ``x.yaml`` a path."""
+    return ("/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml"))
+            and text not in (".", ".."))
+
+
+def resolve_expectations(name: "str | Path") -> "Path | Any":
+    """A path as given, or the shipped file a short name names (ExpectationsError, one
+    line listing the shipped names, for an unknown one)."""
+    if isinstance(name, Path) or not is_shipped_name(str(name)):
+        return Path(name)
+    shipped = shipped_expectations()
+    if str(name) not in shipped:
+        raise ExpectationsError(
+            f"{name!r}: no shipped expectations file of that name (shipped: "
+            f"{', '.join(shipped) or 'none'}); a file of your own is named by its path, "
+            "e.g. ./my-backend.yaml")
+    return shipped[str(name)]
+
+
+def load_expectations(path: "str | Path") -> Expectations:
+    """Read and check an expectations file (ExpectationsError names file and entry).
+
+    ``path`` is a file's path, or the short name of a shipped file (``jax-cpu``: no
+    ``/`` and no ``.yaml``; see :func:`shipped_expectations`).
+    """
+    source = resolve_expectations(path)
+    path = source if isinstance(source, Path) else Path(str(path))
+    try:
+        text = source.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except OSError as e:
-        raise ExpectationsError(f"{path}: cannot read: {e.strerror}") from None
+        raise ExpectationsError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ExpectationsError(f"{path}: not a text file (not UTF-8)") from None
     except yaml.YAMLError as e:
-        raise ExpectationsError(f"{path}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ExpectationsError(f"{path}: not valid YAML: {problem}") from None
+    except RecursionError:
+        raise ExpectationsError(f"{path}: not valid YAML: nested too deeply") from None
+    if data is None:
+        raise ExpectationsError(f"{path}: empty (a file that expects no divergence says "
+                                "'expectations: []')")
     if isinstance(data, list):
         data = {"expectations": data}
     if not isinstance(data, dict) or not isinstance(data.get("expectations", []), list):
         raise ExpectationsError(f"{path}: expected a mapping with an 'expectations' list")
+    if not isinstance(data.get("backend") or "", str):
+        raise ExpectationsError(f"{path}: 'backend' must be a backend name (a pattern)")
     entries = []
     for i, raw in enumerate(data.get("expectations") or []):
         where = f"{path}: expectations[{i}]"
@@ -136,7 +189,7 @@ def load_expectations(path: "str | Path") -> Expectations:
             raise ExpectationsError(f"{where}: expected a mapping")
         unknown = set(raw) - _KEYS
         if unknown:
-            raise ExpectationsError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: "
+            raise ExpectationsError(f"{where}: unknown key(s) {sorted(map(str, unknown))}; allowed: "
                                     f"{sorted(_KEYS)}")
         for key in ("op", "class", "reason"):
             if not raw.get(key):
@@ -149,6 +202,8 @@ def load_expectations(path: "str | Path") -> Expectations:
         when = raw.get("when") or {}
         if not isinstance(when, dict):
             raise ExpectationsError(f"{where}: 'when' must be a mapping, e.g. {{platform: cpu}}")
+        if not isinstance(raw.get("backend") or "", str):
+            raise ExpectationsError(f"{where}: 'backend' must be a backend name (a pattern)")
         entries.append(Expectation(
             op=str(raw["op"]), cls=cls, reason=str(raw["reason"]),
             element_type=str(raw.get("element_type", "*")),

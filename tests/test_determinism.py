@@ -2,7 +2,6 @@
 gives the records of a serial one, and hypothesis's constants from the process's local
 modules (conformance.generators.determinism) do not leak into the signatures."""
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -16,14 +15,6 @@ from conformance.generators import determinism
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = {"started", "elapsed", "out"}
-
-def _plan_signatures():
-    """The planning function every front-end draws signatures with."""
-    try:
-        from conformance.plan import plan_signatures
-    except ImportError:                 # before conformance/plan.py
-        from conformance.runner import plan_signatures
-    return plan_signatures
 
 
 @pytest.fixture
@@ -42,14 +33,14 @@ def test_plans_never_consult_the_constants_of_the_process_s_modules(local_consta
     """Hypothesis answers some draws with constants from the source of the local modules
     loaded in the process (which differ between the CLI's main process and a --jobs
     worker, a checkout and a wheel); plans are drawn without that pool."""
+    from conformance.plan import plan_signatures      # what every front-end plans with
     from conformance.specs import load_spec
-    plan_signatures = _plan_signatures()
     for op, binding in (("constant", {"E": "si8"}), ("add", {"E": "f32"}),
                         ("gather", None), ("convert", None)):
         spec = load_spec(op)
         binding = binding or spec.type_bindings()[0]
-        for seed in range(4):
-            plan_signatures(spec, binding, 40, seed, "default")
+        for plan_seed in range(4):
+            plan_signatures(spec, binding, 40, plan_seed, "default")
     assert local_constants_calls == []
 
 
