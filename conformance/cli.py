@@ -119,8 +119,9 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _list_option(text: str | None, option: str) -> list[str] | None:
-    """A comma list option: None when absent; at least one item, each once."""
+def _list_option(text: str | None, option: str, repeats: bool = True) -> list[str] | None:
+    """A comma list option: None when absent; at least one item, each once (a repeated
+    one is dropped, or with ``repeats=False`` an error)."""
     if text is None:
         return None
     items = [t.strip() for t in text.split(",")]
@@ -128,7 +129,11 @@ def _list_option(text: str | None, option: str) -> list[str] | None:
         raise UsageError(f"{option}: empty list")
     if not all(items):
         raise UsageError(f"{option}: empty name in {text!r}")
-    return list(dict.fromkeys(items))
+    once = list(dict.fromkeys(items))
+    if not repeats and len(once) != len(items):
+        twice = next(i for i in once if items.count(i) > 1)
+        raise UsageError(f"{option}: {twice!r} given twice")
+    return once
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -335,8 +340,10 @@ def _tolerances(text: str):
 
 
 def _backend_locators(text: str, option: str) -> list[str]:
-    """Backend names or locators, checked for form (they load later)."""
-    items = _list_option(text, option) or []
+    """Backend names or locators, each found (imported, not constructed: that may take
+    a while, and a backend that runs in a child process is constructed there)."""
+    from conformance.backends import BackendLoadError, resolve
+    items = _list_option(text, option, repeats=False) or []
     for b in items:
         if ":" in b:
             module, _, attr = b.partition(":")
@@ -344,6 +351,10 @@ def _backend_locators(text: str, option: str) -> list[str]:
                                                 module.split(".") + [attr]):
                 raise UsageError(f"{option}: {b!r} is not module:Class (e.g. "
                                  "mypkg.backend:MyBackend)")
+        try:
+            resolve(b)
+        except BackendLoadError as e:
+            raise UsageError(f"{option}: {e}") from None
     return items
 
 
@@ -533,9 +544,7 @@ def cmd_repro(args) -> int:
         CaseId.parse(args.case_id)
     except CaseIdError as e:
         raise UsageError(str(e)) from None
-    from conformance.backends import resolve
     _backend_locators(args.backend, "--backend")
-    resolve(args.backend)            # found (constructed later, maybe in a child process)
     save = _output_dir(args.save, "--save") if args.save is not None else None
     try:
         return repro(args.case_id, args.backend, save=save, isolate=args.isolate,

@@ -178,8 +178,13 @@ def load_expectations(path: "str | Path") -> Expectations:
                                 "'expectations: []')")
     if isinstance(data, list):
         data = {"expectations": data}
-    if not isinstance(data, dict) or not isinstance(data.get("expectations", []), list):
+    if not isinstance(data, dict) or "expectations" not in data \
+            or not isinstance(data["expectations"] or [], list):
         raise ExpectationsError(f"{path}: expected a mapping with an 'expectations' list")
+    unknown = set(data) - {"backend", "expectations"}
+    if unknown:
+        raise ExpectationsError(f"{path}: unknown key(s) {sorted(map(str, unknown))}; "
+                                "allowed: backend, expectations")
     if not isinstance(data.get("backend") or "", str):
         raise ExpectationsError(f"{path}: 'backend' must be a backend name (a pattern)")
     entries = []

@@ -14,6 +14,7 @@ naming the file and the key.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,11 @@ def load_tolerances(path: "str | Path") -> dict[str, dict[str, Any]]:
     """Read and check a tolerance profile; returns {op: accuracy table}."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a text file (not UTF-8)") from None
     except yaml.YAMLError as e:
         raise SpecError(f"{path}: not valid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(data, dict):
@@ -53,7 +56,13 @@ def load_tolerances(path: "str | Path") -> dict[str, dict[str, Any]]:
                     raise SpecError(f"{where}: {e}") from None
             for et in targets:
                 try:
-                    check_known(parse_accuracy(entry, et, where), where)
+                    accuracy = parse_accuracy(entry, et, where)
+                    check_known(accuracy, where)
                 except UnknownVerdict as e:
                     raise SpecError(str(e)) from None
+                except (TypeError, ValueError) as e:      # float("x"), float([1])
+                    raise SpecError(f"{where}: not a bound: {e}") from None
+                if not (0 <= accuracy.bound < math.inf):
+                    raise SpecError(f"{where}: the bound must be a number >= 0, got "
+                                    f"{accuracy.bound:g}")
     return data
