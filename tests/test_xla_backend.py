@@ -169,10 +169,27 @@ def _family_cases():
 FAMILY = _family_cases()
 
 
+#: Where XLA itself departs from the spec (and the oracle).
+XLA_KNOWN = {
+    # reduce_precision with mantissa_bits = 0: XLA on CPU returns a NaN operand as it is;
+    # a type without mantissa bits has no NaN, and the spec's steps give infinity with
+    # the NaN's sign (tests/test_oracle_letter.py; expectations jax-cpu).
+    "reduce_precision e1m0": "keeps_nan",
+}
+
+
 @pytest.mark.parametrize("name", list(FAMILY))
 def test_ops_agree_with_the_oracle(xla, name):
     case = FAMILY[name]
-    assert divergences(case, xla.run(case)) == []
+    actual = xla.run(case)
+    if name not in XLA_KNOWN:
+        assert divergences(case, actual) == []
+        return
+    assert divergences(case, actual), f"{name}: known divergence gone; update XLA_KNOWN"
+    (out,), (want,) = actual, oracles.evaluate_case(case)
+    nan = np.isnan(case.inputs[0])
+    assert np.isnan(out[nan]).all() and np.isinf(want[nan]).all()
+    assert same_bits(out[~nan], want[~nan])
 
 
 def test_known_divergence_xla_cpu_flushes_subnormals(xla):
