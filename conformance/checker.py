@@ -27,6 +27,7 @@ from conformance import oracles
 from conformance.backends import Backend, Unsupported
 from conformance.compare import ELEMENT_CLASSES, PASS, BatchVerdict, _reduce_to_cases, classify
 from conformance.core.case import Case, Signature
+from conformance.core.types import element_type
 from conformance.minimize import element_mask, minimize
 from conformance.specs import Accuracy, OpSpec, load_spec
 from conformance.verdicts import Judgement, judge
@@ -172,6 +173,9 @@ class Divergence:
     actual: list[np.ndarray] | None  # of ``small`` (backend)
     message: str
     batch_count: int                # cases of the batch with class ``cls``
+    #: which side is wrong, by the mpmath arbiter (conformance.arbiter), where the spec
+    #: gives the op's true value (``reference:``) and the class is about values
+    arbiter: dict | None = None
 
 
 class SignatureCheck:
@@ -289,6 +293,40 @@ class SignatureCheck:
         return Case(self.sig, tuple(np.array(x[c], order="C") for x in batch.stacked),
                     self.case_id(batch.index, c))
 
+    def representative(self, name: str, batch: Batch, cls: str) -> int:
+        """The case of the batch to show for class ``cls``: the first one, or for
+        ``accuracy`` the one with the largest error (the worst case found)."""
+        verdict = batch.results[name].verdict
+        names = verdict.case_class_names()
+        cases = [c for c, n in enumerate(names) if n == cls]
+        if cls != "accuracy":
+            return cases[0]
+        best, worst = cases[0], -1.0
+        code = ELEMENT_CLASSES.index(cls)
+        for classes, errors in zip(verdict.element_classes, verdict.errors):
+            if errors is None:
+                continue
+            for c in cases:
+                err = np.where(classes[c] == code, errors[c], -1.0)
+                m = float(np.nanmax(err)) if err.size else -1.0
+                if m > worst:
+                    best, worst = c, m
+        return best
+
+    def _focus(self, verdict, c: int, cls: str) -> np.ndarray:
+        """The elements of case ``c`` to minimise towards: those of class ``cls``, and for
+        ``accuracy`` only the one with the largest error."""
+        focus = ELEMENT_CLASSES.index(cls) if cls in ELEMENT_CLASSES else None
+        mask = element_mask(verdict.element_classes, c, focus)
+        errors = verdict.errors[0] if verdict.errors else None
+        if cls == "accuracy" and errors is not None and mask.shape == np.shape(errors[c]) \
+                and mask.any():
+            err = np.where(mask, errors[c], -1.0)
+            worst = np.zeros(mask.shape, bool)
+            worst[np.unravel_index(int(np.nanargmax(err)), mask.shape)] = True
+            return worst
+        return mask
+
     def divergence(self, name: str, batch: Batch, c: int, cls: str) -> Divergence:
         """Case ``c`` of the batch, counted as class ``cls`` on backend ``name``,
         minimised to the fewest elements that still diverge with that class when the
@@ -306,24 +344,56 @@ class SignatureCheck:
         if verdict.type_message:
             small, small_cls = case, "type"
         else:
-            focus = ELEMENT_CLASSES.index(cls) if cls in ELEMENT_CLASSES else None
             try:
-                small, small_cls = minimize(self.spec, case,
-                                            element_mask(verdict.element_classes, c, focus),
+                small, small_cls = minimize(self.spec, case, self._focus(verdict, c, cls),
                                             check)
             except Exception:  # noqa: BLE001 - the minimiser must not hide the divergence
                 small, small_cls = case, None
         if small_cls is not None:
             r = check_case(backend, small, self.accuracy)
-            return Divergence(name, cls, case, small, small_cls, r.expected, r.actual,
-                              verdict.type_message or r.message, count)
-        # Diverges only in the batch: show the batch's case.
-        actual = batch.results[name].actual
-        return Divergence(name, cls, case, case, None,
-                          [np.asarray(e[c]) for e in batch.expected],
-                          [np.asarray(a[c]) for a in actual] if not verdict.type_message
-                          else [np.asarray(a) for a in actual],
-                          verdict.type_message or "", count)
+            d = Divergence(name, cls, case, small, small_cls, r.expected, r.actual,
+                           verdict.type_message or r.message, count)
+        else:
+            # Diverges only in the batch: show the batch's case.
+            actual = batch.results[name].actual
+            d = Divergence(name, cls, case, case, None,
+                           [np.asarray(e[c]) for e in batch.expected],
+                           [np.asarray(a[c]) for a in actual] if not verdict.type_message
+                           else [np.asarray(a) for a in actual],
+                           verdict.type_message or "", count)
+        d.arbiter = self._arbitrate(d)
+        return d
+
+    def _arbitrate(self, d: Divergence) -> dict | None:
+        """The mpmath arbiter's verdict on the minimised case's first diverging element
+        (element-wise ops with a ``reference:`` in their spec)."""
+        reference = self.spec.data.get("reference")
+        if not reference or not self.spec.elementwise or d.actual is None \
+                or d.cls not in ("accuracy", "value", "nan"):
+            return None
+        try:
+            e, a = np.asarray(d.expected[0]), np.asarray(d.actual[0])
+            et = element_type(e.dtype)
+            if not (et.is_float or et.is_complex) or a.shape != e.shape:
+                return None
+            cls, err = classify(a, e, self.accuracy)
+            bad = np.argwhere(np.asarray(cls).reshape(e.shape) != PASS)
+            if not len(bad):
+                return None
+            if err is not None and np.ndim(err):
+                errs = np.where(np.asarray(cls) != PASS, err, -1.0)
+                idx = np.unravel_index(int(np.nanargmax(errs)), e.shape)
+            else:
+                idx = tuple(bad[0])
+            inputs = [np.asarray(x)[idx] if np.ndim(x) else np.asarray(x)[()]
+                      for x in d.small.inputs]
+            names = [t.name for t in self.spec.inputs]
+            from conformance.arbiter import arbitrate
+            return {"element": [int(i) for i in idx],
+                    **arbitrate(reference, names, inputs, e[idx], a[idx],
+                                max(self.accuracy.bound, 0.0))}
+        except Exception:  # noqa: BLE001 - the arbiter must not hide the divergence
+            return None
 
     def culprit(self, name: str, batch: Batch, outcome: str) -> tuple[int, Case] | None:
         """The case of a batch that crashes (or hangs) the backend, found by bisection in

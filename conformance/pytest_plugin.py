@@ -116,8 +116,13 @@ _BACKEND_FIXTURES = ("conformance_backend",)
 # Options
 # ---------------------------------------------------------------------------
 
-def _comma_list(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
+def _comma_list(text: str, option: str) -> list[str]:
+    """A comma list option, as the CLI reads one: at least one item, no empty ones."""
+    from conformance.cli import UsageError, _list_option
+    try:
+        return _list_option(text, option)
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -228,7 +233,7 @@ def _read_options(config: pytest.Config) -> Options:
 
     ops = None
     if ops_text is not None:
-        ops = tuple(_comma_list(ops_text))
+        ops = tuple(_comma_list(ops_text, "--conformance-ops"))
         known = set(op_names())
         bad = [o for o in ops if o not in known]
         if bad:
@@ -237,7 +242,7 @@ def _read_options(config: pytest.Config) -> Options:
                 f"{', '.join(map(repr, bad))}; known ops: {', '.join(sorted(known))}")
     families = None
     if fam_text is not None:
-        families = tuple(_comma_list(fam_text))
+        families = tuple(_comma_list(fam_text, "--conformance-families"))
         known_f = sorted({load_spec(n).family for n in op_names()})
         bad = [f for f in families if f not in known_f]
         if bad:
@@ -247,28 +252,42 @@ def _read_options(config: pytest.Config) -> Options:
     element_types = None
     if types_text is not None:
         names = []
-        for t in _comma_list(types_text):
+        for t in _comma_list(types_text, "--conformance-types"):
             try:
                 names.append(element_type(t).name)
             except UnknownElementType as e:
                 raise pytest.UsageError(f"--conformance-types: unknown element type {t!r} "
                                         f"({e})") from None
         element_types = tuple(names)
+    for option, given in (("--conformance-ops", ops), ("--conformance-families", families),
+                          ("--conformance-types", element_types)):
+        if given is not None and not given:
+            raise pytest.UsageError(f"{option}: empty list")
+    _check_selection(ops, families, element_types)
     repro = config.getoption("conformance_repro_dir")
+    if repro is not None:
+        _check_folder(repro, "--conformance-repro-dir")
 
     profile = config.getoption("conformance_profile") or "auto"
     if profile == "auto":
         profile = "ci" if in_ci() else "local"
     seed = config.getoption("conformance_seed")
+    if seed is not None and seed < 0:
+        raise pytest.UsageError(f"--conformance-seed: {seed} is negative; a seed is an integer "
+                                ">= 0")
     if seed is None and profile == "ci":
         seed = 0
     db_text = config.getoption("conformance_database")
     if db_text is None:
         database = Path(str(config.rootpath)) / DEFAULT_DATABASE
-    elif db_text.strip().lower() in ("none", ""):
+    elif not db_text.strip():
+        raise pytest.UsageError("--conformance-database: empty path ('none' turns the "
+                                "database off)")
+    elif db_text.strip().lower() == "none":
         database = None
     else:
         database = Path(config.invocation_params.dir) / db_text
+        _check_folder(str(database), "--conformance-database")
     if profile == "ci":
         database = None       # derandomized: nothing is read or written between runs
 
@@ -288,6 +307,29 @@ def _read_options(config: pytest.Config) -> Options:
                    repro_dir=Path(repro) if repro else None, profile=profile,
                    database=database, expectations=expectations,
                    fail_on_stale=bool(config.getoption("conformance_fail_on_stale")))
+
+
+def _check_selection(ops, families, element_types) -> None:
+    """Every element type allowed by a selected op, as ``conformance run`` checks it."""
+    from conformance.cli import UsageError, _select
+    try:
+        _select(ops, families, element_types)
+    except UsageError as e:
+        text = str(e)
+        for cli_name, name in (("--ops", "--conformance-ops"), ("--family",
+                               "--conformance-families"), ("--types", "--conformance-types")):
+            if text.startswith(cli_name):
+                text = name + text[len(cli_name):]
+        raise pytest.UsageError(text) from None
+
+
+def _check_folder(text: str, option: str) -> None:
+    """A folder the session can create or write (as the CLI's --out)."""
+    from conformance.cli import UsageError, _output_dir
+    try:
+        _output_dir(text, option)
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -323,27 +365,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _check_resolvable(name: str) -> None:
-    """Usage error if ``name`` cannot name a backend (without constructing it)."""
-    import importlib
-    from conformance.backends import BUILTIN, entry_points
-    name = name.strip()
-    if name in BUILTIN:
-        return
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            mod = importlib.import_module(module)
-        except Exception as e:  # noqa: BLE001
-            raise pytest.UsageError(f"--conformance-backend: backend {name!r}: cannot import "
-                                    f"{module!r}: {type(e).__name__}: {e}") from None
-        if not hasattr(mod, attr):
-            raise pytest.UsageError(f"--conformance-backend: backend {name!r}: module "
-                                    f"{module!r} has no {attr!r}")
-        return
-    if name not in entry_points():
-        known = sorted(set(BUILTIN) | set(entry_points()))
-        raise pytest.UsageError(f"--conformance-backend: unknown backend {name!r}; known: "
-                                f"{', '.join(known)}, or module:Class")
+    """Usage error if ``name`` cannot name a backend (without constructing it; a
+    ``module:Class`` is looked for as ``python -m`` would, the working directory too)."""
+    from conformance.backends import BackendLoadError, resolve
+    try:
+        resolve(name.strip())
+    except BackendLoadError as e:
+        raise pytest.UsageError(f"--conformance-backend: {e}") from None
 
 
 def options_of(config: pytest.Config) -> Options:
@@ -1019,21 +1047,22 @@ def _divergence_message(check, batch, name: str, options: Options, key: str,
     """The text of a failing test: the worst diverging class among ``among`` (those no
     expectation lists), one case of it minimised by the checker, its case id and how to
     run it again."""
+    from conformance.arbiter import describe as arbiter_line
     from conformance.compare import worst
     from conformance.plan import stable_hash
     verdict = batch.results[name].verdict
     names = verdict.case_class_names()
     diverging = [int(c) for c in verdict.diverging_cases()]
     cls = worst([names[c] for c in diverging if among is None or names[c] in among])
-    c = next(i for i in diverging if names[i] == cls)
-    d = check.divergence(name, batch, c, cls)
+    d = check.divergence(name, batch, check.representative(name, batch, cls), cls)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(verdict.counts().items()))
     text = describe_case(d.small, d.small_cls or cls, d.expected, d.actual, d.message,
                          title=f"{check.spec.name} [{key}] on {name}: {cls} divergence "
                                f"({len(diverging)} of {len(names)} cases in the batch: "
                                f"{counts})")
     backend = check.backends[name]
-    extra = [f"  case id:   {d.case.case_id}",
+    extra = [f"  {arbiter_line(d.arbiter)}"] if d.arbiter else []
+    extra += [f"  case id:   {d.case.case_id}",
              f"  repro:     conformance repro {d.case.case_id} --backend {backend.locator}"]
     if d.small_cls is None:
         extra.append("  note:      does not diverge when run alone (only in the batched "

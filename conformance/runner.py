@@ -264,14 +264,12 @@ class Runner:
         cell = self.cells[(backend_name, spec.name, key)]
         verdict = batch.results[backend_name].verdict
         names = verdict.case_class_names()
-        seen_here: set[str] = set()
-        for c in verdict.diverging_cases():
-            cls = names[c]
-            if cls in seen_here or cell.repros[cls] >= self.config.max_repros:
+        for cls in dict.fromkeys(names[c] for c in verdict.diverging_cases()):
+            if cell.repros[cls] >= self.config.max_repros:
                 continue
-            seen_here.add(cls)
             cell.repros[cls] += 1
-            d = check.divergence(backend_name, batch, int(c), cls)
+            c = check.representative(backend_name, batch, cls)
+            d = check.divergence(backend_name, batch, c, cls)
             folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
                                                   cell.repros[cls])
             save(folder, check.backends[backend_name].locator, d.small, d.small_cls or cls,
@@ -292,7 +290,8 @@ class Runner:
                 "stablehlo": case_record(d.small)["stablehlo"],
                 "repro": str(folder.relative_to(Path(self.config.out))),
                 "batch_count": d.batch_count,
-                "oracle_suspect": bool(batch.suspects is not None and batch.suspects[c])})
+                "oracle_suspect": bool(batch.suspects is not None and batch.suspects[c]),
+                **({"arbiter": d.arbiter} if d.arbiter else {})})
 
     # -- invalid signatures --------------------------------------------------------------
     def run_invalid(self, spec: OpSpec, valid: Sequence[Signature]) -> None:

@@ -497,14 +497,7 @@ PLUGIN_OPTIONS = [(n, kw) for n, kw in plugin_options() if kw.get("action") != "
 
 #: The plugin's options that accept some bad values today (reported; the plugin's owner
 #: adds the checks). Strict: a fixed one fails here until it is taken off the list.
-PLUGIN_UNCHECKED = {
-    "--conformance-seed": "negative seeds are accepted (np.random fails later)",
-    "--conformance-repro-dir": "a file, or a folder that cannot be written, is accepted",
-    "--conformance-database": "a file, or a folder that cannot be written, is accepted",
-    "--conformance-ops": "an empty list is accepted (no test collected)",
-    "--conformance-families": "an empty list is accepted (no test collected)",
-    "--conformance-types": "an empty list, or types no selected op allows, are accepted",
-}
+PLUGIN_UNCHECKED: dict[str, str] = {}
 
 
 def plugin_bad_values(name: str, kwargs: dict, ws):

@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     # plan: the depths, signature plans, value batches and case ids every front-end
     # checks; tolerances: profiles of verdict overrides, checked against the verdict kinds
     ("the checker", ["conformance.checker*", "conformance.verdicts*", "conformance.compare",
-                     "conformance.minimize", "conformance.plan", "conformance.tolerances"]),
+                     "conformance.minimize", "conformance.plan", "conformance.tolerances",
+                     "conformance.arbiter"]),
     ("front-ends", ["conformance.runner", "conformance.repro", "conformance.replay",
                     "conformance.cli", "conformance.__main__", "conformance.pytest_plugin",
                     "conformance.suite.*", "conformance.expectations", "conformance.reports.*"]),

@@ -22,6 +22,8 @@ class DiesOnCue(PlantedAddF32):
     own process, as ``kill -9`` would, at the Nth compile of the op named in
     $DIE_ON_OP."""
 
+    isolate = False     # the run's own process dies (a vendor class would be isolated)
+
     name = "cue"
     compiles = 0
 

@@ -67,9 +67,6 @@ def test_pytest_plugin_finds_the_vendor_module_in_the_current_directory(vendor_d
     assert re.search(r"\d+ passed", p.stdout) and "failed" not in p.stdout, p.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="plugin: under xdist the controller checks the "
-                                       "backend with importlib (pytest_plugin."
-                                       "_check_resolvable), not conformance.backends.resolve")
 def test_pytest_plugin_under_xdist_finds_the_vendor_module(vendor_dir):
     (command,) = [c for c in readme_example()[1] if c.startswith("pytest")]
     p = run_verbatim(command, vendor_dir, "-n", "2", "--conformance-types=f32")
