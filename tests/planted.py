@@ -189,3 +189,18 @@ class SineUlpsOff(OracleBackend):
                              np.minimum(np.abs(x), 1000), 0).astype(np.int32)
             return [(out.view(np.int32) + k).view(np.float32)]
         return run
+
+
+class MultiLineError(OracleBackend):
+    """f32 add fails to compile with a message whose first line says nothing (as
+    pybind11's "incompatible function arguments" errors do)."""
+
+    name = "multi-line-error"
+    isolate = False
+
+    def compile(self, sig):
+        if sig.op == "add" and sig.input_types[0].element_type.name == "f32":
+            raise TypeError("make_buffer(): incompatible function arguments. The following "
+                            "argument types are supported:\n    1. (x: numpy.ndarray) -> "
+                            "Buffer\n\nInvoked with: <bfloat16 scalar>")
+        return super().compile(sig)

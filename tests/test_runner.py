@@ -127,3 +127,15 @@ def test_bad_tolerance_profile_names_file_and_key(tmp_path):
     prof.write_text("add:\n  f32: {ulps: 1}\n")
     with pytest.raises(SpecError, match=r"add.f32: unknown verdict kind .ulps.; known: .*ulp"):
         load_tolerances(prof)
+
+
+def test_a_backend_error_keeps_its_whole_message(tmp_path):
+    from conformance.backends import get_backend
+    from conformance.core.results import read_results
+    cfg = RunConfig(backends=["planted:MultiLineError"], ops=["add"], element_types=["f32"],
+                    depth="quick", out=tmp_path, invalid=False, examples=False)
+    run(cfg, [get_backend("planted:MultiLineError")], tmp_path / "results.jsonl")
+    reasons = [r["reason"] for r in read_results(tmp_path / "results.jsonl")
+               if r["kind"] == "signature" and r["outcome"] == "backend_error"]
+    assert reasons and all("Invoked with: <bfloat16 scalar>" in r for r in reasons), reasons
+    assert all(r.startswith("TypeError: make_buffer()") for r in reasons)
