@@ -67,6 +67,18 @@ Verdict = Callable[[Judgement], BatchVerdict]
 VERDICTS: dict[str, Verdict] = {}
 
 
+def _registrar(table: dict, what: str):
+    """A decorator factory registering functions by name in ``table``, once each."""
+    def register(name: str):
+        def deco(fn):
+            if name in table:
+                raise RuntimeError(f"{what} {name!r} registered twice")
+            table[name] = fn
+            return fn
+        return deco
+    return register
+
+
 def verdict_kind(*kinds: str) -> Callable[[Verdict], Verdict]:
     """Register a verdict function under one or more kind names."""
     def deco(fn: Verdict) -> Verdict:
@@ -139,13 +151,7 @@ def elementwise(j: Judgement) -> BatchVerdict:
 BOUNDS: dict[str, Callable[[Judgement], list[np.ndarray]]] = {}
 
 
-def bound_function(name: str):
-    def deco(fn):
-        if name in BOUNDS:
-            raise RuntimeError(f"bound function {name!r} registered twice")
-        BOUNDS[name] = fn
-        return fn
-    return deco
+bound_function = _registrar(BOUNDS, "bound function")
 
 
 def unit_roundoff(et) -> float:
@@ -242,13 +248,7 @@ def bounded(j: Judgement) -> BatchVerdict:
 RESIDUALS: dict[str, Callable[[Judgement], tuple[np.ndarray, np.ndarray]]] = {}
 
 
-def residual_function(name: str):
-    def deco(fn):
-        if name in RESIDUALS:
-            raise RuntimeError(f"residual function {name!r} registered twice")
-        RESIDUALS[name] = fn
-        return fn
-    return deco
+residual_function = _registrar(RESIDUALS, "residual function")
 
 
 def _case_verdict(j: Judgement, case_cls: np.ndarray) -> BatchVerdict:
@@ -292,13 +292,7 @@ def residual(j: Judgement) -> BatchVerdict:
 PROPERTIES: dict[str, Callable[[Judgement], np.ndarray]] = {}
 
 
-def property_check(name: str):
-    def deco(fn):
-        if name in PROPERTIES:
-            raise RuntimeError(f"property {name!r} registered twice")
-        PROPERTIES[name] = fn
-        return fn
-    return deco
+property_check = _registrar(PROPERTIES, "property")
 
 
 def _property_names(accuracy: Accuracy) -> list[str]:
