@@ -46,9 +46,18 @@ hypothesis' advice for a test suite that runs both on a developer's machine and 
   read or written between runs), ``print_blob=True``. The suite seeds each test from
   ``--conformance-seed`` (0 by default) and its op, binding or rule.
 
-``--conformance-depth`` sets ``max_examples`` (signatures per type binding; ops with
-many bindings get fewer each) and the shapes. ``--conformance-seed`` on a local run
-makes it deterministic too; as with ``@seed``, the database is then not used. The
+The op tests (``test_op``) check the signatures and value batches of the CLI's plan
+(conformance.plan) through the CLI's checker (conformance.checker): with
+``--conformance-seed=N`` exactly those ``conformance run --seed N`` checks at the same
+depth (the CI profile's seed is 0), and a failure prints the case id that
+``conformance repro ID`` re-runs. A local run without a seed checks a fresh random plan
+seed each time, after the (seed, signature) pairs that failed before, which the example
+database keeps. The invalid-program tests (``test_invalid``) draw with hypothesis under
+the profiles above.
+
+``--conformance-depth`` sets the signatures per type binding (ops with many bindings
+get fewer each), the shapes and the value batches. ``--conformance-seed`` on a local
+run makes it deterministic too; the database is then not used. The
 profiles are registered when pytest starts, so a vendor's own hypothesis tests can use
 them as well (``settings.get_profile("conformance-ci")``, or
 ``--hypothesis-profile=conformance-ci`` for every test of the session; outside pytest,
