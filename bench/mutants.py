@@ -1,0 +1,2179 @@
+"""Planted backends for the suite's own mutation score (issue 12, point 5).
+
+Each mutant is the suite's numpy oracle backend (``NumpyBackend``) with ONE realistic
+bug of the kind a real compiler ships: a rounding tie broken the wrong way, a lost
+zero sign, a NaN not propagated, an index clamped against the wrong bound, a comparator
+lowered with the wrong compare, a precision lost on the way. ``bench/bench_mutation.py``
+runs the suite on each mutant's ops and counts the mutant *killed* when the gate fails
+(``conformance run`` exits 1).
+
+A mutant class declares
+
+- ``ops``: the ops it changes (the benchmark runs only these);
+- ``family``: the family of the bug (for the report);
+- ``equivalent``: None, or the reason the spec allows the behaviour (an equivalent
+  mutant cannot be killed and is left out of the score, but listed);
+- ``witness()``: one hand-picked case on which it differs from the oracle
+  (tests/test_mutants.py checks that it does, so that a survivor is the suite's
+  weakness, not a no-op mutant);
+- ``mutate(sig, inputs, outputs, oracle)``: the bug. ``inputs`` and ``outputs`` are the
+  oracle's arrays, with a leading batch axis when the runner runs a batch; ``oracle``
+  evaluates the same signature on other inputs in the same mode. Element-wise mutants
+  (``elementwise = True``) get their inputs broadcast to the result's shape and work
+  in both modes; the others (``batched = False``) are run one case at a time.
+
+Every mutant is named ``jax`` and describes itself as jax on CPU, because
+expectations files match by backend name and platform: the benchmark gates the same
+results once without expectations and once with the shipped ``jax-cpu`` file, which
+shows the divergences that file's entries hide. ``isolate = False`` keeps them in the
+runner's process (they abort on nothing), so runs stay fast.
+
+``STATS`` counts, per mutant class and in this process, how many result elements the
+bug actually changed (bit for bit) in the cases the suite ran: a survivor with no
+change means the suite never met the trigger; one with changes means the suite met
+it and judged the change allowed (masked, within a tolerance, waived).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from conformance import oracles
+from conformance.backends import Backend
+from conformance.backends.numpy_backend import NumpyBackend
+from conformance.core.case import Case, Signature
+from conformance.core.numerics import round_to, to_wide
+from conformance.core.types import ElementType, element_type, flatten, unflatten
+from conformance.oracles import broadcast_ready
+from conformance.oracles._kernels import U64, sign_extend, unsigned_bits, wrap
+
+#: per mutant class name: calls (executions of an affected signature), changed_calls
+#: (those where the bug changed at least one result bit), changed_elements, and
+#: signatures (signature key -> result elements changed there).
+STATS: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "changed_calls": 0,
+                                                       "changed_elements": 0})
+
+Oracle = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]
+
+
+def _bits_differ(a: np.ndarray, b: np.ndarray) -> int:
+    """How many elements of ``b`` differ from ``a`` bit for bit (all when the type or
+    shape differs)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return max(a.size, b.size, 1)
+    if a.size == 0:
+        return 0
+    n = a.dtype.itemsize
+    av = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape + (n,))
+    bv = np.ascontiguousarray(b).view(np.uint8).reshape(b.shape + (n,))
+    return int((av != bv).any(axis=-1).sum())
+
+
+class Mutant(NumpyBackend):
+    """The oracle with one planted bug (subclasses)."""
+
+    name = "jax"              # expectations match by backend name (see the module doc)
+    isolate = False
+    ops: tuple[str, ...] = ()
+    family = ""
+    equivalent: str | None = None
+    elementwise = False       # inputs broadcast to the result shape, any leading batch
+    batched = True            # mutate() works on a batch too (else one case at a time)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "platform": "cpu", "device": "TFRT_CPU_0",
+                "mutant": type(self).__name__}
+
+    # -- what a mutant writes ---------------------------------------------------------
+    def applies(self, sig: Signature) -> bool:
+        """Does the bug touch this signature at all (op already checked)?"""
+        return True
+
+    def mutate(self, sig: Signature, inputs: list[np.ndarray], outputs: list[np.ndarray],
+               oracle: Oracle) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    @classmethod
+    def witness(cls) -> Case:
+        """A case on which the mutant differs from the oracle."""
+        raise NotImplementedError
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _affected(self, sig: Signature) -> bool:
+        return sig.op in self.ops and not sig.invalid and self.applies(sig)
+
+    def _wrap(self, sig: Signature, inner, batch: bool):
+        stats = STATS[type(self).__name__]
+
+        def run(inputs):
+            inputs = [np.asarray(x) for x in inputs]
+            outs = [np.asarray(o) for o in inner(inputs)]
+            args = inputs
+            if self.elementwise and inputs:
+                args = broadcast_ready(sig, inputs) if batch else inputs
+                args = [np.array(a) for a in np.broadcast_arrays(*args)]
+            with np.errstate(all="ignore"):
+                new = [np.asarray(o) for o in self.mutate(sig, args, [o.copy() for o in outs],
+                                                           inner)]
+            if self.elementwise:        # computed wide: back to the result's element type
+                new = [n.astype(o.dtype) if n.dtype != o.dtype and n.shape == o.shape else n
+                       for n, o in zip(new, outs)]
+            changed = sum(_bits_differ(o, n) for o, n in zip(outs, new)) \
+                + abs(len(outs) - len(new))
+            stats["calls"] += 1
+            if changed:
+                stats["changed_calls"] += 1
+                stats["changed_elements"] += changed
+                where = stats.setdefault("signatures", {})
+                where[sig.key()] = where.get(sig.key(), 0) + changed
+            return new
+        return run
+
+    def compile(self, signature: Signature):
+        exe = super().compile(signature)
+        if not self._affected(signature):
+            return exe
+        return self._wrap(signature, exe, batch=False)
+
+    def compile_batch(self, signature: Signature):
+        if not self._affected(signature):
+            return super().compile_batch(signature)
+        if not self.batched:
+            return Backend.compile_batch(self, signature)   # one case at a time
+        return self._wrap(signature, super().compile_batch(signature), batch=True)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+def et_in(sig: Signature, i: int = 0) -> ElementType:
+    return sig.input_leaves[i].element_type
+
+
+def et_out(sig: Signature, i: int = 0) -> ElementType:
+    return sig.result_leaves[i].element_type
+
+
+def is_float(sig: Signature, i: int = 0) -> bool:
+    return et_in(sig, i).is_float
+
+
+def rt(x, et: ElementType) -> np.ndarray:
+    """float64 values correctly rounded to ``et``."""
+    return round_to(np.asarray(x, np.float64), et)
+
+
+def pos_zero(like: np.ndarray) -> np.ndarray:
+    return np.zeros_like(like)
+
+
+def neg_zero_mask(x: np.ndarray) -> np.ndarray:
+    return (x == 0) & np.signbit(x.astype(np.float64))
+
+
+def nan_bits(dtype) -> np.ndarray:
+    """The default (positive, quiet) NaN of ``dtype``."""
+    return np.array(np.nan, dtype)
+
+
+def bits_of(x: np.ndarray) -> np.ndarray:
+    return unsigned_bits(x)
+
+
+def from_bits(u: np.ndarray, et: ElementType) -> np.ndarray:
+    return wrap(np.asarray(u, U64), et, np.shape(u))
+
+
+def _evaluate(sig: Signature, inputs, attributes=None, regions=None):
+    return list(oracles.evaluate(sig.op, inputs,
+                                 sig.attributes if attributes is None else attributes,
+                                 result_types=sig.result_types,
+                                 input_types=sig.input_types,
+                                 regions=sig.regions if regions is None else regions))
+
+
+def fp(values, name: str) -> np.ndarray:
+    return np.array(values, element_type(name).dtype)
+
+
+# ======================================================================================
+# element-wise arithmetic
+# ======================================================================================
+
+class NegateDropsNegativeZero(Mutant):
+    """negate lowered as ``0 - x``: negate(+0) gives +0 instead of -0 (IEEE negation
+    flips the sign bit; subtraction from +0 does not)."""
+
+    ops, family, elementwise = ("negate",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(x == 0, pos_zero(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("negate", [fp([0.0], "f32")], ["tensor<1xf32>"])
+
+
+class MultiplyByZeroFolded(Mutant):
+    """An algebraic simplifier folds ``x * 0 -> 0``: the product of -1 and 0 is +0
+    (should be -0) and inf * 0 is 0 (should be NaN)."""
+
+    ops, family, elementwise = ("multiply",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        return [np.where((a == 0) | (b == 0), pos_zero(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("multiply", [fp([-1.0], "f32"), fp([0.0], "f32")], ["tensor<1xf32>"])
+
+
+class MaximumSelectGreater(Mutant):
+    """maximum lowered to x86 ``maxps`` (``a > b ? a : b``): a NaN lhs is dropped
+    (returns rhs), and maximum(+0, -0) returns -0."""
+
+    ops, family, elementwise = ("maximum",), "NaN propagation", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        return [np.where(a > b, a, b)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("maximum", [fp([np.nan], "f32"), fp([1.0], "f32")], ["tensor<1xf32>"])
+
+
+class MinimumIgnoresNaN(Mutant):
+    """minimum lowered to C's ``fmin``: a NaN operand is ignored (minimum(NaN, 1) = 1)
+    where the spec propagates NaN."""
+
+    ops, family, elementwise = ("minimum",), "NaN propagation", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        an, bn = np.isnan(a.astype(np.float64)), np.isnan(b.astype(np.float64))
+        return [np.where(an & ~bn, b, np.where(bn & ~an, a, r))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("minimum", [fp([np.nan], "f32"), fp([1.0], "f32")], ["tensor<1xf32>"])
+
+
+class MinimumZeroSignFirstOperand(Mutant):
+    """minimum as ``a <= b ? a : b`` on zeros: minimum(+0, -0) returns +0 (the spec's
+    IEEE minimum orders -0 below +0)."""
+
+    ops, family, elementwise = ("minimum",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        return [np.where((a == 0) & (b == 0), a, r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("minimum", [fp([0.0], "f32"), fp([-0.0], "f32")], ["tensor<1xf32>"])
+
+
+class AddF64InF32(Mutant):
+    """f64 add computed in f32 (a backend without native f64 demoting it): precision,
+    range and subnormals of f64 lost."""
+
+    ops, family, elementwise = ("add",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f64"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = (x.astype(np.float32) for x in inputs)
+        return [(a + b).astype(np.float64)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("add", [fp([1.0], "f64"), fp([1e-10], "f64")], ["tensor<1xf64>"])
+
+
+class DivideByReciprocal(Mutant):
+    """Fast-math division: ``a / b`` as ``a * (1 / b)``, each rounded to the type (two
+    roundings: results one ulp off, and a / inf with a huge a no longer 0)."""
+
+    ops, family, elementwise = ("divide",), "precision loss", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        et = et_out(sig)
+        recip = rt(1.0 / b.astype(np.float64), et).astype(np.float64)
+        return [rt(a.astype(np.float64) * recip, et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("divide", [fp([3.0], "f32"), fp([7.0], "f32")], ["tensor<1xf32>"])
+
+
+class SubtractFlushesF16Subnormals(Mutant):
+    """f16 subtract computed in f32 under flush-to-zero, with the flush applied to the
+    f16 result: f16 subnormal results become (signed) zero. XLA on CPU flushes f32 but
+    keeps f16 subnormals, so this is a bug for f16 even under the CPU's FTZ."""
+
+    ops, family, elementwise = ("subtract",), "subnormals", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f16"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        tiny = float(np.finfo(np.float16).tiny)
+        r64 = r.astype(np.float64)
+        sub = (r64 != 0) & (np.abs(r64) < tiny)
+        return [np.where(sub, np.copysign(np.zeros_like(r64), r64).astype(np.float16), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("subtract", [fp([1e-5], "f16"), fp([0.0], "f16")], ["tensor<1xf16>"])
+
+
+class AbsKeepsNegativeZero(Mutant):
+    """abs as ``x < 0 ? -x : x``: abs(-0) stays -0 (should be +0)."""
+
+    ops, family, elementwise = ("abs",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(x == 0, x, r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("abs", [fp([-0.0], "f32")], ["tensor<1xf32>"])
+
+
+class SignByComparisons(Mutant):
+    """sign as ``(x > 0) - (x < 0)``: sign(-0) is +0 and sign(NaN) is 0 (the spec:
+    -0 and NaN)."""
+
+    ops, family, elementwise = ("sign",), "NaN propagation", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        x64 = x.astype(np.float64)
+        return [rt((x64 > 0).astype(np.float64) - (x64 < 0), et_out(sig))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("sign", [fp([np.nan], "f32")], ["tensor<1xf32>"])
+
+
+class AbsComplexOverflow(Mutant):
+    """abs of a complex number as ``sqrt(re*re + im*im)`` in the component type, without
+    scaling: overflows to inf for parts above sqrt(max) (1e30 in f32) where the modulus
+    is finite."""
+
+    ops, family, elementwise = ("abs",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).is_complex
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        re, im = np.real(x), np.imag(x)
+        return [np.sqrt(re * re + im * im)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("abs", [np.array([1e30 + 1e30j], np.complex64)], ["tensor<1xf32>"])
+
+
+class RemainderFloorMod(Mutant):
+    """remainder lowered to a floored modulo (Python's ``%``, the sign of the divisor)
+    instead of C's truncated ``fmod`` (the sign of the dividend): remainder(-7, 2) = 1
+    (should be -1), remainder(-4, 2) = +0 (should be -0)."""
+
+    ops, family, elementwise = ("remainder",), "integer arithmetic", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed or et_in(sig).is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        if et.is_float:
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            m = np.mod(a64, b64)
+            ok = np.isfinite(a64) & np.isfinite(b64) & (b64 != 0)
+            return [np.where(ok, rt(m, et), r)]
+        a64, b64 = to_wide(a), to_wide(b)
+        ok = b64 != 0
+        m = np.mod(a64, np.where(ok, b64, 1))
+        return [np.where(ok, m.astype(np.int64).astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("remainder", [fp([-7], "si32"), fp([2], "si32")], ["tensor<1xsi32>"])
+
+
+class DivideIntFloors(Mutant):
+    """Signed integer division rounding toward -inf (Python's ``//``) instead of toward
+    zero: divide(-7, 2) = -4 (should be -3)."""
+
+    ops, family, elementwise = ("divide",), "integer arithmetic", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        a64, b64 = to_wide(a), to_wide(b)
+        ok = (b64 != 0) & ~((a64 == et.int_min) & (b64 == -1))
+        q = np.floor_divide(a64, np.where(ok, b64, 1))
+        return [np.where(ok, q.astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("divide", [fp([-7], "si32"), fp([2], "si32")], ["tensor<1xsi32>"])
+
+
+class DivideIntByZeroGivesZero(Mutant):
+    """Integer division by zero returns 0 (XLA returns -1, i.e. all bits set)."""
+
+    ops, family, elementwise = ("divide",), "integer arithmetic", True
+    equivalent = ("integer division by zero is implementation-defined (spec 'Errors', "
+                  "specs/ops/divide.yaml integer_division_overflow): any value is allowed")
+
+    def applies(self, sig):
+        return et_in(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (_, b), (r,) = inputs, outputs
+        return [np.where(b == 0, np.zeros_like(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("divide", [fp([1], "si32"), fp([0], "si32")], ["tensor<1xsi32>"])
+
+
+class AddIntSaturates(Mutant):
+    """Integer add saturating at the type's bounds instead of wrapping around (a DSP
+    target's saturating add instruction selected for a plain add)."""
+
+    ops, family, elementwise = ("add",), "saturation", True
+    equivalent = ("integer overflow is implementation-defined (spec 'Errors', specs/ops/"
+                  "add.yaml integer_overflow): saturating is as allowed as wrapping around")
+
+    def applies(self, sig):
+        return et_in(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        a64, b64 = to_wide(a), to_wide(b)
+        if et.bits < 64:
+            s = a64.astype(np.int64) + b64.astype(np.int64)
+            return [np.clip(s, et.int_min, et.int_max).astype(r.dtype)]
+        if et.is_unsigned:
+            s = a64 + b64
+            return [np.where(s < a64, np.uint64(et.int_max), s)]
+        s = r.astype(np.int64)
+        up = (a64 > 0) & (b64 > 0) & (s < 0)
+        down = (a64 < 0) & (b64 < 0) & (s >= 0)
+        return [np.where(up, np.int64(et.int_max), np.where(down, np.int64(et.int_min), s))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("add", [fp([127], "si8"), fp([1], "si8")], ["tensor<1xsi8>"])
+
+
+class AddCanonicalisesNaN(Mutant):
+    """add returns the default quiet NaN for every NaN result (a backend whose float
+    unit canonicalises NaNs), dropping the operands' payloads and signs."""
+
+    ops, family, elementwise = ("add",), "NaN propagation", True
+    equivalent = ("the spec does not fix NaN payloads of arithmetic and the exact "
+                  "verdict counts any NaN equal to any NaN")
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        return [np.where(np.isnan(r.astype(np.float64)), nan_bits(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        nan = np.array([0xFFC00001], np.uint32).view(np.float32)
+        return Case.make("add", [nan, fp([1.0], "f32")], ["tensor<1xf32>"])
+
+
+class PowerViaExpLog(Mutant):
+    """Floating-point power as ``exp(y * log(x))``: NaN for a negative base with an
+    integral exponent (pow(-2, 3) = NaN, should be -8), pow(0, 0) = NaN (should be 1)."""
+
+    ops, family, elementwise = ("power",), "transcendental", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = (x.astype(np.float64) for x in inputs)
+        return [rt(np.exp(b * np.log(a)), et_out(sig))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("power", [fp([-2.0], "f32"), fp([3.0], "f32")], ["tensor<1xf32>"])
+
+
+class PowerIntViaFloat(Mutant):
+    """64-bit integer power computed through float64 ``pow`` and converted back: exact
+    only up to 2^53 (3^39 comes out wrong in the last digits)."""
+
+    ops, family, elementwise = ("power",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name in ("si64", "ui64")
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        p = np.power(a64, b64)
+        ok = (b >= 0) & np.isfinite(p) & (np.abs(p) < 9.2e18) & (np.abs(p) > 2.0 ** 53)
+        return [np.where(ok, np.where(ok, p, 0).astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("power", [fp([3], "si64"), fp([39], "si64")], ["tensor<1xsi64>"])
+
+
+class ClampMinMaxOrder(Mutant):
+    """clamp lowered as ``max(min(x, hi), lo)`` instead of the spec's ``min(max(x, lo),
+    hi)``: the two agree unless lo > hi, where the spec gives hi and this gives lo."""
+
+    ops, family, elementwise = ("clamp",), "argument order", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        lo, x, hi = inputs
+        (r,) = outputs
+        if et_in(sig, 1).is_complex:
+            return [r]
+        mn = oracles.evaluate("minimum", [x, hi])[0]
+        return [oracles.evaluate("maximum", [mn, lo])[0]]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("clamp", [fp(2, "si32"), fp([0, 5], "si32"), fp(1, "si32")],
+                         ["tensor<2xsi32>"])
+
+
+class SelectScalarPredInverted(Mutant):
+    """select with a rank-0 predicate and tensor branches (the broadcasting path) picks
+    on_false where the predicate is true: the scalar predicate's lowering inverted."""
+
+    ops, family, elementwise = ("select",), "select broadcasting", True
+
+    def applies(self, sig):
+        return sig.input_types[0].rank == 0 and sig.input_types[1].rank > 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        p, t, e = inputs
+        return [np.where(p, e, t)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("select", [np.array(True), fp([1, 2], "si32"), fp([3, 4], "si32")],
+                         ["tensor<2xsi32>"])
+
+
+class MaximumUnsignedAsSigned(Mutant):
+    """maximum of unsigned integers selected with a signed compare (``pmaxsb`` for
+    ``pmaxub``): maximum(200, 1) in ui8 is 1."""
+
+    ops, family, elementwise = ("maximum",), "comparator orders", True
+
+    def applies(self, sig):
+        return et_in(sig).is_unsigned
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        et = et_in(sig)
+        sa, sb = (sign_extend(bits_of(x), et.bits) for x in (a, b))
+        return [np.where(sa >= sb, a, b)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("maximum", [fp([200], "ui8"), fp([1], "ui8")], ["tensor<1xui8>"])
+
+
+# ======================================================================================
+# transcendental
+# ======================================================================================
+
+class ExpF64InF32(Mutant):
+    """f64 exponential evaluated by the f32 routine (a math library without an f64
+    kernel): about 7 correct digits instead of 16."""
+
+    ops, family, elementwise = ("exponential",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f64"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        return [np.exp(x.astype(np.float32)).astype(np.float64)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("exponential", [fp([1.0], "f64")], ["tensor<1xf64>"])
+
+
+class TanhBf16Intermediate(Mutant):
+    """f32 tanh computed with a bf16 intermediate (a mixed-precision pass that demotes
+    the activation): 8 bits of mantissa instead of 24."""
+
+    ops, family, elementwise = ("tanh",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f32"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        t = rt(np.tanh(x.astype(np.float64)), element_type("bf16"))
+        return [t.astype(np.float32)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("tanh", [fp([0.3], "f32")], ["tensor<1xf32>"])
+
+
+class Log1pNaive(Mutant):
+    """log_plus_one as ``log(1 + x)`` with ``1 + x`` rounded to the type: all
+    precision lost for small x (log_plus_one(1e-8) = 0 in f32)."""
+
+    ops, family, elementwise = ("log_plus_one",), "precision loss", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        et = et_out(sig)
+        s = rt(1.0 + x.astype(np.float64), et).astype(np.float64)
+        return [rt(np.log(s), et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("log_plus_one", [fp([1e-8], "f32")], ["tensor<1xf32>"])
+
+
+class Expm1Naive(Mutant):
+    """exponential_minus_one as ``exp(x) - 1`` with ``exp(x)`` rounded to the type:
+    cancellation for small x (exponential_minus_one(1e-8) = 0 in f32)."""
+
+    ops, family, elementwise = ("exponential_minus_one",), "precision loss", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        et = et_out(sig)
+        e = rt(np.exp(x.astype(np.float64)), et).astype(np.float64)
+        return [rt(e - 1.0, et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("exponential_minus_one", [fp([1e-8], "f32")], ["tensor<1xf32>"])
+
+
+class SineF32NaiveRangeReduction(Mutant):
+    """f32 sine with a naive range reduction ``x - k * (2*pi rounded to f32)`` in f32:
+    the error grows with |x| (sine(1e5) has no correct digit)."""
+
+    ops, family, elementwise = ("sine",), "transcendental", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f32"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        two_pi = np.float32(2 * np.pi)
+        k = np.rint(x / two_pi).astype(np.float32)
+        red = (x - k * two_pi).astype(np.float32)
+        s = np.sin(red.astype(np.float64)).astype(np.float32)
+        return [np.where(np.isfinite(x), s, r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("sine", [fp([1e5], "f32")], ["tensor<1xf32>"])
+
+
+class LogisticViaTanh(Mutant):
+    """logistic as ``0.5 + 0.5 * tanh(0.5 * x)`` in the type: the tail below about
+    2^-24 is lost (logistic(-30) = 0 in f32, should be 9.4e-14)."""
+
+    ops, family, elementwise = ("logistic",), "precision loss", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        et = et_out(sig)
+        t = rt(np.tanh(0.5 * x.astype(np.float64)), et).astype(np.float64)
+        return [rt(0.5 + 0.5 * t, et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("logistic", [fp([-30.0], "f32")], ["tensor<1xf32>"])
+
+
+class RsqrtApproximate(Mutant):
+    """f32 rsqrt as the hardware estimate (x86 ``rsqrtps``) without a Newton step:
+    about 12 correct bits (hundreds to thousands of ulps off)."""
+
+    ops, family, elementwise = ("rsqrt",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f32"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        ok = np.isfinite(r) & (r != 0) & (np.abs(r) >= np.finfo(np.float32).tiny)
+        est = (r.view(np.uint32) & np.uint32(0xFFFFF000)).view(np.float32)
+        return [np.where(ok, est, r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("rsqrt", [fp([3.0], "f32")], ["tensor<1xf32>"])
+
+
+class SqrtNegativeZero(Mutant):
+    """sqrt(-0) returns +0 (IEEE: -0), e.g. a sqrt built on ``x <= 0 ? 0 : ...``."""
+
+    ops, family, elementwise = ("sqrt",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(x == 0, pos_zero(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("sqrt", [fp([-0.0], "f32")], ["tensor<1xf32>"])
+
+
+class CbrtViaPow(Mutant):
+    """cbrt as ``pow(x, 1/3)``: NaN for every negative x (cbrt(-8) should be -2)."""
+
+    ops, family, elementwise = ("cbrt",), "transcendental", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        return [rt(np.power(x.astype(np.float64), 1.0 / 3.0), et_out(sig))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("cbrt", [fp([-8.0], "f32")], ["tensor<1xf32>"])
+
+
+class Atan2DropsZeroSign(Mutant):
+    """atan2 whose quadrant logic tests ``y < 0``: a -0 numerator is taken as +0, so
+    atan2(-0, -1) = +pi (should be -pi) and atan2(-0, 1) = +0 (should be -0)."""
+
+    ops, family, elementwise = ("atan2",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (y, x), (r,) = inputs, outputs
+        y64 = np.where(y == 0, 0.0, y.astype(np.float64))
+        return [np.where(y == 0, rt(np.arctan2(y64, x.astype(np.float64)), et_out(sig)), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("atan2", [fp([-0.0], "f32"), fp([-1.0], "f32")], ["tensor<1xf32>"])
+
+
+class LogNegativeZeroNaN(Mutant):
+    """log reads the sign bit before testing for zero: log(-0) is NaN (should be -inf,
+    IEEE)."""
+
+    ops, family, elementwise = ("log",), "zero signs", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(neg_zero_mask(x), nan_bits(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("log", [fp([-0.0], "f32")], ["tensor<1xf32>"])
+
+
+class ExpEarlyOverflow(Mutant):
+    """f32 exponential with an overflow cut-off constant rounded down (``x > 88.7f``
+    returns inf): results between 88.7 and 88.72 that are finite come out inf."""
+
+    ops, family, elementwise = ("exponential",), "saturation", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f32"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(x > np.float32(88.7), np.float32(np.inf), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("exponential", [fp([88.71], "f32")], ["tensor<1xf32>"])
+
+
+class TanhF64SaturatesAtF32Threshold(Mutant):
+    """tanh returning +-1 for |x| > 9 in every type: the f32 kernel's saturation
+    threshold copied into the f64 kernel (tanh(9) in f64 is 0.99999996954...)."""
+
+    ops, family, elementwise = ("tanh",), "precision loss", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "f64"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(np.abs(x) > 9, np.sign(x), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("tanh", [fp([10.0], "f64")], ["tensor<1xf64>"])
+
+
+class SqrtClampsNegativeInput(Mutant):
+    """sqrt clamping its operand at zero "for safety" (``sqrt(max(x, 0))``): sqrt(-1) is
+    0 (should be NaN)."""
+
+    ops, family, elementwise = ("sqrt",), "NaN propagation", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(x.astype(np.float64) < 0, pos_zero(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("sqrt", [fp([-1.0], "f32")], ["tensor<1xf32>"])
+
+
+class Atan2ArgumentsSwapped(Mutant):
+    """atan2 called with its operands in the other order (``atan2(x, y)``, the order of
+    some math libraries' ``atan2(x, y)`` helpers)."""
+
+    ops, family, elementwise = ("atan2",), "argument order", True
+
+    def applies(self, sig):
+        return is_float(sig)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        y, x = inputs
+        return oracle([x, y])
+
+    @classmethod
+    def witness(cls):
+        return Case.make("atan2", [fp([1.0], "f32"), fp([2.0], "f32")], ["tensor<1xf32>"])
+
+
+# ======================================================================================
+# rounding
+# ======================================================================================
+
+class RoundEvenHalfAway(Mutant):
+    """round_nearest_even lowered to C's ``round`` (ties away from zero): 2.5 gives 3
+    (should be 2)."""
+
+    ops, family, elementwise = ("round_nearest_even",), "rounding ties", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        x64 = x.astype(np.float64)
+        t = np.trunc(x64)
+        tie = np.abs(x64 - t) == 0.5
+        return [np.where(tie, rt(t + np.sign(x64), et_out(sig)), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("round_nearest_even", [fp([2.5], "f32")], ["tensor<1xf32>"])
+
+
+class RoundAfzAddHalfFloor(Mutant):
+    """round_nearest_afz as ``floor(x + 0.5)`` in the type: -2.5 gives -2 (should be
+    -3), the largest float below 0.5 gives 1 (x + 0.5 rounds up), -0.4 gives +0."""
+
+    ops, family, elementwise = ("round_nearest_afz",), "rounding ties", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        et = et_out(sig)
+        s = rt(x.astype(np.float64) + 0.5, et).astype(np.float64)
+        return [rt(np.floor(s), et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("round_nearest_afz", [fp([-2.5], "f32")], ["tensor<1xf32>"])
+
+
+class CeilDropsNegativeZero(Mutant):
+    """ceil as ``trunc(x) + (x > trunc(x))``: results in (-1, 0] come out +0 (-0 + 0),
+    where ceil(-0.5) and ceil(-0) are -0."""
+
+    ops, family, elementwise = ("ceil",), "zero signs", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        x64 = x.astype(np.float64)
+        return [np.where((x64 > -1) & (x64 <= 0), pos_zero(r), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("ceil", [fp([-0.5], "f32")], ["tensor<1xf32>"])
+
+
+class FloorViaInt32(Mutant):
+    """floor by a round trip through int32 (``(float)(int)x`` corrected for negatives):
+    wrong beyond 2^31, for inf and NaN, and floor(-0) gives +0."""
+
+    ops, family, elementwise = ("floor",), "saturation", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        x64 = x.astype(np.float64)
+        t = x64.astype(np.int32).astype(np.float64)      # out of range: INT_MIN
+        return [rt(t - (x64 < t), et_out(sig))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("floor", [fp([3e9], "f32")], ["tensor<1xf32>"])
+
+
+class ReducePrecisionTruncates(Mutant):
+    """reduce_precision truncating the mantissa (round toward zero) instead of rounding
+    to nearest even: reduce_precision(1.75, e8 m1) = 1.5 (should be 2)."""
+
+    ops, family, elementwise = ("reduce_precision",), "rounding ties", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        m = sig.attributes["mantissa_bits"]
+        e = sig.attributes["exponent_bits"]
+        x64 = x.astype(np.float64)
+        bits = x64.view(np.uint64)
+        drop = 52 - m
+        if drop <= 0:
+            return [r]
+        trunc = (bits & ~np.uint64((1 << drop) - 1)).view(np.float64)
+        emin = 2.0 ** (2 - 2 ** (e - 1)) if e > 1 else np.inf
+        r64 = r.astype(np.float64)
+        ok = (np.isfinite(x64) & np.isfinite(r64) & (np.abs(r64) > np.abs(x64))
+              & (np.abs(x64) >= emin))
+        return [np.where(ok, rt(trunc, et_out(sig)), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("reduce_precision", [fp([1.75], "f32")], ["tensor<1xf32>"],
+                         {"exponent_bits": 8, "mantissa_bits": 1})
+
+
+# ======================================================================================
+# conversion
+# ======================================================================================
+
+def _convert_case(value, src: str, dst: str) -> Case:
+    return Case.make("convert", [fp([value], src)], [f"tensor<1x{dst}>"])
+
+
+class ConvertFloatToIntRounds(Mutant):
+    """float -> integer conversion rounding to nearest (``cvtss2si`` under the default
+    MXCSR) instead of truncating toward zero: convert(1.7) = 2 (should be 1)."""
+
+    ops, family, elementwise = ("convert",), "rounding ties", True
+
+    def applies(self, sig):
+        return et_in(sig).is_float and et_out(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        v = np.rint(x.astype(np.float64))
+        ok = np.isfinite(v) & (v >= et.int_min) & (v <= et.int_max)
+        return [np.where(ok, np.where(ok, v, 0).astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(1.7, "f32", "si32")
+
+
+class ConvertU64AsSigned(Mutant):
+    """ui64 -> float conversion reading the operand as signed (``cvtsi2sd`` on a
+    64-bit unsigned): 2^63 converts to -2^63."""
+
+    ops, family, elementwise = ("convert",), "conversion", True
+
+    def applies(self, sig):
+        return et_in(sig).name == "ui64" and (et_out(sig).is_float or et_out(sig).is_complex)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        return oracle([x.view(np.int64)])
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(2 ** 63, "ui64", "f32")
+
+
+class ConvertNaNToBoolFalse(Mutant):
+    """float -> i1 conversion as ``x < 0 || x > 0`` (an ordered compare): NaN converts
+    to false, where "any non-zero value is true"."""
+
+    ops, family, elementwise = ("convert",), "NaN propagation", True
+
+    def applies(self, sig):
+        return et_in(sig).is_float and et_out(sig).is_boolean
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [np.where(np.isnan(x.astype(np.float64)), False, r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(np.nan, "f32", "i1")
+
+
+class ConvertBoolSignExtends(Mutant):
+    """i1 -> number conversion sign-extending the 1-bit value (LLVM ``sext`` instead of
+    ``zext``): true converts to -1 (all ones for unsigned)."""
+
+    ops, family, elementwise = ("convert",), "conversion", True
+
+    def applies(self, sig):
+        return et_in(sig).is_boolean and not et_out(sig).is_boolean
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        if et.is_integer:
+            minus_one = from_bits(np.full(r.shape, 0xFFFFFFFFFFFFFFFF, U64), et)
+        else:
+            minus_one = np.full(r.shape, -1, r.dtype)
+        return [np.where(x, minus_one, r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(True, "i1", "si32")
+
+
+class ConvertFloatToUnsignedViaSigned(Mutant):
+    """float -> ui32/ui64 conversion through the signed instruction (``cvttss2si``):
+    values from 2^(n-1) to 2^n, which fit, give the "integer indefinite" 0x80...0."""
+
+    ops, family, elementwise = ("convert",), "saturation", True
+
+    def applies(self, sig):
+        return et_in(sig).is_float and et_out(sig).name in ("ui32", "ui64")
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        t = np.trunc(x.astype(np.float64))
+        hit = (t >= 2.0 ** (et.bits - 1)) & (t < 2.0 ** et.bits)
+        return [np.where(hit, np.array(1 << (et.bits - 1)).astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(3e9, "f32", "ui32")
+
+
+class ConvertFloatNarrowingTruncates(Mutant):
+    """float -> narrower float conversion rounding toward zero (bf16 by dropping the low
+    16 bits of an f32): convert(1 + 2^-8 + 2^-9, bf16) = 1 + 2^-8 (nearest: 1 + 2^-7)."""
+
+    ops, family, elementwise = ("convert",), "rounding ties", True
+    equivalent = ("an inexact float -> float conversion is TBD in the spec (#180; specs/ops/"
+                  "convert.yaml inexact_to_float): either neighbouring float is allowed")
+
+    def applies(self, sig):
+        return et_in(sig).is_float and et_out(sig).is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        x64, r64 = x.astype(np.float64), r.astype(np.float64)
+        away = np.isfinite(x64) & (np.abs(r64) > np.abs(x64))
+        b = bits_of(r)
+        return [np.where(away, from_bits(np.where(away, b - U64(1), b), et), r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(1 + 2 ** -8 + 2 ** -9, "f32", "bf16")
+
+
+class ConvertFloatToIntIndefinite(Mutant):
+    """float -> integer conversion of an out-of-range value (NaN and inf included)
+    gives the x86 "integer indefinite" (INT_MIN, or 0 for unsigned) instead of
+    saturating."""
+
+    ops, family, elementwise = ("convert",), "saturation", True
+    equivalent = ("a float -> integer conversion whose truncated value does not fit is TBD "
+                  "in the spec (#180; specs/ops/convert.yaml float_to_integer_out_of_range)")
+
+    def applies(self, sig):
+        return et_in(sig).is_float and et_out(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        t = np.trunc(x.astype(np.float64))
+        bad = ~(np.isfinite(t) & (t >= et.int_min) & (t <= et.int_max))
+        return [np.where(bad, np.array(et.int_min if et.is_signed else 0).astype(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(1e10, "f32", "si32")
+
+
+class ConvertIntNarrowingSaturates(Mutant):
+    """integer -> narrower integer conversion saturating instead of wrapping around."""
+
+    ops, family, elementwise = ("convert",), "saturation", True
+    equivalent = ("an integer -> integer conversion of a value that does not fit is "
+                  "implementation-defined: wrap-around or saturation (specs/ops/convert.yaml "
+                  "integer_overflow)")
+
+    def applies(self, sig):
+        return et_in(sig).is_integer and et_out(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        v = to_wide(x)
+        if v.dtype == np.uint64:
+            return [np.where(v > np.uint64(et.int_max), np.array(et.int_max).astype(r.dtype),
+                             r)]
+        lo = np.int64(max(et.int_min, -2 ** 63))
+        hi = et.int_max
+        big = v.astype(np.float64) > hi
+        return [np.where(v < lo, np.array(et.int_min).astype(r.dtype),
+                         np.where(big, np.array(hi).astype(r.dtype), r))]
+
+    @classmethod
+    def witness(cls):
+        return _convert_case(300, "si32", "si8")
+
+
+class BitcastCanonicalisesNaN(Mutant):
+    """bitcast_convert from a float type passing the operand through a float register
+    that canonicalises NaNs: every NaN's bits become the default NaN (the payload and
+    sign of the operand's bits are lost, and the bits are all that bitcast is about)."""
+
+    ops, family, elementwise = ("bitcast_convert",), "NaN payloads", False
+
+    def applies(self, sig):
+        return et_in(sig).is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        x = np.where(np.isnan(x.astype(np.float64)), nan_bits(x.dtype), x)
+        return oracle([x])
+
+    @classmethod
+    def witness(cls):
+        nan = np.array([0x7F800001], np.uint32).view(np.float32)
+        return Case.make("bitcast_convert", [nan], ["tensor<1xsi32>"])
+
+
+class BitcastSplitBigEndian(Mutant):
+    """bitcast_convert to a narrower type splitting each element most significant part
+    first (big-endian) where the oracle splits little-endian."""
+
+    ops, family, elementwise, batched = ("bitcast_convert",), "bit layout", False, False
+    equivalent = ("when the bit widths differ, how element bits are split or joined is "
+                  "implementation-defined (specs/ops/bitcast_convert.yaml bit_layout)")
+
+    def applies(self, sig):
+        return et_in(sig).bits > et_out(sig).bits and sig.result_types[0].rank > 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        return [np.ascontiguousarray(r[..., ::-1])]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("bitcast_convert", [fp(0x01020304, "ui32")], ["tensor<4xui8>"])
+
+
+# ======================================================================================
+# bitwise and shifts
+# ======================================================================================
+
+def _shift_case(op, a, b, t="si32"):
+    return Case.make(op, [fp([a], t), fp([b], t)], [f"tensor<1x{t}>"])
+
+
+class ShiftLeftCountModWidth(Mutant):
+    """shift_left by the x86 ``shl`` rule: the count taken modulo the bit width, so
+    shifting by 32 leaves an si32 unchanged (should be 0)."""
+
+    ops, family, elementwise = ("shift_left",), "shifts", True
+
+    def applies(self, sig):
+        return et_in(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        et = et_out(sig)
+        amount = bits_of(b) & U64(et.bits - 1)
+        return [from_bits(bits_of(a) << amount, et)]
+
+    @classmethod
+    def witness(cls):
+        return _shift_case("shift_left", 1, 32)
+
+
+class ShiftRightArithmeticCountModWidth(Mutant):
+    """shift_right_arithmetic by the x86 ``sar`` rule (count modulo the width): -8 >> 32
+    gives -8 (should be the sign fill, -1)."""
+
+    ops, family, elementwise = ("shift_right_arithmetic",), "shifts", True
+
+    def applies(self, sig):
+        return et_in(sig).is_integer
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        et = et_out(sig)
+        amount = (bits_of(b) & U64(et.bits - 1)).astype(np.int64)
+        v = sign_extend(bits_of(a), et.bits) >> amount
+        return [from_bits(v.view(U64), et)]
+
+    @classmethod
+    def witness(cls):
+        return _shift_case("shift_right_arithmetic", -8, 32)
+
+
+class ShiftRightLogicalSignExtends(Mutant):
+    """shift_right_logical on a signed type lowered to C's ``>>`` on the signed value
+    (an arithmetic shift): -128 >>> 1 in si8 gives -64 (should be 64)."""
+
+    ops, family, elementwise = ("shift_right_logical",), "shifts", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        amount = bits_of(b)
+        ok = amount < U64(et.bits)
+        v = sign_extend(bits_of(a), et.bits) >> np.where(ok, amount, 0).astype(np.int64)
+        return [np.where(ok, from_bits(v.view(U64), et), r)]
+
+    @classmethod
+    def witness(cls):
+        return _shift_case("shift_right_logical", -128, 1, "si8")
+
+
+class ShiftLeftNegativeCountShiftsRight(Mutant):
+    """shift_left with a negative count shifting right (the ARM ``vshl`` rule: a
+    negative count shifts the other way); the spec reads the count as unsigned, so every
+    negative count is past the width and gives 0."""
+
+    ops, family, elementwise = ("shift_left",), "shifts", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        n = to_wide(b).astype(np.int64)
+        hit = (n < 0) & (n > -et.bits)
+        v = bits_of(a) >> np.where(hit, -n, 0).astype(U64)
+        return [np.where(hit, from_bits(v, et), r)]
+
+    @classmethod
+    def witness(cls):
+        return _shift_case("shift_left", 64, -2)
+
+
+class ShiftRightArithmeticUnsignedZeroFills(Mutant):
+    """shift_right_arithmetic on an unsigned type lowered to a logical shift (the type's
+    signedness picked the instruction): the top bit is not replicated."""
+
+    ops, family, elementwise = ("shift_right_arithmetic",), "shifts", True
+
+    def applies(self, sig):
+        return et_in(sig).is_unsigned
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        et = et_out(sig)
+        amount = bits_of(b)
+        ok = amount < U64(et.bits)
+        v = bits_of(a) >> np.where(ok, amount, U64(0))
+        return [np.where(ok, from_bits(v, et), np.zeros_like(r))]
+
+    @classmethod
+    def witness(cls):
+        return _shift_case("shift_right_arithmetic", 0x80, 1, "ui8")
+
+
+class PopcntSignExtended(Mutant):
+    """popcnt of narrow signed integers counting the bits of the sign-extended 32-bit
+    register: popcnt(-1 : si8) = 32 (should be 8)."""
+
+    ops, family, elementwise = ("popcnt",), "bitwise", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed and et_in(sig).bits < 32
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        et = et_out(sig)
+        w = sign_extend(bits_of(x), et.bits).view(U64) & U64(0xFFFFFFFF)
+        return [from_bits(np.bitwise_count(w).astype(U64), et)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("popcnt", [fp([-1], "si8")], ["tensor<1xsi8>"])
+
+
+class Popcnt64CountsLowHalf(Mutant):
+    """popcnt of 64-bit integers with the 32-bit builtin (``__builtin_popcount`` for
+    ``popcountll``): only the low 32 bits are counted."""
+
+    ops, family, elementwise = ("popcnt",), "bitwise", True
+
+    def applies(self, sig):
+        return et_in(sig).bits == 64
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        w = bits_of(x) & U64(0xFFFFFFFF)
+        return [from_bits(np.bitwise_count(w).astype(U64), et_out(sig))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("popcnt", [fp([-1], "si64")], ["tensor<1xsi64>"])
+
+
+class ClzSignExtended(Mutant):
+    """count_leading_zeros of narrow integers as ``clz32(sext(x)) - (32 - bits)``: a
+    negative operand gives a negative count (clz(-1 : si8) = -24, should be 0)."""
+
+    ops, family, elementwise = ("count_leading_zeros",), "bitwise", True
+
+    def applies(self, sig):
+        return et_in(sig).is_signed and et_in(sig).bits < 32
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        et = et_out(sig)
+        v = sign_extend(bits_of(x), et.bits)
+        neg = v < 0
+        return [np.where(neg, from_bits(np.full(r.shape, -(32 - et.bits), np.int64).view(U64),
+                                        et), r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("count_leading_zeros", [fp([-1], "si8")], ["tensor<1xsi8>"])
+
+
+class NotBoolBitwise(Mutant):
+    """not on i1 lowered as a bitwise not of the byte (~0x01 = 0xFE, stored as "non-zero
+    is true"): not(true) is true."""
+
+    ops, family, elementwise = ("not",), "bitwise", True
+
+    def applies(self, sig):
+        return et_in(sig).is_boolean
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        return [np.ones_like(r)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("not", [np.array([True])], ["tensor<1xi1>"])
+
+
+# ======================================================================================
+# comparison
+# ======================================================================================
+
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+
+
+def _compare_case(a, b, t, direction, ctype):
+    return Case.make("compare", [fp([a], t), fp([b], t)], ["tensor<1xi1>"],
+                     {"comparison_direction": direction, "compare_type": ctype})
+
+
+class CompareUnsignedAsSigned(Mutant):
+    """compare of unsigned integers lowered with a signed predicate (``icmp slt`` for
+    ``ult``): 200 < 1 is true in ui8."""
+
+    ops, family, elementwise = ("compare",), "comparator orders", True
+
+    def applies(self, sig):
+        return et_in(sig).is_unsigned
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+        et = et_in(sig)
+        sa, sb = (sign_extend(bits_of(x), et.bits) for x in (a, b))
+        return [_DIRECTIONS[sig.attributes["comparison_direction"]](sa, sb)]
+
+    @classmethod
+    def witness(cls):
+        return _compare_case(200, 1, "ui8", "LT", "UNSIGNED")
+
+
+class CompareTotalOrderZerosEqual(Mutant):
+    """compare with TOTALORDER lowered as a float compare on zeros: -0 and +0 compare
+    equal (the total order puts -0 before +0)."""
+
+    ops, family, elementwise = ("compare",), "comparator orders", True
+
+    def applies(self, sig):
+        return sig.attributes.get("compare_type") == "TOTALORDER"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        both = (a == 0) & (b == 0)
+        d = sig.attributes["comparison_direction"]
+        return [np.where(both, d in ("EQ", "LE", "GE"), r)]
+
+    @classmethod
+    def witness(cls):
+        return _compare_case(-0.0, 0.0, "f32", "LT", "TOTALORDER")
+
+
+class CompareTotalOrderNaNUnsigned(Mutant):
+    """TOTALORDER compare ignoring the sign of a NaN (every NaN sorts last, as if
+    positive): -NaN < 1 is false (the total order puts -NaN first)."""
+
+    ops, family, elementwise = ("compare",), "comparator orders", True
+
+    def applies(self, sig):
+        return sig.attributes.get("compare_type") == "TOTALORDER"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a, b = inputs
+
+        def unsign(x):
+            return np.where(np.isnan(x.astype(np.float64)), np.abs(x), x)
+        return oracle([unsign(a), unsign(b)])
+
+    @classmethod
+    def witness(cls):
+        nan = np.array([0xFFC00000], np.uint32).view(np.float32)
+        return Case.make("compare", [nan, fp([1.0], "f32")], ["tensor<1xi1>"],
+                         {"comparison_direction": "LT", "compare_type": "TOTALORDER"})
+
+
+class CompareNotEqualOrdered(Mutant):
+    """FLOAT NE lowered to the ordered predicate (LLVM ``fcmp one`` instead of ``une``):
+    NaN != 1 is false (should be true)."""
+
+    ops, family, elementwise = ("compare",), "NaN propagation", True
+
+    def applies(self, sig):
+        return (sig.attributes.get("compare_type") == "FLOAT"
+                and sig.attributes.get("comparison_direction") == "NE")
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (a, b), (r,) = inputs, outputs
+        nan = np.isnan(a.astype(np.float64)) | np.isnan(b.astype(np.float64))
+        return [np.where(nan, False, r)]
+
+    @classmethod
+    def witness(cls):
+        return _compare_case(np.nan, 1.0, "f32", "NE", "FLOAT")
+
+
+class IsFiniteNaN(Mutant):
+    """is_finite as ``abs(x) != inf``: NaN counts as finite."""
+
+    ops, family, elementwise = ("is_finite",), "NaN propagation", True
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        return [np.abs(x.astype(np.float64)) != np.inf]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("is_finite", [fp([np.nan], "f32")], ["tensor<1xi1>"])
+
+
+# ======================================================================================
+# data movement
+# ======================================================================================
+
+class DynamicSliceNegativeWraps(Mutant):
+    """dynamic_slice taking a negative start index Python-style (from the end) before
+    clamping: start -1 on a dimension of 4 reads from 3, clamped to 4 - size (the spec
+    clamps -1 to 0)."""
+
+    ops, family, batched = ("dynamic_slice",), "index clamping", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, starts = inputs[0], inputs[1:]
+        new = []
+        for s, d in zip(starts, x.shape):
+            w = to_wide(s)
+            new.append(w if w.dtype == np.uint64 else np.where(w < 0, w + d, w))
+        return oracles.evaluate(sig.op, [x, *new],
+                                sig.attributes, result_types=sig.result_types)
+
+    @classmethod
+    def witness(cls):
+        return Case.make("dynamic_slice", [fp([0, 1, 2, 3], "si32"), fp(-1, "si32")],
+                         ["tensor<2xsi32>"], {"slice_sizes": [2]})
+
+
+class DynamicSliceUnsignedIndexAsSigned(Mutant):
+    """dynamic_slice reading an unsigned start index as signed: ui8 200 becomes -56 and
+    clamps to 0 (it should clamp to the last valid start)."""
+
+    ops, family, batched = ("dynamic_slice",), "index clamping", False
+
+    def applies(self, sig):
+        return any(t.element_type.is_unsigned for t in sig.input_types[1:])
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, starts = inputs[0], inputs[1:]
+        new = [sign_extend(bits_of(s), element_type(s.dtype).bits) for s in starts]
+        return oracles.evaluate(sig.op, [x, *[np.asarray(n, np.int64) for n in new]],
+                                sig.attributes, result_types=sig.result_types)
+
+    @classmethod
+    def witness(cls):
+        return Case.make("dynamic_slice", [fp([0, 1, 2, 3], "si32"), fp(200, "ui8")],
+                         ["tensor<2xsi32>"], {"slice_sizes": [2]})
+
+
+class DynamicUpdateSliceClampToDim(Mutant):
+    """dynamic_update_slice clamping the start index to [0, dim - 1] instead of
+    [0, dim - update size], and then writing only the part of the update that fits."""
+
+    ops, family, batched = ("dynamic_update_slice",), "index clamping", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, upd, starts = inputs[0], inputs[1], inputs[2:]
+        (r,) = outputs
+        out = x.copy()
+        if x.size == 0 or upd.size == 0:
+            return [r]
+        begin = [int(min(max(int(to_wide(s)), 0), max(d - 1, 0)))
+                 for s, d in zip(starts, x.shape)]
+        dst = tuple(slice(b, min(b + n, d)) for b, n, d in zip(begin, upd.shape, x.shape))
+        src = tuple(slice(0, s.stop - s.start) for s in dst)
+        out[dst] = upd[src]
+        return [out]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("dynamic_update_slice",
+                         [fp([0, 0, 0, 0], "si32"), fp([1, 1], "si32"), fp(3, "si32")],
+                         ["tensor<4xsi32>"])
+
+
+def _pad_with(x, value, interior_value, lows, highs, interiors, shape):
+    """The oracle's pad (interior first, then edges, negative edges cut), with the
+    interior padding filled with ``interior_value``."""
+    full = [d + max(d - 1, 0) * it + max(lo, 0) + max(hi, 0)
+            for d, lo, hi, it in zip(x.shape, lows, highs, interiors)]
+    buf = np.full(full, value, dtype=x.dtype)
+    core = tuple(slice(max(lo, 0), max(lo, 0) + max(d - 1, 0) * (it + 1) + 1) if d
+                 else slice(0, 0) for d, lo, it in zip(x.shape, lows, interiors))
+    buf[core] = interior_value
+    buf[tuple(slice(max(lo, 0), max(lo, 0) + max(d - 1, 0) * (it + 1) + 1, it + 1) if d
+              else slice(0, 0) for d, lo, it in zip(x.shape, lows, interiors))] = x
+    cut = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(full, lows, highs))
+    return np.ascontiguousarray(buf[cut]).reshape(shape)
+
+
+class PadNegativeEdgeCutsWrongSide(Mutant):
+    """pad cutting a negative edge from the opposite end (negative low padding applied
+    at the high end and vice versa): the same shape, shifted contents."""
+
+    ops, family, batched = ("pad",), "stride and padding", False
+
+    def applies(self, sig):
+        a = sig.attributes
+        return any(lo < 0 or hi < 0 for lo, hi in zip(a["edge_padding_low"],
+                                                       a["edge_padding_high"]))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a = dict(sig.attributes)
+        lows, highs = a["edge_padding_low"], a["edge_padding_high"]
+        a["edge_padding_low"] = [max(lo, 0) + min(hi, 0) for lo, hi in zip(lows, highs)]
+        a["edge_padding_high"] = [max(hi, 0) + min(lo, 0) for lo, hi in zip(lows, highs)]
+        return _evaluate(sig, inputs, attributes=a)
+
+    @classmethod
+    def witness(cls):
+        return Case.make("pad", [fp([1, 2, 3], "si32"), fp(0, "si32")], ["tensor<2xsi32>"],
+                         {"edge_padding_low": [-1], "edge_padding_high": [0],
+                          "interior_padding": [0]})
+
+
+class PadInteriorZeroFilled(Mutant):
+    """pad filling the interior padding with zeros (a zero-initialised strided buffer)
+    and only the edges with padding_value."""
+
+    ops, family, batched = ("pad",), "stride and padding", False
+
+    def applies(self, sig):
+        return any(sig.attributes["interior_padding"])
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, value = inputs
+        a = sig.attributes
+        zero = np.zeros((), x.dtype)
+        return [_pad_with(x, value, zero, a["edge_padding_low"], a["edge_padding_high"],
+                          a["interior_padding"], sig.result_types[0].shape)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("pad", [fp([1, 2], "si32"), fp(9, "si32")], ["tensor<3xsi32>"],
+                         {"edge_padding_low": [0], "edge_padding_high": [0],
+                          "interior_padding": [1]})
+
+
+class PadLowHighSwapped(Mutant):
+    """pad with edge_padding_low and edge_padding_high swapped (the attribute order of
+    another IR): the same shape, the operand shifted."""
+
+    ops, family, batched = ("pad",), "stride and padding", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a = dict(sig.attributes)
+        a["edge_padding_low"], a["edge_padding_high"] = a["edge_padding_high"], \
+            a["edge_padding_low"]
+        return _evaluate(sig, inputs, attributes=a)
+
+    @classmethod
+    def witness(cls):
+        return Case.make("pad", [fp([1, 2], "si32"), fp(0, "si32")], ["tensor<3xsi32>"],
+                         {"edge_padding_low": [1], "edge_padding_high": [0],
+                          "interior_padding": [0]})
+
+
+class SliceStrideIgnored(Mutant):
+    """slice dropping the strides (a lowering that only passes start and size): reads a
+    contiguous block from the start indices."""
+
+    ops, family, batched = ("slice",), "stride and padding", False
+
+    def applies(self, sig):
+        return any(s != 1 for s in sig.attributes["strides"])
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        shape = sig.result_types[0].shape
+        starts = sig.attributes["start_indices"]
+        return [np.ascontiguousarray(x[tuple(slice(s, s + n) for s, n in zip(starts, shape))])]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("slice", [fp([0, 1, 2, 3, 4, 5], "si32")], ["tensor<3xsi32>"],
+                         {"start_indices": [0], "limit_indices": [6], "strides": [2]})
+
+
+class ReverseMirroredDimensions(Mutant):
+    """reverse numbering dimensions from the other end (minor-to-major layout order
+    taken for the logical order): reverses dimension rank - 1 - d."""
+
+    ops, family, batched = ("reverse",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        a = {"dimensions": [x.ndim - 1 - d for d in sig.attributes["dimensions"]]}
+        return _evaluate(sig, inputs, attributes=a)
+
+    @classmethod
+    def witness(cls):
+        return Case.make("reverse", [np.arange(6, dtype=np.int32).reshape(2, 3)],
+                         ["tensor<2x3xsi32>"], {"dimensions": [0]})
+
+
+class TransposeInversePermutation(Mutant):
+    """transpose applying the inverse permutation (result dimension i taken as operand
+    dimension perm^-1[i]): the data laid out in the result's shape."""
+
+    ops, family, batched = ("transpose",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        perm = list(sig.attributes["permutation"])
+        inv = list(np.argsort(perm))
+        return [np.ascontiguousarray(np.transpose(x, inv)).reshape(sig.result_types[0].shape)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("transpose", [np.arange(24, dtype=np.int32).reshape(2, 3, 4)],
+                         ["tensor<3x4x2xsi32>"], {"permutation": [1, 2, 0]})
+
+
+class ConcatenateAsAppend(Mutant):
+    """concatenate lowered as appending the operands' buffers (right only for dimension
+    0, or when every dimension before it is 1)."""
+
+    ops, family, batched = ("concatenate",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        flat = np.concatenate([np.ravel(x) for x in inputs]) if inputs else r.ravel()
+        return [flat.astype(r.dtype).reshape(r.shape)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("concatenate", [fp([[1], [2]], "si32"), fp([[3], [4]], "si32")],
+                         ["tensor<2x2xsi32>"], {"dimension": 1})
+
+
+class IotaLastDimension(Mutant):
+    """iota counting along the last dimension whatever iota_dimension says."""
+
+    ops, family, batched = ("iota",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        shape = sig.result_types[0].shape
+        if not shape:
+            return outputs
+        return _evaluate(sig, inputs, attributes={"iota_dimension": len(shape) - 1})
+
+    @classmethod
+    def witness(cls):
+        return Case(Signature.make("iota", [], ["tensor<2x3xsi32>"], {"iota_dimension": 0}), ())
+
+
+class BroadcastInDimIgnoresPermutation(Mutant):
+    """broadcast_in_dim returning its operand unchanged when the result shape equals the
+    operand's, ignoring a permuting broadcast_dimensions (the bug jax.lax has, which
+    expectations/jax-cpu.yaml lists)."""
+
+    ops, family, batched = ("broadcast_in_dim",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        return [x.copy()] if x.shape == r.shape else [r]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("broadcast_in_dim", [fp([[1, 2], [3, 4]], "si32")],
+                         ["tensor<2x2xsi32>"], {"broadcast_dimensions": [1, 0]})
+
+
+class ReshapeColumnMajor(Mutant):
+    """reshape in column-major (Fortran) order, a layout mix-up."""
+
+    ops, family, batched = ("reshape",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,) = inputs
+        return [np.ascontiguousarray(np.reshape(x, sig.result_types[0].shape, order="F"))]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("reshape", [np.arange(6, dtype=np.int32).reshape(2, 3)],
+                         ["tensor<3x2xsi32>"])
+
+
+class GetDimensionSizeFromEnd(Mutant):
+    """get_dimension_size counting dimensions from the minor end (a layout's
+    minor-to-major order read as the logical order): the size of dimension rank-1-d."""
+
+    ops, family, batched = ("get_dimension_size",), "dimension numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (x,), (r,) = inputs, outputs
+        d = sig.attributes["dimension"]
+        return [np.array(x.shape[x.ndim - 1 - d], r.dtype)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("get_dimension_size", [np.zeros((2, 3), np.float32)],
+                         ["tensor<si32>"], {"dimension": 0})
+
+
+# ======================================================================================
+# gather / scatter
+# ======================================================================================
+
+def _gather_bounds(sig: Signature) -> tuple[int, list[int]]:
+    """index_vector_dim of gather's start_indices and, per index component, the largest
+    start that keeps the slice in bounds (dim - slice_size)."""
+    a = sig.attributes
+    op_shape = sig.input_types[0].shape
+    return a["index_vector_dim"], [op_shape[d] - a["slice_sizes"][d]
+                                   for d in a["start_index_map"]]
+
+
+def _remap_gather_indices(sig, idx, fn):
+    ivd, bounds = _gather_bounds(sig)
+    wide = to_wide(idx)
+    if wide.dtype == np.uint64:
+        wide = np.minimum(wide, np.uint64(2 ** 62)).astype(np.int64)
+    if ivd == idx.ndim:
+        wide = wide[..., None]
+        moved = fn(np.moveaxis(wide, -1, 0), bounds)
+        return np.ascontiguousarray(np.moveaxis(moved, 0, -1)[..., 0])
+    moved = fn(np.moveaxis(wide, ivd, 0), bounds)
+    return np.ascontiguousarray(np.moveaxis(moved, 0, ivd))
+
+
+class GatherClampOffByOne(Mutant):
+    """gather clamping each start index to [0, dim - slice_size - 1] (an off-by-one in
+    the clamp bound): the last in-bounds window is read one element early."""
+
+    ops, family, batched = ("gather",), "index clamping", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, idx = inputs
+
+        def fn(comps, bounds):
+            out = comps.copy()
+            for k, b in enumerate(bounds):
+                if b >= 1:
+                    out[k] = np.where(comps[k] >= b, b - 1, comps[k])
+            return out
+        return _evaluate(sig, [x, _remap_gather_indices(sig, idx, fn)])
+
+    @classmethod
+    def witness(cls):
+        return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([2], "si32")],
+                         ["tensor<2xsi32>"],
+                         {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+                          "index_vector_dim": 0, "slice_sizes": [2],
+                          "indices_are_sorted": False})
+
+
+class GatherAssumesSortedStartIndexMap(Mutant):
+    """gather reading index component k as operand dimension sorted(start_index_map)[k]
+    (a lowering that assumes the map is in increasing order, as it usually is)."""
+
+    ops, family, batched = ("gather",), "index clamping", False
+
+    def applies(self, sig):
+        m = list(sig.attributes["start_index_map"])
+        return m != sorted(m)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        a = dict(sig.attributes)
+        a["start_index_map"] = sorted(a["start_index_map"])
+        return _evaluate(sig, inputs, attributes=a)
+
+    @classmethod
+    def witness(cls):
+        operand = np.arange(9, dtype=np.int32).reshape(3, 3)
+        return Case.make("gather", [operand, fp([0, 2], "si32")], ["tensor<1x1xsi32>"],
+                         {"offset_dims": [0, 1], "collapsed_slice_dims": [],
+                          "start_index_map": [1, 0], "index_vector_dim": 0,
+                          "slice_sizes": [1, 1], "indices_are_sorted": False})
+
+
+class GatherOutOfBoundsWraps(Mutant):
+    """gather taking an out-of-bounds start index modulo the number of valid starts
+    instead of clamping it."""
+
+    ops, family, batched = ("gather",), "index clamping", False
+    equivalent = ("an out-of-bounds gather slice is implementation-defined (specs/ops/"
+                  "gather.yaml out_of_bounds); the wrapped start still lands in range")
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        x, idx = inputs
+
+        def fn(comps, bounds):
+            out = comps.copy()
+            for k, b in enumerate(bounds):
+                if b >= 0:
+                    out[k] = np.where((comps[k] < 0) | (comps[k] > b),
+                                      np.mod(comps[k], b + 1), comps[k])
+            return out
+        return _evaluate(sig, [x, _remap_gather_indices(sig, idx, fn)])
+
+    @classmethod
+    def witness(cls):
+        return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([4], "si32")],
+                         ["tensor<2xsi32>"],
+                         {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+                          "index_vector_dim": 0, "slice_sizes": [2],
+                          "indices_are_sorted": False})
+
+
+class ScatterUpdateArgumentsSwapped(Mutant):
+    """scatter calling its update computation as f(update, current) instead of
+    f(current, update): wrong for every non-commutative update (subtract, replace)."""
+
+    ops, family, batched = ("scatter",), "argument order", False
+
+    def applies(self, sig):
+        return bool(sig.regions)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        n = len(sig.result_leaves)
+
+        def swap(m):
+            i = int(m.group(1))
+            return f"arg{i + n if i < n else i - n}"
+        region = sig.regions[0]
+        head, arrow, body = region.partition("->")
+        return _evaluate(sig, inputs, regions=(head + arrow + re.sub(r"\barg(\d+)\b", swap,
+                                                                     body),))
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make(
+            "scatter", ["tensor<3xsi32>", "tensor<1x1xsi32>", "tensor<1xsi32>"],
+            ["tensor<3xsi32>"],
+            {"update_window_dims": [], "inserted_window_dims": [0],
+             "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
+             "indices_are_sorted": False, "unique_indices": False},
+            regions=("(si32, si32) -> subtract(arg0, arg1)",))
+        return Case(sig, (fp([10, 20, 30], "si32"), fp([[1]], "si32"), fp([5], "si32")))
+
+
+# ======================================================================================
+# sort
+# ======================================================================================
+
+def _sort_ties_reversed(sig, inputs):
+    d = sig.attributes["dimension"] % max(sig.input_types[0].rank, 1)
+    rev = [np.flip(x, axis=d) if x.ndim else x for x in inputs]
+    return _evaluate(sig, rev)
+
+
+def _sort_case(keys, values, stable, direction="LT", ctype="SIGNED", t="si32"):
+    sig = Signature.make("sort", [f"tensor<{len(keys)}x{t}>", f"tensor<{len(keys)}xsi32>"],
+                         [f"tensor<{len(keys)}x{t}>", f"tensor<{len(keys)}xsi32>"],
+                         {"dimension": 0, "is_stable": stable},
+                         regions=(f"({t}, {t}, si32, si32) -> compare(arg0, arg1, "
+                                  f"'{direction}', '{ctype}')",))
+    return Case(sig, (fp(keys, t), fp(values, "si32")))
+
+
+class SortStableTiesReversed(Mutant):
+    """sort with is_stable = true giving equal keys in reverse input order (an unstable
+    algorithm used whatever the flag says)."""
+
+    ops, family, batched = ("sort",), "comparator orders", False
+
+    def applies(self, sig):
+        return sig.attributes["is_stable"] and sig.input_types[0].rank > 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _sort_ties_reversed(sig, inputs)
+
+    @classmethod
+    def witness(cls):
+        return _sort_case([1, 1], [0, 1], True)
+
+
+class SortUnstableTiesReversed(Mutant):
+    """sort with is_stable = false giving equal keys in reverse input order."""
+
+    ops, family, batched = ("sort",), "comparator orders", False
+    equivalent = ("with is_stable = false the order of elements the comparator considers "
+                  "equal is not specified (specs/ops/sort.yaml order_of_equal_elements)")
+
+    def applies(self, sig):
+        return not sig.attributes["is_stable"] and sig.input_types[0].rank > 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _sort_ties_reversed(sig, inputs)
+
+    @classmethod
+    def witness(cls):
+        return _sort_case([1, 1], [0, 1], False)
+
+
+class SortOnlyFirstOperandPermuted(Mutant):
+    """sort of several operands permuting only the first one and returning the others
+    unchanged (the values' permutation forgotten by a keys-only sort kernel)."""
+
+    ops, family, batched = ("sort",), "comparator orders", False
+
+    def applies(self, sig):
+        return len(sig.input_types) > 1
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return [outputs[0]] + [np.array(x) for x in inputs[1:]]
+
+    @classmethod
+    def witness(cls):
+        return _sort_case([2, 1], [0, 1], True)
+
+
+class SortTotalOrderAsFloat(Mutant):
+    """sort whose comparator's TOTALORDER compare is lowered as a FLOAT compare: -0 and
+    +0 become equal (kept in input order) and NaNs unordered."""
+
+    ops, family, batched = ("sort",), "comparator orders", False
+
+    def applies(self, sig):
+        return bool(sig.regions) and "TOTALORDER" in sig.regions[0]
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _evaluate(sig, inputs, regions=(sig.regions[0].replace("TOTALORDER", "FLOAT"),))
+
+    @classmethod
+    def witness(cls):
+        return _sort_case([0.0, -0.0], [0, 1], True, "LT", "TOTALORDER", "f32")
+
+
+class SortNegativeDimensionAsZero(Mutant):
+    """sort with a negative dimension (counted from the end) sorting along dimension 0
+    instead."""
+
+    ops, family, batched = ("sort",), "dimension numbers", False
+
+    def applies(self, sig):
+        return sig.attributes["dimension"] < 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _evaluate(sig, inputs, attributes={**sig.attributes, "dimension": 0})
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("sort", ["tensor<2x2xsi32>"], ["tensor<2x2xsi32>"],
+                             {"dimension": -1, "is_stable": True},
+                             regions=("(si32, si32) -> compare(arg0, arg1, 'LT', 'SIGNED')",))
+        return Case(sig, (fp([[2, 1], [0, 3]], "si32"),))
+
+
+# ======================================================================================
+# tuples
+# ======================================================================================
+
+class GetTupleElementFromEnd(Mutant):
+    """get_tuple_element counting the index from the end of the tuple."""
+
+    ops, family, batched = ("get_tuple_element",), "tuples", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (tup,) = unflatten(list(inputs), sig.input_types)
+        i = sig.attributes["index"]
+        return [np.array(x) for x in flatten([tup[len(tup) - 1 - i]])]
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("get_tuple_element", ["tuple<tensor<f32>, tensor<f32>>"],
+                             ["tensor<f32>"], {"index": 0})
+        return Case(sig, (fp(1.0, "f32"), fp(2.0, "f32")))
+
+
+class TupleReversed(Mutant):
+    """tuple building its elements in reverse order (operands pushed on a stack and
+    popped into the tuple)."""
+
+    ops, family, batched = ("tuple",), "tuples", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        vals = unflatten(list(inputs), sig.input_types)
+        return [np.array(x) for x in flatten(list(reversed(vals)))]
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("tuple", ["tensor<f32>", "tensor<f32>"],
+                             ["tuple<tensor<f32>, tensor<f32>>"])
+        return Case(sig, (fp(1.0, "f32"), fp(2.0, "f32")))
+
+
+class OptimizationBarrierRotates(Mutant):
+    """optimization_barrier returning its operands rotated by one (results wired to the
+    wrong operands)."""
+
+    ops, family, batched = ("optimization_barrier",), "tuples", False
+
+    def applies(self, sig):
+        return len(sig.input_types) > 1
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return [np.array(x) for x in list(inputs[1:]) + list(inputs[:1])]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("optimization_barrier", [fp(1.0, "f32"), fp(2.0, "f32")],
+                         ["tensor<f32>", "tensor<f32>"])
+
+
+class ConstantCanonicalisesNaN(Mutant):
+    """constant materialising every NaN of its literal as the default quiet NaN (a
+    constant folder that goes through a float and loses the payload and sign): constant
+    is a copy of its literal, bits included (the suite judges it by ``bits``)."""
+
+    ops, family, elementwise = ("constant",), "NaN payloads", False
+
+    def applies(self, sig):
+        return sig.result_types[0].element_type.is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        return [np.where(np.isnan(r.astype(np.float64)), nan_bits(r.dtype), r)]
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("constant", [], ["tensor<f32>"],
+                             {"value": "dense<0xFFC00001> : tensor<f32>"})
+        return Case(sig, ())
+
+
+# ======================================================================================
+
+def all_mutants() -> list[type[Mutant]]:
+    """Every mutant class of this module, in definition order."""
+    return [c for c in globals().values()
+            if isinstance(c, type) and issubclass(c, Mutant) and c is not Mutant]
+
+
+def by_name(name: str) -> type[Mutant]:
+    for c in all_mutants():
+        if c.__name__ == name:
+            return c
+    raise KeyError(name)

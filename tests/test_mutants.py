@@ -1,0 +1,92 @@
+"""The planted backends of the mutation score (bench/mutants.py) and a smoke run of the
+benchmark (bench/bench_mutation.py): every mutant loads, says what it models and which
+ops it touches, really differs from the oracle on a hand-picked case (so that a
+survivor of the benchmark is the suite's weakness, not a no-op mutant), leaves every
+other op alone, and two of them are killed at quick depth."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import bench_mutation, mutants  # noqa: E402
+from conformance.backends.numpy_backend import NumpyBackend  # noqa: E402
+from conformance.core.case import Case  # noqa: E402
+from conformance.specs import op_names  # noqa: E402
+from conformance.specs.validity import violations  # noqa: E402
+
+ALL = mutants.all_mutants()
+IDS = [c.__name__ for c in ALL]
+
+
+def _differs(a, b) -> int:
+    return sum(mutants._bits_differ(x, y) for x, y in zip(a, b)) + abs(len(a) - len(b))
+
+
+def test_enough_mutants_over_every_family():
+    assert len(ALL) >= 40
+    assert len({c.__name__ for c in ALL}) == len(ALL)
+    ops = {op for c in ALL for op in c.ops}
+    # element-wise arithmetic, transcendental, rounding, conversion, bitwise/shift,
+    # comparison, data movement, gather/scatter, sort, tuples
+    for op in ("add", "sine", "round_nearest_even", "convert", "shift_left", "compare",
+               "slice", "gather", "scatter", "sort", "tuple"):
+        assert op in ops, op
+    equivalent = [c for c in ALL if c.equivalent]
+    assert equivalent and len(equivalent) < len(ALL) // 4
+
+
+@pytest.mark.parametrize("cls", ALL, ids=IDS)
+def test_mutant_declares_what_it_models(cls):
+    assert cls.__doc__ and len(cls.__doc__.split()) >= 8, "say what real bug it models"
+    assert cls.ops and set(cls.ops) <= set(op_names()), cls.ops
+    assert cls.family
+    assert cls.name == "jax" and cls.isolate is False
+    assert cls.equivalent is None or len(cls.equivalent.split()) >= 6
+    assert mutants.by_name(cls.__name__) is cls
+
+
+@pytest.mark.parametrize("cls", ALL, ids=IDS)
+def test_mutant_differs_from_the_oracle_on_its_witness(cls):
+    case = cls.witness()
+    assert isinstance(case, Case) and case.op in cls.ops
+    assert not violations(case.signature), "the witness must be a valid program"
+    oracle, mutant = NumpyBackend(), cls()
+    expected = [np.asarray(x) for x in oracle.run(case)]
+    got = [np.asarray(x) for x in mutant.run(case)]
+    assert _differs(expected, got), f"{cls.__name__} gives the oracle's result on its witness"
+    # the batched path (what the runner uses) carries the same bug
+    stacked = [np.stack([x, x]) for x in case.inputs]
+    expected_b = oracle.compile_batch(case.signature)(stacked)
+    got_b = cls().compile_batch(case.signature)(stacked)
+    assert _differs(expected_b, got_b)
+
+
+def test_mutants_leave_other_ops_alone():
+    case = Case.make("add", [np.array([1.5, -0.0], np.float32),
+                             np.array([2.25, -0.0], np.float32)], ["tensor<2xf32>"])
+    expected = NumpyBackend().run(case)
+    for cls in ALL:
+        if "add" in cls.ops:
+            continue
+        assert not _differs(expected, cls().run(case)), cls.__name__
+
+
+def test_smoke_benchmark_kills_two_mutants_at_quick_depth(tmp_path):
+    results = [bench_mutation.run_one(name, "quick", 0, str(tmp_path))
+               for name in ("RoundEvenHalfAway", "SliceStrideIgnored")]
+    for r in results:
+        assert r["exit_code"] == 1 and r["killed"], r
+        assert r["exit_code_expectations"] == 1 and r["killed_expectations"], r
+        assert r["stats"]["changed_elements"] > 0
+        assert r["divergences"]
+    s = bench_mutation.score(results, "quick")
+    assert s["no_expectations"]["score"] == 1.0
+    assert s["jax_cpu_expectations"]["score"] == 1.0
+    assert s["no_expectations"]["survivors"] == []
