@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.generators import batch_inputs, candidates, canonical, signatures
+from conformance.generators import coverage
 from conformance.generators.determinism import seed_only
 from conformance.specs import OpSpec, UnknownOp, binding_key, load_spec, op_names
 
@@ -118,18 +119,51 @@ def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
 
 def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
                  depth: str) -> list[Signature]:
-    """The signatures checked for one type binding (index = position in the list)."""
+    """The signatures checked for one type binding (index = position in the list).
+
+    Chosen from a pool of hypothesis draws by :func:`conformance.generators.coverage.schedule`:
+    a signature for each of the op's signature-level coverage targets (compare
+    TOTALORDER, ...), a rich one (no zero-sized input, enough elements for the value
+    combinations), then the draws in hypothesis's order, the minimal one first.
+    """
     d = DEPTHS[depth]
-    return plan_signatures(spec, binding, signatures_per_binding(spec, d), seed,
-                           d.shape_profile)
+    return coverage.schedule(
+        spec, binding, lambda k: plan_signatures(spec, binding, k, seed, d.shape_profile),
+        signatures_per_binding(spec, d))
+
+
+def binding_for(spec: OpSpec, key: str) -> dict[str, str]:
+    """The type binding whose matrix column name is ``key``."""
+    held = _BINDINGS.get(id(spec))
+    if held is None or held[0] is not spec:     # specs hold dicts: not hashable
+        held = _BINDINGS[id(spec)] = (spec, {binding_key(b): b for b in spec.type_bindings()})
+    try:
+        return dict(held[1][key])
+    except KeyError:
+        raise KeyError(f"{spec.name} has no type key {key!r}") from None
+
+
+_BINDINGS: dict[int, tuple[OpSpec, dict[str, dict[str, str]]]] = {}
 
 
 def batch_for(seed: int, depth: str, spec: OpSpec, key: str, index: int, batch: int,
               sig: Signature) -> list[np.ndarray]:
     """The stacked inputs of value batch ``batch`` of signature ``index`` of binding
-    ``key``: what every front-end feeds the backend, and what :func:`rebuild` redraws."""
+    ``key``: what every front-end feeds the backend, and what :func:`rebuild` redraws.
+
+    The first positions of the batch hold the op's value-class combinations
+    systematically (:func:`conformance.generators.coverage.overlay`), the rest is random.
+    """
     rng = np.random.default_rng([seed, stable_hash(spec.name, key), index, batch])
-    return batch_inputs(sig, rng, DEPTHS[depth].batch_size, spec)
+    stacked = batch_inputs(sig, rng, DEPTHS[depth].batch_size, spec)
+    coverage.overlay(spec, sig, binding_for(spec, key), stacked, rng, batch)
+    return stacked
+
+
+def coverage_tally(spec: OpSpec, key: str, sig: Signature) -> "coverage.Tally":
+    """What the value batches of ``sig`` meet of the op's coverage model (add each batch,
+    then ``record()``: the ``coverage`` field of a ``signature`` record)."""
+    return coverage.Tally(spec, sig, binding_for(spec, key))
 
 
 def plan_invalid(spec: OpSpec, rule: str, n: int, seed: int,

@@ -183,10 +183,12 @@ class Runner:
         if not exes:
             return
         totals = {name: _Totals() for name in exes}
+        met = plan.coverage_tally(spec, key, sig)     # value classes the batches meet
         for b in range(self.depth.batches):
             if not check.executables:
                 break
             stacked = batch_for(self.config, spec, key, index, b, sig)
+            met.add(stacked)
             try:
                 batch = check.run_batch(b, stacked)
             except OracleFailure as e:
@@ -200,7 +202,7 @@ class Runner:
                 if r.diverges:
                     self._record_divergences(spec, key, check, name, batch)
         for name, t in totals.items():
-            self.writer.write({**base, "backend": name, **t.record()})
+            self.writer.write({**base, "backend": name, **t.record(), "coverage": met.record()})
             cell = self.cells[(name, spec.name, key)]
             for cls, n in t.counts.items():
                 cell.cases[cls] += n

@@ -147,6 +147,61 @@ class Cell:
         return bool(self.ulp_hist) and sum(self.ulp_hist) > 0
 
 
+#: Kinds of value coverage (generators/coverage.py), in display order.
+COVERAGE_KINDS = ("pairs", "classes", "targets")
+
+
+@dataclasses.dataclass
+class Coverage:
+    """The value coverage of one (op, type key): what the value batches of its signatures
+    met of the op's coverage model (``coverage`` fields of ``signature`` records, every
+    backend's; a record says what its signature missed, so the type key missed what
+    every record missed)."""
+
+    of: dict[str, int] = dataclasses.field(default_factory=dict)         # kind -> targeted
+    missing: dict[str, set] = dataclasses.field(default_factory=dict)    # kind -> missed by all
+    records: int = 0
+
+    def add(self, cov: Any) -> None:
+        if not isinstance(cov, dict) or not isinstance(cov.get("of"), dict):
+            return
+        self.records += 1
+        miss = cov.get("missing") if isinstance(cov.get("missing"), dict) else {}
+        for kind, n in cov["of"].items():
+            items = {str(x) for x in (miss.get(kind) or [])}
+            if kind in self.missing:
+                self.missing[kind] &= items
+            else:
+                self.missing[kind] = items
+            self.of[kind] = max(self.of.get(kind, 0), int(n or 0))
+
+    def met(self, kind: str) -> int:
+        return max(0, self.of.get(kind, 0) - len(self.missing.get(kind, ())))
+
+    def kinds(self) -> list[str]:
+        return [k for k in COVERAGE_KINDS if self.of.get(k)] + \
+            sorted(k for k in self.of if k not in COVERAGE_KINDS and self.of[k])
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        return {k: {"met": self.met(k), "of": self.of[k]} for k in self.kinds()}
+
+    @property
+    def complete(self) -> bool:
+        return all(self.met(k) == self.of[k] for k in self.kinds())
+
+
+def coverage_sum(covs: Iterable[Coverage]) -> dict[str, dict[str, int]]:
+    """Met and targeted per kind, summed over several type keys (or ops)."""
+    out: dict[str, dict[str, int]] = {}
+    for c in covs:
+        for k, t in c.totals().items():
+            d = out.setdefault(k, {"met": 0, "of": 0})
+            d["met"] += t["met"]
+            d["of"] += t["of"]
+    return {k: out[k] for k in COVERAGE_KINDS if k in out} | \
+        {k: v for k, v in sorted(out.items()) if k not in COVERAGE_KINDS}
+
+
 def pair_backends(pair: str) -> tuple[str, str]:
     """The two backends of a ``cross`` record's pair key (``"jax~numpy"``)."""
     a, _, b = pair.partition("~")
@@ -245,6 +300,15 @@ class OpData:
     generated: int = 0                        # signatures the generators planned
     valid: int = 0                            # ... of which satisfy every rule of the spec
     cross: dict[str, CrossCell] = dataclasses.field(default_factory=dict)   # by type key
+    values: dict[str, Coverage] = dataclasses.field(default_factory=dict)   # by type key
+
+    def value_keys(self) -> list[str]:
+        """Type keys with value coverage recorded, in matrix order."""
+        return sorted((k for k, c in self.values.items() if c.of), key=_type_key_order)
+
+    def value_totals(self) -> dict[str, dict[str, int]]:
+        """Value coverage of the op: met / targeted per kind, over its type keys."""
+        return coverage_sum(self.values[k] for k in self.value_keys())
 
     @property
     def summary(self) -> str:
@@ -362,6 +426,11 @@ class Report:
     @property
     def complete(self) -> bool:
         return self.end is not None
+
+    def value_totals(self) -> dict[str, dict[str, int]]:
+        """Value coverage of the run: met / targeted per kind, over every op."""
+        return coverage_sum(c for o in self.ops.values() for k in o.value_keys()
+                            for c in [o.values[k]])
 
     def coverage_totals(self, backend: str) -> dict[str, int]:
         """Negative conformance of one backend summed over every op of the run."""
@@ -523,6 +592,8 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
             op = rep.op(rec.get("op", "?"), rec.get("family"))
             key = (rep.backend(rec.get("backend")), str(rec.get("type_key", "?")))
             op.cells.setdefault(key, Cell()).add(rec)
+            if "coverage" in rec:
+                op.values.setdefault(key[1], Coverage()).add(rec["coverage"])
         elif kind == "divergence":
             rep.backend(rec.get("backend"))
             rep.op(rec.get("op", "?"), rec.get("family")).divergences.append(rec)

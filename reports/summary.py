@@ -11,8 +11,10 @@ from .aggregate import Cell, CrossCell, Report, pair_backends
 #: Bumped when the layout of summary.json changes. 2: ``cross`` (backends compared with
 #: each other, oracle suspects), and the ``totals`` keys ``compared_cases``,
 #: ``disagreements``, ``oracle_suspects``, ``saved_oracle_suspects``. 3: ``gate`` (the CI
-#: gate against an expectations file; null when the report was rendered without one).
-FORMAT_VERSION = 3
+#: gate against an expectations file; null when the report was rendered without one). 4:
+#: ``coverage`` (value coverage: special-value classes, pairs and targets met per op and
+#: type key, with what was missed).
+FORMAT_VERSION = 4
 
 
 def _error(x: float | None) -> float | str | None:
@@ -63,6 +65,24 @@ def cross(report: Report) -> dict[str, Any]:
     }
 
 
+def coverage(report: Report) -> dict[str, Any]:
+    """Value coverage (generators/coverage.py): per kind (``pairs`` of special-value
+    classes met at one element position, ``classes`` of each input, named ``targets``)
+    how many the run's value batches met of those targeted, in total, per op and per
+    type key, with the items no batch met."""
+    ops = {}
+    for o in report.sorted_ops():
+        keys = o.value_keys()
+        if keys:
+            ops[o.name] = {"totals": o.value_totals(),
+                           "type_keys": {k: {"totals": o.values[k].totals(),
+                                             "missing": {kind: sorted(items) for kind, items
+                                                         in o.values[k].missing.items()
+                                                         if items}}
+                                         for k in keys}}
+    return {"totals": report.value_totals(), "ops": ops}
+
+
 def summary(report: Report) -> dict[str, Any]:
     """The whole report as plain JSON data."""
     run = dict(report.run or {})
@@ -94,7 +114,8 @@ def summary(report: Report) -> dict[str, Any]:
                     "oracle_suspect": bool(d.get("oracle_suspect"))}
                    for d in report.divergences()]
     return {"format_version": FORMAT_VERSION, "run": run, "totals": report.totals(),
-            "backends": backends, "cross": cross(report), "examples": examples,
+            "backends": backends, "cross": cross(report), "coverage": coverage(report),
+            "examples": examples,
             "invalid": invalid, "divergences": divergences,
             "internal_errors": len(report.internal_errors),
             "gate": report.gate.summary() if report.gate is not None else None}

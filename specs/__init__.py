@@ -515,6 +515,29 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         _check_expr(path, f"implementation_defined[{i}].when", d["when"], value_names)
         impl.append(ImplementationDefined(d["id"], d["text"], d["when"], d.get("source")))
 
+    coverage = data.get("coverage") or {}
+    input_names = [t.name for t in inputs]
+    for name, opts in (coverage.get("operands") or {}).items():
+        if name not in input_names:
+            raise _fail(path, f"coverage.operands.{name}", f"not an input of this op "
+                                                           f"(inputs: {input_names})")
+        if "type" in opts:
+            _check_expr(path, f"coverage.operands.{name}.type", opts["type"], set(tvars))
+    target_names = set()
+    for i, t in enumerate(coverage.get("targets") or []):
+        key = f"coverage.targets[{i}]"
+        if t["name"] in target_names:
+            raise _fail(path, f"{key}.name", f"duplicate target name {t['name']!r}")
+        target_names.add(t["name"])
+        if "types" in t:
+            _check_expr(path, f"{key}.types", t["types"], set(tvars))
+        if "where" in t:
+            _check_expr(path, f"{key}.where", t["where"], value_names | set(tvars))
+        for name in t.get("at") or {}:
+            if name not in input_names:
+                raise _fail(path, f"{key}.at.{name}", f"not an input of this op "
+                                                      f"(inputs: {input_names})")
+
     for key in data["accuracy"]:
         if key not in TYPE_CLASSES and key != "default":
             _types(path, f"accuracy.{key}", [key])

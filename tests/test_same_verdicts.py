@@ -4,9 +4,13 @@ the three separate loops gave before it.
 ``data/verdicts-quick-jax-numpy.jsonl`` holds the verdict-bearing fields
 (tests/verdict_records.py) of this run. It was made by the code before the checker
 existed (commit ddecba0) and matched the checker record for record; it was regenerated
-once since, for the deliberate reduce_precision change of commit 4906b35 (a NaN with
+for the deliberate reduce_precision change of commit 4906b35 (a NaN with
 mantissa_bits = 0 overflows to infinity), which changed exactly the two
-reduce_precision e1m0 signatures' records::
+reduce_precision e1m0 signatures' records, and for value coverage (issue 12, point 3:
+generators/coverage.py), which changed what is drawn: each binding's plan now holds a
+rich signature and one per signature-level target (compare TOTALORDER, ...) chosen
+from more hypothesis draws, and the first positions of every value batch enumerate the
+special-value class pairs, so most signatures and cases differ::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\

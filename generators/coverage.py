@@ -1,0 +1,803 @@
+"""Value coverage: which special-value classes, and which combinations of them, a plan
+meets; and the systematic part of a value batch that makes it meet them.
+
+The model of one op and type binding (:func:`model`) is built from the spec:
+
+- **classes** of every tracked input (an input whose element type the binding fixes,
+  index inputs aside): for floats ``+0 -0 +inf -inf nan subnormal extreme ordinary``
+  (``extreme`` = ±the largest finite value; types without infinities have no ±inf),
+  for signed integers ``0 -1 min max ordinary``, for unsigned ``0 max ordinary``, for
+  booleans ``false true``, for complex numbers ``zero nan inf subnormal extreme
+  ordinary`` (by the most special part). These generic classes live here; an op's
+  ``coverage: operands:`` section in its YAML names another *scheme* for an input
+  (``shift_count``: ``0 in_range width-1 width past_width negative``; ``rounding``:
+  the float classes with ``ordinary`` split into ``integral tie_even tie_odd
+  ordinary``) or the element type of an input whose expression the binding alone does
+  not give (sort's first operand: ``{type: E}``).
+- **pairs**: for element-wise ops with two or more tracked inputs, every pair of
+  classes of every two inputs met at the same element position (a scalar that is
+  broadcast meets every position of its case). Other ops count each input's classes.
+- **targets**: the YAML's ``coverage: targets:``, named combinations that bugs hide
+  behind: ``types`` (over the type variables: whether the target applies to a
+  binding), ``where`` (over the signature: its attributes, regions, input and output
+  types and type variables; the scheduler puts a signature meeting it in the plan)
+  and ``at`` (input -> class, met together at one element position).
+
+The scheduler (:func:`schedule`) picks a binding's planned signatures from a pool of
+hypothesis draws: one per signature-level target, a *rich* one (every input non-empty,
+at least :data:`RICH` elements, no broadcast scalar where it can be avoided), then the
+draws in hypothesis order; the first, minimal draw keeps index 0 where it is planned. The
+overlay (:func:`overlay`) writes into the first positions of each value batch (at most
+:data:`SYSTEMATIC_SHARE` of them) the model's combinations in order of importance,
+targets first, then the combinations of special classes, ordinary values last; the
+rest of the batch stays random. :class:`Tally` measures what a signature's batches met,
+for the ``coverage`` field of the runner's ``signature`` records.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from conformance.core.case import Signature
+from conformance.core.literals import from_bit_patterns
+from conformance.core.numerics import round_to
+from conformance.core.types import ElementType, TensorType, element_type
+from conformance.specs import OpSpec
+from conformance.specs import expressions as ex
+
+#: A signature is rich when its largest tracked input has at least this many elements:
+#: with quick depth's 32 cases, 4 x 32 positions hold every pair of 8 classes with room
+#: for random values.
+RICH = 4
+#: At most this share of a batch's positions is systematic; the rest stays random.
+SYSTEMATIC_SHARE = 0.75
+
+KINDS = ("pairs", "classes", "targets")
+
+
+# ---------------------------------------------------------------------------
+# Class schemes: names, classification, sampling
+# ---------------------------------------------------------------------------
+
+def _has_inf(et: ElementType) -> bool:
+    return bool(np.isinf(np.asarray(np.inf).astype(et.component.dtype).astype(np.float64)))
+
+
+@functools.lru_cache(maxsize=None)
+def classes_of(et: "ElementType | str", scheme: str = "generic") -> tuple[str, ...]:
+    """The class names of ``scheme`` for element type ``et``, in a fixed order."""
+    et = element_type(et)
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown coverage class scheme {scheme!r}; known: "
+                         f"{', '.join(SCHEMES)}")
+    return SCHEMES[scheme].names(et)
+
+
+def classify(x: np.ndarray, et: "ElementType | str", scheme: str = "generic") -> np.ndarray:
+    """The class of every element of ``x`` (an index into :func:`classes_of`), int16."""
+    et = element_type(et)
+    with np.errstate(all="ignore"):
+        return SCHEMES[scheme].classify(np.asarray(x), et)
+
+
+def sample(et: "ElementType | str", cls: str, n: int, rng: np.random.Generator,
+           scheme: str = "generic", distribution: str = "default") -> np.ndarray:
+    """``n`` values of ``et`` of class ``cls``, varied (signs, payloads, magnitudes)."""
+    et = element_type(et)
+    names = classes_of(et, scheme)
+    if cls not in names:
+        raise ValueError(f"{et.name} has no class {cls!r} in scheme {scheme!r} "
+                         f"(classes: {', '.join(names)})")
+    code = names.index(cls)
+    with np.errstate(all="ignore"):
+        out = np.asarray(SCHEMES[scheme].generate(et, cls, n, rng, distribution)).astype(et.dtype)
+    bad = classify(out, et, scheme) != code
+    if bad.any():           # a candidate that rounded into another class: a sure value
+        out[bad] = _fallback(et, scheme, cls)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _fallback(et: ElementType, scheme: str, cls: str):
+    """One value of ``cls`` (searched among the special values and a few constants)."""
+    from .values import special_values
+    cands = [special_values(et)]
+    if et.is_float:
+        cands.append(round_to(np.array([1.25, -0.75, 2.75, 1.5, -2.5, 0.5, 6.5, -3.0, 2.0,
+                                        3.5, -5.0, 1.75]), et))
+    elif et.is_integer:
+        lo, hi = et.int_min, et.int_max
+        vals = [v for v in range(max(lo, -20), min(hi, 20) + 1)] + [lo + 1, hi - 1, hi // 2 + 1]
+        cands.append(np.array(vals, dtype=object).astype(
+            np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype))
+    pool = np.concatenate([np.asarray(c).astype(et.dtype) for c in cands])
+    code = classes_of(et, scheme).index(cls)
+    hit = np.nonzero(classify(pool, et, scheme) == code)[0]
+    if not hit.size:
+        raise ValueError(f"no fallback value of class {cls!r} for {et.name} ({scheme})")
+    return pool[hit[0]]
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+def _float_codes(w: np.ndarray, et: ElementType, names: Sequence[str]) -> np.ndarray:
+    """Generic float classes of float64 values ``w`` that hold values of ``et``; the
+    codes index ``names`` (``ordinary`` for everything the others do not take)."""
+    fi = ml_dtypes.finfo(et.dtype)
+    tiny, big = float(fi.smallest_normal), float(fi.max)
+    a = np.abs(w)
+    with np.errstate(invalid="ignore"):
+        conds = [np.isnan(w), w == np.inf, w == -np.inf, (w == 0) & ~np.signbit(w),
+                 (w == 0) & np.signbit(w), (a > 0) & (a < tiny), a == big]
+    labels = ["nan", "+inf", "-inf", "+0", "-0", "subnormal", "extreme"]
+    codes = np.full(w.shape, names.index("ordinary"), np.int16)
+    for cond, label in reversed(list(zip(conds, labels))):
+        if label in names:
+            codes[cond] = names.index(label)
+    return codes
+
+
+def _float_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
+                    distribution: str) -> np.ndarray:
+    from .values import draw_array, special_values
+    fi = ml_dtypes.finfo(et.dtype)
+    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    if cls in ("+0", "-0", "+inf", "-inf"):
+        v = {"+0": 0.0, "-0": -0.0, "+inf": np.inf, "-inf": -np.inf}[cls]
+        return np.full(n, v).astype(et.dtype)
+    if cls == "nan":
+        pool = special_values(et)
+        pool = pool[np.isnan(_wide(pool))]
+        return pool[rng.integers(0, len(pool), n)]
+    if cls == "extreme":
+        return (sign * float(fi.max)).astype(et.dtype)
+    if cls == "subnormal":
+        mant = rng.integers(1, 1 << fi.nmant, n, dtype=np.uint64, endpoint=False)
+        # half of them the smallest or the largest subnormal
+        edge = rng.integers(0, 4, n)
+        mant = np.where(edge == 0, np.uint64(1),
+                        np.where(edge == 1, np.uint64((1 << fi.nmant) - 1), mant))
+        bits = mant | np.where(sign < 0, np.uint64(1 << (et.bits - 1)), np.uint64(0))
+        return from_bit_patterns(bits, et)
+    # ordinary (and the rounding scheme's refinements, made by the caller): the operand's
+    # own distribution, then its finite non-special values kept
+    draws = draw_array(et, (4 * n + 8,), rng, distribution)
+    w = _wide(draws)
+    ok = np.isfinite(w) & (np.abs(w) >= float(fi.smallest_normal)) & (np.abs(w) < float(fi.max))
+    good = draws[ok]
+    if good.size >= n:
+        return good[:n]
+    extra = round_to(rng.uniform(-8, 8, n - good.size), et)
+    return np.concatenate([good, extra])
+
+
+def _complex_codes(x: np.ndarray, et: ElementType, names: Sequence[str]) -> np.ndarray:
+    comp = et.component
+    parts = [np.asarray(x.real).astype(comp.dtype), np.asarray(x.imag).astype(comp.dtype)]
+    fnames = classes_of(comp)
+    re, im = (np.array(fnames, dtype=object)[_float_codes(_wide(p), comp, fnames)]
+              for p in parts)
+
+    def either(*labels):
+        return np.isin(re, labels) | np.isin(im, labels)
+    codes = np.full(x.shape, names.index("ordinary"), np.int16)
+    order = [("extreme", either("extreme")), ("subnormal", either("subnormal")),
+             ("zero", np.isin(re, ["+0", "-0"]) & np.isin(im, ["+0", "-0"])),
+             ("inf", either("+inf", "-inf")), ("nan", either("nan"))]
+    for label, cond in order:          # later ones win: nan > inf > zero > ...
+        codes[cond] = names.index(label)
+    return codes
+
+
+def _complex_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
+                      distribution: str) -> np.ndarray:
+    comp = et.component
+
+    def part(c):
+        return sample(comp, c, n, rng).astype(np.float64)
+    zero = np.where(rng.integers(0, 2, n) == 1, -0.0, 0.0)
+    ordinary = part("ordinary")
+    if cls == "zero":
+        re, im = np.where(rng.integers(0, 2, n) == 1, -0.0, 0.0), zero
+    elif cls == "nan":
+        re, im = part("nan"), np.where(rng.integers(0, 2, n) == 1, ordinary, part("+inf")
+                                       if _has_inf(comp) else ordinary)
+    elif cls == "inf":
+        re = np.where(rng.integers(0, 2, n) == 1, np.inf, -np.inf)
+        im = np.where(rng.integers(0, 2, n) == 1, ordinary, zero)
+    elif cls == "subnormal":
+        re, im = part("subnormal"), np.where(rng.integers(0, 2, n) == 1, ordinary, zero)
+    elif cls == "extreme":
+        re, im = part("extreme"), np.where(rng.integers(0, 2, n) == 1, ordinary, zero)
+    else:
+        re, im = ordinary, np.where(rng.integers(0, 4, n) == 0, zero, part("ordinary"))
+    swap = rng.integers(0, 2, n) == 1
+    out = np.empty(n, et.dtype)
+    out.real = np.where(swap, im, re).astype(comp.dtype)
+    out.imag = np.where(swap, re, im).astype(comp.dtype)
+    return out
+
+
+def _ints(x: np.ndarray, et: ElementType) -> np.ndarray:
+    return np.asarray(x).astype(np.int64 if et.is_signed else np.uint64)
+
+
+def _int_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
+                  distribution: str) -> np.ndarray:
+    from .values import draw_array
+    fixed = {"0": 0, "-1": -1, "min": et.int_min, "max": et.int_max}
+    if cls in fixed:
+        return np.full(n, fixed[cls], dtype=object).astype(
+            np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype)
+    draws = draw_array(et, (4 * n + 8,), rng, distribution)
+    codes = classify(draws, et)
+    good = draws[codes == classes_of(et).index("ordinary")]
+    if good.size >= n:
+        return good[:n]
+    lo, hi = max(et.int_min + 1, -100), min(et.int_max - 1, 100)
+    extra = rng.integers(lo, hi, n - good.size, endpoint=True).astype(et.dtype)
+    return np.concatenate([good, extra])
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheme:
+    names: Callable[[ElementType], tuple[str, ...]]
+    classify: Callable[[np.ndarray, ElementType], np.ndarray]
+    generate: Callable[[ElementType, str, int, np.random.Generator, str], np.ndarray]
+
+
+def _generic_names(et: ElementType) -> tuple[str, ...]:
+    if et.is_boolean:
+        return ("false", "true")
+    if et.is_signed:
+        return ("0", "-1", "min", "max", "ordinary")
+    if et.is_unsigned:
+        return ("0", "max", "ordinary")
+    if et.is_complex:
+        return ("zero", "nan", "inf", "subnormal", "extreme", "ordinary")
+    inf = ("+inf", "-inf") if _has_inf(et) else ()
+    return ("+0", "-0", *inf, "nan", "subnormal", "extreme", "ordinary")
+
+
+def _generic_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
+    names = _generic_names(et)
+    if et.is_boolean:
+        return np.asarray(x).astype(bool).astype(np.int16)
+    if et.is_complex:
+        return _complex_codes(x, et, names)
+    if et.is_float:
+        return _float_codes(_wide(x), et, names)
+    v = _ints(x, et)
+    codes = np.full(v.shape, names.index("ordinary"), np.int16)
+    codes[v == et.int_max] = names.index("max")
+    if et.is_signed:
+        codes[v == -1] = names.index("-1")
+        codes[v == et.int_min] = names.index("min")
+    codes[v == 0] = names.index("0")
+    return codes
+
+
+def _generic_generate(et, cls, n, rng, distribution):
+    if et.is_boolean:
+        return np.full(n, cls == "true")
+    if et.is_complex:
+        return _complex_generate(et, cls, n, rng, distribution)
+    if et.is_float:
+        return _float_generate(et, cls, n, rng, distribution)
+    return _int_generate(et, cls, n, rng, distribution)
+
+
+def _shift_names(et: ElementType) -> tuple[str, ...]:
+    if not et.is_integer:
+        return _generic_names(et)
+    neg = ("negative",) if et.is_signed else ()
+    return ("0", "in_range", "width-1", "width", "past_width", *neg)
+
+
+def _shift_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
+    if not et.is_integer:
+        return _generic_classify(x, et)
+    names = _shift_names(et)
+    v = _ints(x, et)
+    codes = np.full(v.shape, names.index("past_width"), np.int16)
+    if et.is_signed:
+        codes[v < 0] = names.index("negative")
+    codes[(v >= 1) & (v <= et.bits - 2)] = names.index("in_range")
+    codes[v == et.bits - 1] = names.index("width-1")
+    codes[v == et.bits] = names.index("width")
+    codes[v == 0] = names.index("0")
+    return codes
+
+
+def _shift_generate(et, cls, n, rng, distribution):
+    if not et.is_integer:
+        return _generic_generate(et, cls, n, rng, distribution)
+    b = et.bits
+    ranges = {"0": (0, 0), "in_range": (1, b - 2), "width-1": (b - 1, b - 1), "width": (b, b),
+              "past_width": (b + 1, min(et.int_max, 4 * b)), "negative": (max(et.int_min, -b), -1)}
+    lo, hi = ranges[cls]
+    vals = rng.integers(lo, hi, n, endpoint=True).astype(object)
+    if cls in ("past_width", "negative"):       # now and then the type's extreme
+        vals[rng.integers(0, 4, n) == 0] = et.int_max if cls == "past_width" else et.int_min
+    return vals.astype(
+        np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype)
+
+
+def _rounding_names(et: ElementType) -> tuple[str, ...]:
+    base = _generic_names(et)
+    if not et.is_float:
+        return base
+    return tuple(n for n in base if n != "ordinary") + ("integral", "tie_even", "tie_odd",
+                                                       "ordinary")
+
+
+def _rounding_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
+    if not et.is_float:
+        return _generic_classify(x, et)
+    names = _rounding_names(et)
+    w = _wide(x)
+    codes = _float_codes(w, et, names)
+    ordinary = codes == names.index("ordinary")
+    a = np.abs(np.where(ordinary, w, 0.0))
+    fl = np.floor(a)
+    frac = a - fl
+    codes[ordinary & (frac == 0)] = names.index("integral")
+    half = ordinary & (frac == 0.5)
+    even = np.fmod(fl, 2) == 0
+    codes[half & even] = names.index("tie_even")
+    codes[half & ~even] = names.index("tie_odd")
+    return codes
+
+
+def _rounding_generate(et, cls, n, rng, distribution):
+    if not et.is_float or cls not in ("integral", "tie_even", "tie_odd", "ordinary"):
+        return _generic_generate(et, cls, n, rng, distribution)
+    fi = ml_dtypes.finfo(et.dtype)
+    p = fi.nmant + 1            # precision: the largest tie is 2**(p - 1) - 0.5
+    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    k = rng.integers(0, 4, n).astype(np.float64)
+    if cls == "integral":
+        v = rng.integers(1, 9, n).astype(np.float64)
+        v = np.where(rng.integers(0, 4, n) == 0, 2.0 ** (p - 1) + 1, v)   # odd, above the ties
+    elif cls == "tie_even":
+        v = 2 * k + 0.5
+    elif cls == "tie_odd":
+        v = 2 * k + 1.5
+        v = np.where(rng.integers(0, 4, n) == 0, 2.0 ** (p - 1) - 0.5, v)  # the largest tie
+    else:
+        v = rng.uniform(0, 8, n)
+        v = np.where(rng.integers(0, 4, n) == 0, 0.5 - 2.0 ** -(p + 1), v)  # just below 0.5
+    return round_to(sign * v, et)
+
+
+SCHEMES: dict[str, Scheme] = {
+    "generic": Scheme(_generic_names, _generic_classify, _generic_generate),
+    "shift_count": Scheme(_shift_names, _shift_classify, _shift_generate),
+    "rounding": Scheme(_rounding_names, _rounding_classify, _rounding_generate),
+}
+
+#: Classes of ordinary importance: rows made of them only come last.
+_PLAIN = {"ordinary", "in_range", "integral", "true", "false"}
+
+
+# ---------------------------------------------------------------------------
+# The model of one op and binding
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    name: str                   # the spec input's name
+    spec_index: int             # its position among the spec's inputs
+    et: ElementType
+    scheme: str
+    distribution: str
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return classes_of(self.et, self.scheme)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    where: str | None
+    at: tuple[tuple[str, str], ...]         # (input name, class)
+    text: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    op: str
+    operands: tuple[Operand, ...]
+    pairs: tuple[tuple[int, int], ...]      # operand index pairs (element-wise ops)
+    targets: tuple[Target, ...]
+
+    def items(self) -> dict[str, list[str]]:
+        """The universe: what this binding's plan should meet, per kind."""
+        out: dict[str, list[str]] = {k: [] for k in KINDS}
+        if self.pairs:
+            for i, j in self.pairs:
+                a, b = self.operands[i], self.operands[j]
+                out["pairs"] += [pair_item(a.name, x, b.name, y)
+                                 for x in a.classes for y in b.classes]
+        else:
+            for o in self.operands:
+                out["classes"] += [f"{o.name}={c}" for c in o.classes]
+        out["targets"] = [t.name for t in self.targets]
+        return out
+
+    @property
+    def signature_targets(self) -> tuple[Target, ...]:
+        return tuple(t for t in self.targets if t.where)
+
+
+def pair_item(a: str, x: str, b: str, y: str) -> str:
+    return f"{a}={x},{b}={y}"
+
+
+def _section(spec: OpSpec) -> dict:
+    return spec.data.get("coverage") or {}
+
+
+#: id(spec) -> (spec, {binding items: Model}); specs hold dicts, so they are not hashable
+_MODELS: dict[int, tuple[OpSpec, dict[tuple, "Model"]]] = {}
+
+
+def model(spec: OpSpec, binding: Mapping[str, str]) -> Model:
+    """The coverage model of ``spec`` for one type binding (cached per op and binding)."""
+    held = _MODELS.get(id(spec))
+    if held is None or held[0] is not spec:
+        held = _MODELS[id(spec)] = (spec, {})
+    key = tuple(sorted(binding.items()))
+    if key not in held[1]:
+        held[1][key] = _model(spec, dict(binding))
+    return held[1][key]
+
+
+def _model(spec: OpSpec, binding: dict[str, str]) -> Model:
+    section = _section(spec)
+    declared = section.get("operands") or {}
+    operands: list[Operand] = []
+    for i, t in enumerate(spec.inputs):
+        opts = declared.get(t.name) or {}
+        if opts.get("track") is False or t.type is not None:
+            continue
+        if t.values == "index" and "classes" not in opts:
+            continue            # start indices: their own distribution, not values
+        try:
+            et = element_type(ex.evaluate(opts.get("type", t.element_type), {**binding, "k": 0}))
+        except (ex.ExpressionError, ValueError):
+            continue            # not fixed by the binding (gather's index type)
+        operands.append(Operand(t.name, i, et, opts.get("classes", "generic"),
+                                t.values or "default"))
+    pairs: tuple = ()
+    if spec.elementwise and len(operands) >= 2:
+        pairs = tuple((i, j) for i in range(len(operands)) for j in range(i + 1, len(operands)))
+    targets = []
+    for t in section.get("targets") or []:
+        if "types" in t and not ex.evaluate(t["types"], binding):
+            continue
+        at = tuple((str(k), str(v)) for k, v in (t.get("at") or {}).items())
+        names = {o.name: o for o in operands}
+        for k, v in at:
+            if k not in names:
+                raise ValueError(f"{spec.name}: coverage target {t['name']}: {k!r} is not a "
+                                 f"tracked input ({', '.join(names)})")
+            if v not in names[k].classes:
+                raise ValueError(f"{spec.name}: coverage target {t['name']}: {names[k].et.name} "
+                                 f"has no class {v!r} in scheme {names[k].scheme!r}")
+        targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
+    return Model(spec.name, tuple(operands), pairs, tuple(targets))
+
+
+# ---------------------------------------------------------------------------
+# Signatures: the environment of `where`, and the scheduler
+# ---------------------------------------------------------------------------
+
+def signature_env(spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> dict[str, Any]:
+    env: dict[str, Any] = dict(binding)
+    env.update(sig.attributes)
+    env.update(zip((r.name for r in spec.regions), sig.regions))
+    env.update(zip((t.name for t in spec.inputs), spec.split_inputs(sig.input_types)))
+    env.update(zip((t.name for t in spec.outputs), spec.split_outputs(sig.result_types)))
+    return env
+
+
+def meets_where(spec: OpSpec, sig: Signature, binding: Mapping[str, str], where: str) -> bool:
+    try:
+        return bool(ex.evaluate(where, signature_env(spec, sig, binding)))
+    except ex.ExpressionError:
+        return False
+
+
+def _leaf_sizes(types) -> list[int]:
+    return [leaf.size for t in types for leaf in t.leaves()]
+
+
+def nonempty(sig: Signature) -> bool:
+    sizes = _leaf_sizes(sig.input_types) + _leaf_sizes(sig.result_types)
+    return bool(sizes) and min(sizes) > 0
+
+
+def _operand_types(spec: OpSpec, sig: Signature, m: Model) -> list[TensorType]:
+    groups = spec.split_inputs(list(sig.input_types))
+    out = []
+    for o in m.operands:
+        g = groups[o.spec_index]
+        out.append(g[0] if isinstance(g, list) else g)
+    return out
+
+
+def richness(spec: OpSpec, sig: Signature, m: Model) -> tuple[int, bool]:
+    """(elements of the largest tracked input, whether no tracked input of an element-wise
+    op is broadcast)."""
+    types = [t for t in _operand_types(spec, sig, m) if isinstance(t, TensorType)] \
+        if m.operands else [leaf for t in (sig.input_types or sig.result_types)
+                            for leaf in t.leaves()]
+    if not types:
+        return 0, True
+    return max(t.size for t in types), not m.pairs or len({t.shape for t in types}) == 1
+
+
+def _rank(spec: OpSpec, sig: Signature, m: Model) -> tuple[bool, bool, bool]:
+    """(False, False, False) for a rich signature; smaller is richer."""
+    size, flat = richness(spec, sig, m)
+    return (not nonempty(sig), size < RICH, not flat)
+
+
+def schedule(spec: OpSpec, binding: Mapping[str, str],
+             draw: "Callable[[int], Sequence[Signature]]", n: int) -> list[Signature]:
+    """``n`` signatures for one binding, chosen from hypothesis's draws (``draw(k)``: the
+    first ``k``, in order): one meeting each signature-level target, a rich one (no
+    zero-sized input, at least :data:`RICH` elements, no broadcast input of an
+    element-wise op), then the draws in their order; the first draw, where chosen, first. From ``n + 2`` draws, or
+    ``4n + 16`` where those have no rich signature or none for a target (each draw costs
+    about a millisecond: a quick run plans some 1000 bindings)."""
+    m = model(spec, binding)
+    small, large = n + 2, 4 * n + 16
+    chosen, complete = _choose(spec, binding, m, list(dict.fromkeys(draw(small))), n)
+    if not complete:
+        chosen, _ = _choose(spec, binding, m, list(dict.fromkeys(draw(large))), n)
+    return chosen
+
+
+def _choose(spec: OpSpec, binding: Mapping[str, str], m: Model, pool: list[Signature],
+            n: int) -> tuple[list[Signature], bool]:
+    chosen: list[Signature] = []
+    complete = True
+
+    def pick(cands: list[Signature]) -> None:
+        cands = [s for s in cands if s not in chosen]
+        if cands and len(chosen) < n:
+            chosen.append(min(cands, key=lambda s: (_rank(spec, s, m), cands.index(s))))
+
+    for t in m.signature_targets:
+        if any(meets_where(spec, s, binding, t.where) and nonempty(s) for s in chosen):
+            continue
+        found = [s for s in pool if meets_where(spec, s, binding, t.where)]
+        complete &= any(nonempty(s) for s in found)
+        pick(found)
+    if not any(_rank(spec, s, m) == (False, False, False) for s in chosen):
+        complete &= any(_rank(spec, s, m) == (False, False, False) for s in pool)
+        pick(pool)
+    for s in pool:
+        if len(chosen) >= n:
+            break
+        if s not in chosen:
+            chosen.append(s)
+    # hypothesis's first, minimal draw (a scalar, an empty tensor) stays first where it is
+    # planned: what a hypothesis-driven front-end tries first
+    if pool and pool[0] in chosen:
+        chosen.remove(pool[0])
+        chosen.insert(0, pool[0])
+    return chosen, complete
+
+
+# ---------------------------------------------------------------------------
+# The systematic part of a batch
+# ---------------------------------------------------------------------------
+
+def _importance(m: Model, ops: Sequence[int], row: Sequence[int]) -> int:
+    return sum(m.operands[i].classes[c] in _PLAIN for i, c in zip(ops, row))
+
+
+def _rows(m: Model, ops: Sequence[int]) -> list[tuple[int, ...]]:
+    """Class combinations of operands ``ops`` that meet every pair of them (every class
+    of each when there is one): the targets' combinations first (-1: any value), then
+    the others, those with fewer ordinary classes first."""
+    sizes = [len(m.operands[i].classes) for i in ops]
+    if not ops:
+        return []
+    if len(ops) == 1:
+        rows = [(c,) for c in range(sizes[0])]
+    elif len(ops) == 2:
+        rows = [(a, b) for a in range(sizes[0]) for b in range(sizes[1])]
+    else:
+        # a covering array of strength 2: the two largest factors in full, each other
+        # one by (a + b) mod its size (every pair of it with either of them is met, as
+        # those two are at least as large)
+        order = sorted(range(len(ops)), key=lambda k: -sizes[k])
+        x, y = order[0], order[1]
+        rows = []
+        for a in range(sizes[x]):
+            for b in range(sizes[y]):
+                r = [0] * len(ops)
+                r[x], r[y] = a, b
+                for k in order[2:]:
+                    r[k] = (a + b) % sizes[k]
+                rows.append(tuple(r))
+    rows.sort(key=lambda r: _importance(m, ops, r))
+    names = [m.operands[i].name for i in ops]
+    first: list[tuple[int, ...]] = []
+    for t in m.targets:
+        want = dict(t.at)
+        if want and set(want) <= set(names):
+            row = tuple(m.operands[i].classes.index(want[n]) if n in want else -1
+                        for i, n in zip(ops, names))
+            if row not in first:
+                first.append(row)
+    return first + [r for r in rows if r not in first]
+
+
+def _leaf_index(sig: Signature, spec: OpSpec) -> list[int]:
+    """The stacked-array index of each spec input's first tensor (-1: none)."""
+    groups = spec.split_inputs(list(range(len(sig.input_types))))
+    leaves = np.cumsum([0] + [len(t.leaves()) for t in sig.input_types]).tolist()
+    out = []
+    for g in groups:
+        flat = (g[0] if g else None) if isinstance(g, list) else g
+        out.append(-1 if flat is None else leaves[flat])
+    return out
+
+
+def _layout(spec: OpSpec, sig: Signature, m: Model) -> list:
+    """Per tracked operand: (its stacked array index, its tensor type), or None."""
+    index = _leaf_index(sig, spec)
+    out = []
+    for o, t in zip(m.operands, _operand_types(spec, sig, m)):
+        ok = isinstance(t, TensorType) and index[o.spec_index] >= 0
+        out.append((index[o.spec_index], t) if ok else None)
+    return out
+
+
+def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
+            arrays: Sequence[np.ndarray], rng: np.random.Generator, batch_no: int = 0) -> None:
+    """Write the model's class combinations into the first positions of ``arrays`` (the
+    stacked inputs of one batch, changed in place); batch ``batch_no`` of a signature
+    goes on where the one before it stopped.
+
+    Element-wise ops: the inputs of the largest shape take the combinations position by
+    position; inputs broadcast from a scalar take theirs case by case. Other ops: each
+    input its own classes."""
+    m = model(spec, binding)
+    layout = _layout(spec, sig, m)
+    live = [k for k, l in enumerate(layout) if l is not None and l[1].size > 0]
+    if not live:
+        return
+    cycle = False
+    if m.pairs:
+        shape = max((layout[k][1].shape for k in live), key=lambda s: math.prod(s))
+        full = [k for k in live if layout[k][1].shape == shape]
+        scalars = [k for k in live if k not in full and layout[k][1].size == 1]
+        groups = [full, scalars]
+        # both groups go round their combinations over the whole systematic share, so
+        # that each case's scalars meet several of the full inputs' combinations
+        cycle = bool(scalars)
+    else:
+        groups = [[k] for k in live]
+    with np.errstate(all="ignore"):
+        for ops in groups:
+            if ops:
+                _fill(m, ops, layout, arrays, rng, batch_no, cycle)
+
+
+def _fill(m: Model, ops: list[int], layout, arrays, rng, batch_no: int,
+          cycle: bool = False) -> None:
+    """Rows of :func:`_rows` into the first positions of the inputs ``ops`` (of one
+    shape): once through (``cycle``: over the whole systematic share)."""
+    rows = _rows(m, ops)
+    positions = arrays[layout[ops[0]][0]].size      # cases x elements (same in the group)
+    cap = max(1, int(positions * SYSTEMATIC_SHARE))
+    count = cap if cycle else min(len(rows), cap)
+    start = batch_no * count
+    picked = np.array([rows[(start + p) % len(rows)] for p in range(count)], np.int64)
+    for col, k in enumerate(ops):
+        o = m.operands[k]
+        target = arrays[layout[k][0]]
+        flat = target.reshape(-1)
+        assert np.shares_memory(flat, target), "value batches are contiguous arrays"
+        codes = picked[:, col]
+        for c in np.unique(codes):
+            if c >= 0:
+                where = np.nonzero(codes == c)[0]
+                flat[where] = sample(o.et, o.classes[c], where.size, rng, o.scheme,
+                                     o.distribution)
+
+
+# ---------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------
+
+def met(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
+        arrays: Sequence[np.ndarray]) -> set[tuple[str, str]]:
+    """What one batch of ``sig`` meets: (kind, item) pairs of the model's universe."""
+    m = model(spec, binding)
+    out: set[tuple[str, str]] = set()
+    layout = _layout(spec, sig, m)
+    codes: dict[int, np.ndarray] = {}
+    for k, l in enumerate(layout):
+        if l is None or l[1].size == 0:
+            continue
+        idx, t = l
+        x = np.asarray(arrays[idx])
+        codes[k] = classify(x.reshape(len(x), -1), m.operands[k].et, m.operands[k].scheme)
+    if m.pairs:
+        live = list(codes)
+        if live:
+            width = max(codes[k].shape[1] for k in live)
+            for k in live:
+                if codes[k].shape[1] not in (1, width):
+                    codes.pop(k)        # not element-aligned: no pairs with it
+        for i, j in m.pairs:
+            if i in codes and j in codes:
+                a, b = np.broadcast_arrays(codes[i], codes[j])
+                ka = len(m.operands[j].classes)
+                for v in np.unique(a.astype(np.int64) * ka + b):
+                    x, y = divmod(int(v), ka)
+                    out.add(("pairs", pair_item(m.operands[i].name, m.operands[i].classes[x],
+                                                m.operands[j].name, m.operands[j].classes[y])))
+    else:
+        for k, c in codes.items():
+            for v in np.unique(c):
+                out.add(("classes", f"{m.operands[k].name}={m.operands[k].classes[int(v)]}"))
+    names = {o.name: k for k, o in enumerate(m.operands)}
+    for t in m.targets:
+        if t.where and not meets_where(spec, sig, binding, t.where):
+            continue
+        if not t.at:
+            if nonempty(sig):
+                out.add(("targets", t.name))
+            continue
+        ks = [names[n] for n, _ in t.at]
+        if any(k not in codes for k in ks):
+            continue
+        try:
+            hits = np.broadcast_arrays(*[codes[names[n]] == m.operands[names[n]].classes.index(c)
+                                         for n, c in t.at])
+        except ValueError:
+            continue
+        if np.logical_and.reduce(hits).any():
+            out.add(("targets", t.name))
+    return out
+
+
+class Tally:
+    """What the batches of one signature met, for the runner's ``signature`` records."""
+
+    def __init__(self, spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> None:
+        self.spec, self.sig, self.binding = spec, sig, dict(binding)
+        self.universe = model(spec, binding).items()
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, arrays: Sequence[np.ndarray]) -> None:
+        self.seen |= met(self.spec, self.sig, self.binding, arrays)
+
+    def record(self) -> dict[str, Any]:
+        """``{"of": {kind: n}, "met": {kind: n}, "missing": {kind: [item, ...]}}`` (kinds
+        with an empty universe left out)."""
+        of, got, missing = {}, {}, {}
+        for kind, items in self.universe.items():
+            if not items:
+                continue
+            miss = [i for i in items if (kind, i) not in self.seen]
+            of[kind], got[kind] = len(items), len(items) - len(miss)
+            if miss:
+                missing[kind] = miss
+        return {"of": of, "met": got, "missing": missing}
