@@ -5,7 +5,8 @@
                     [--jobs N] [--resume | --force] [--no-replay]
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
-    conformance expectations check RESULTS.jsonl FILE | update RESULTS.jsonl FILE
+    conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
+    conformance expectations update RESULTS.jsonl FILE [--also RESULTS.jsonl ...]
     conformance list [ops|families|types|backends]
     conformance show OP
     conformance specs validate [FILE ...]
@@ -240,12 +241,22 @@ def _parser() -> argparse.ArgumentParser:
     _kind(chk.add_argument("results"), "results")
     _kind(chk.add_argument("expectations", help="the expectations file, or a shipped one by "
                                                 "name (jax-cpu)"), "expectations")
-    chk.add_argument("--fail-on-stale", action="store_true")
-    upd = ex_sub.add_parser("update", help="write the expectations file from a run's results, "
-                                           "keeping the reasons already there")
+    chk.add_argument("--fail-on-stale", action="store_true",
+                     help="also fail on stale entries (and on listed element types or rules "
+                          "the run exercised that matched nothing)")
+    chk.add_argument("--strict", action="store_true",
+                     help="also fail on broad entries: a pattern (op glob, '*' element type, "
+                          "class wildcard, ...) naming more than the run matched")
+    upd = ex_sub.add_parser("update", help="write the expectations file from a run's results "
+                                           "as narrow entries (exact op, class and element "
+                                           "types), keeping the reasons already there")
     _kind(upd.add_argument("results"), "results")
     _kind(upd.add_argument("expectations", help="the file to write (read first if it exists)"),
           "out_file")
+    _kind(upd.add_argument("--also", action="append", metavar="RESULTS", dest="more_results",
+                           help="the results of another run to take into account too (e.g. "
+                                "a quick and a default run: the file gates both); repeatable"),
+          "results")
     _kind(upd.add_argument("--backend", help="only this backend's divergences (a backend of "
                                              "the run)"), "run_backend")
 
@@ -554,27 +565,50 @@ def cmd_repro(args) -> int:
 
 
 def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
-          verbose: bool = True) -> int:
+          verbose: bool = True, entries: bool = False, strict: bool = False) -> int:
     """The exit code of a run or check: 1 on divergences the expectations do not list
-    (every divergence when there are none), or on stale entries with fail_on_stale;
-    3 when there is no divergence but the suite recorded internal errors. It counts
-    what the report, summary.json and junit.xml count (conformance.expectations.gate
-    over the same records)."""
-    from conformance.expectations import gate
+    (every divergence when there are none), on stale entries with fail_on_stale, on
+    broad entries with strict; 3 when there is no divergence but the suite recorded
+    internal errors. It counts what the report, summary.json and junit.xml count
+    (conformance.expectations.gate over the same records). ``entries``: a line per
+    entry saying what it matched, and the narrow entries a broad one should be."""
+    from conformance.expectations import audit, gate
     g = gate(records, expectations)
+    audits = audit(g, expectations) if expectations is not None else []
+    broad = [a for a in audits if a.is_broad]
+    partly = [a for a in audits if a.unused]
 
     def where(item):
         return item["rule"] or item["element_type"]
+    if entries:
+        for a in audits:
+            e = a.entry
+            print(f"ENTRY       expectations[{e.index}] {e.op} {e.where} {e.cls}: {a.summary()}")
+            for line in a.broad:
+                print(f"  BROAD     {line}")
+            if a.unused:
+                print(f"  UNUSED    listed but matched nothing, though the run exercised them: "
+                      f"{', '.join(a.unused)}")
+            if a.suggestion:
+                print(f"  SUGGEST   replace it with {len(a.suggestion)} narrow entr"
+                      f"{'y' if len(a.suggestion) == 1 else 'ies'} (with its reason"
+                      f"{' and link' if e.link else ''}; `conformance expectations update` "
+                      "writes them):")
+                for s in a.suggestion:
+                    print(f"            - {s.flow()}")
     if verbose:
         for item in g.unexpected:
             print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
                   f"({item['cases']} cases)")
         for e in g.stale:
             print(f"STALE       {expectations.path}: expectations[{e.index}] {e.op} "
-                  f"{e.rule or e.element_type} {e.cls}: matched nothing in this run")
+                  f"{e.where} {e.cls}: matched nothing in this run")
     if expectations is not None:
         print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
-              f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run")
+              f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run; "
+              f"{len(broad)} broad entr{'y' if len(broad) == 1 else 'ies'}"
+              + ("" if entries or not broad else
+                 " (`conformance expectations check RESULTS FILE` shows them)"))
     else:
         by_class: dict[str, int] = {}
         for item in g.unexpected:
@@ -582,7 +616,7 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
         print(f"divergences: {len(g.unexpected)} (backend, op, element type or rule, class)"
               + (": " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
                  if by_class else ""))
-    if g.unexpected or (fail_on_stale and g.stale):
+    if g.unexpected or (fail_on_stale and (g.stale or partly)) or (strict and broad):
         return EXIT_DIVERGENCES
     internal = sum(1 for r in records if r.get("kind") == "internal_error")
     if internal:
@@ -592,11 +626,12 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
 
 
 def cmd_expectations(args) -> int:
-    from conformance.expectations import dump, is_shipped_name, update
+    from conformance.expectations import DEFAULT_HEADER, dump, is_shipped_name, update
     records = _results(args.results)
     if args.expectations_command == "check":
         return _gate(records, _expectations(args.expectations, "expectations"),
-                     args.fail_on_stale)
+                     args.fail_on_stale, entries=True, strict=args.strict)
+    more = [_results(text) for text in args.more_results or []]
     text = args.expectations
     if not text.strip() or is_shipped_name(text):
         raise UsageError(f"expectations file {text!r}: give the path of the file to write, "
@@ -607,16 +642,21 @@ def cmd_expectations(args) -> int:
     if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK) \
             or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"{text}: cannot be written (no such folder, or not writable)")
-    backends = sorted({str(b.get("name")) for r in records if r.get("kind") == "run"
+    backends = sorted({str(b.get("name")) for rs in [records, *more] for r in rs
+                       if r.get("kind") == "run"
                        for b in r.get("backends") or [] if isinstance(b, dict)})
     if args.backend is not None and args.backend not in backends:
         raise UsageError(f"--backend: {args.backend!r} is not a backend of this run "
                          f"({', '.join(backends) or 'none'})")
     old = _expectations(text, "expectations") if path.exists() else None
-    entries = update(records, old, args.backend)
-    path.write_text(dump(entries, args.backend or (old.backend if old else None)))
+    entries = update([r for rs in [records, *more] for r in rs], old, args.backend)
+    path.write_text(dump(entries, args.backend or (old.backend if old else None),
+                         header=old.header if old and old.header else DEFAULT_HEADER))
     todo = sum(1 for e in entries if e.reason.startswith("TODO"))
-    print(f"{path}: {len(entries)} expectation(s), {todo} with a TODO reason to fill in")
+    wide = sum(1 for e in entries if not e.is_narrow())
+    print(f"{path}: {len(entries)} expectation(s) ({len(old.entries) if old else 0} before), "
+          f"{todo} with a TODO reason to fill in"
+          + (f", {wide} broad one(s) kept: the run did not exercise them" if wide else ""))
     return EXIT_OK
 
 

@@ -484,17 +484,7 @@ def _covers(e, backend: str, info: dict, op: str, element_type: str | None,
             rule: str | None) -> bool:
     """Whether a test of (op, element type or rule) on this backend could match entry
     ``e`` (any class): the entry is stale if such a test ran to the end and it did not."""
-    import fnmatch
-    if e.backend and not fnmatch.fnmatchcase(backend, e.backend):
-        return False
-    if not fnmatch.fnmatchcase(op, e.op):
-        return False
-    if e.rule is not None or rule is not None:
-        if e.rule is None or rule is None or not fnmatch.fnmatchcase(rule, e.rule):
-            return False
-    elif element_type is not None and not fnmatch.fnmatchcase(element_type, e.element_type):
-        return False
-    return all(fnmatch.fnmatchcase(str(info.get(k, "")), v) for k, v in e.when)
+    return e.covers(backend, info, op, element_type, rule)
 
 
 def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> None:
@@ -534,7 +524,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 
 
 def _entry_text(e) -> str:
-    return f"{e.op} {e.rule or e.element_type} {e.cls}"
+    return f"{e.op} {e.where} {e.cls}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

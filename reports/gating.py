@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.compare import DIVERGENCES
-from conformance.expectations import Expectation, Expectations, Gate, gate, load_expectations
+from conformance.expectations import (EntryAudit, Expectation, Expectations, Gate, audit, gate,
+                                      load_expectations)
 
 from .aggregate import Cell, OpData, RuleResult, first_type
 
@@ -54,7 +56,7 @@ def anchor(item: dict) -> str:
 def entry_dict(e: Expectation, path: str | None) -> dict[str, Any]:
     """An expectation entry as plain data (summary.json, templates)."""
     return {"file": path, "index": e.index, "op": e.op,
-            "element_type": None if e.rule is not None else e.element_type,
+            "element_type": None if e.rules is not None else e.element_type,
             "rule": e.rule, "class": e.cls, "reason": e.reason, "link": e.link,
             "when": dict(e.when), "backend": e.backend}
 
@@ -149,6 +151,17 @@ class GateView:
     def not_exercised(self) -> list[dict]:
         return [entry_dict(e, self.expectations.path) for e in self.gate.not_exercised]
 
+    @functools.cached_property
+    def audits(self) -> list[EntryAudit]:
+        """Per entry: what it matched, and whether it is broader than that."""
+        return audit(self.gate, self.expectations)
+
+    def broad(self) -> list[dict]:
+        """The entries broader than their matches, each with the narrow ones suggested."""
+        return [{**entry_dict(a.entry, self.expectations.path), "broad": a.broad,
+                 "suggestion": [s.flow() for s in a.suggestion]}
+                for a in self.audits if a.is_broad]
+
     def summary(self) -> dict[str, Any]:
         """The ``gate`` object of summary.json."""
         def item(i: dict) -> dict:
@@ -158,7 +171,8 @@ class GateView:
                 "counts": self.counts(),
                 "unexpected": [item(i) for i in self.unexpected()],
                 "expected": [item(i) for i in self.expected()],
-                "stale": self.stale(), "not_exercised": self.not_exercised()}
+                "stale": self.stale(), "not_exercised": self.not_exercised(),
+                "entries": [_plain(a.as_dict()) for a in self.audits]}
 
     # -- per thing shown -------------------------------------------------------------
 
@@ -232,6 +246,15 @@ def _cell_classes(cell: Cell) -> list[str]:
         if outcome in DIVERGENCES and n and outcome not in out:
             out.append(outcome)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """Tuples (flow lists of entries) as lists, for JSON."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _order(item: dict) -> tuple:

@@ -89,7 +89,7 @@ def _expectations_suite(root: ET.Element, report: Report) -> "_Suite | None":
     """Stale entries of the expectations file (and entries for ops the run did not
     cover) as skipped test cases: visible in CI, never failing."""
     gate = report.gate
-    if gate is None or not (gate.gate.stale or gate.gate.not_exercised):
+    if gate is None or not (gate.gate.stale or gate.gate.not_exercised or gate.broad()):
         return None
     suite = _Suite(root, "conformance-expectations")
     ET.SubElement(ET.SubElement(suite.el, "properties"), "property", name="file",
@@ -104,6 +104,13 @@ def _expectations_suite(root: ET.Element, report: Report) -> "_Suite | None":
             suite.case("conformance.expectations",
                        f"expectations[{e['index']}] {e['op']} {where(e)} {e['class']}",
                        "skipped", f"{kind}: {why} ({e['reason']})", text)
+    for e in gate.broad():
+        name = f"expectations[{e['index']}] {e['op']} {where(e)} {e['class']}"
+        text = "\n".join([f"{gate.path}: {name}", *e["broad"], "narrow entries to replace it:",
+                          *(f"  {s}" for s in e["suggestion"])])
+        suite.case("conformance.expectations", name, "skipped",
+                   "broad: waives more than this run matched (" + "; ".join(e["broad"]) + ")",
+                   text)
     return suite
 
 

@@ -1,4 +1,5 @@
 """Expectations: matching, stale entries, update keeping reasons, one-line errors."""
+import json
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,219 @@ def test_shipped_jax_cpu_expectations_load():
     exp = load_expectations(ROOT / "expectations" / "jax-cpu.yaml")
     assert exp.backend == "jax" and len(exp.entries) > 10
     assert all(not e.reason.startswith("TODO") for e in exp.entries)
+
+
+# ---------------------------------------------------------------------------
+# Breadth (issue 12, point 4): an entry that names more than it matched
+# ---------------------------------------------------------------------------
+
+from conformance.cli import main  # noqa: E402
+from conformance.expectations import Expectation, audit, type_keys  # noqa: E402
+
+NARROW_RECORDS = [
+    RUN,
+    sig("atan2", "f32", {"pass": 60, "value": 3}, "value"),
+    sig("atan2", "f64", {"pass": 64}),
+    sig("atan2", "complex<f32>", {"pass": 60, "nan": 2}, "nan"),
+    sig("atan2", "complex<f64>", {"pass": 60, "nan": 1}, "nan"),
+    sig("log", "f32", {"pass": 60, "subnormal_flush": 5}, "subnormal_flush"),
+    sig("log_plus_one", "f32", {"pass": 64}),
+    {"kind": "invalid", "backend": "jax", "op": "select", "rule": "I1",
+     "outcome": "accepted_invalid"},
+    {"kind": "invalid", "backend": "jax", "op": "select", "rule": "C1", "outcome": "rejected"},
+]
+
+
+def audited(tmp_path, text, records=NARROW_RECORDS):
+    exp = load_expectations(write(tmp_path, "expectations:\n" + text))
+    g = gate(records, exp)
+    return g, {a.entry.index: a for a in audit(g, exp)}
+
+
+def check(tmp_path, records, text, *flags):
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    p = tmp_path / "check.yaml"
+    p.write_text("expectations:\n" + text)
+    return main(["expectations", "check", str(results), str(p), *flags])
+
+
+@pytest.mark.parametrize("entry, flagged", [
+    # a '*' element type that matched one type of the eight atan2 has
+    ("{op: atan2, element_type: '*', class: value, reason: r}", ["element_type '*'"]),
+    # a class wildcard that matched one class
+    ("{op: atan2, element_type: f32, class: '*', reason: r}", ["class '*'"]),
+    # an op glob that matched one op of the three it names (log, log_plus_one, logistic)
+    ("{op: 'log*', element_type: f32, class: subnormal_flush, reason: r}", ["op 'log*'"]),
+    # all three at once: the old jax-cpu subnormal_flush entry
+    ("{op: '*', element_type: '*', class: '*', reason: r}",
+     ["op '*'", "element_type '*'", "class '*'"]),
+    # a rule pattern that matched one rule of select's
+    ("{op: select, rule: '*', class: accepted_invalid, reason: r}", ["rule '*'"]),
+])
+def test_a_broad_entry_is_flagged_with_the_narrow_entries_it_suggests(tmp_path, entry, flagged):
+    g, audits = audited(tmp_path, f"- {entry}\n")
+    a = audits[0]
+    assert a.status == "used" and a.is_broad
+    assert [line.split(" matched")[0] for line in a.broad] == flagged
+    # the suggestion waives exactly what the entry matched, and names nothing else
+    assert all(s.is_narrow() and s.reason == "r" for s in a.suggestion)
+    exp = load_expectations(write(tmp_path, dump(a.suggestion)))
+    again = gate(NARROW_RECORDS, exp)
+    assert {(i["op"], i["element_type"], i["rule"], i["class"]) for i in again.expected} == \
+        {(i["op"], i["element_type"], i["rule"], i["class"]) for i in g.expected}
+    assert not any(x.is_broad for x in audit(again, exp))
+
+
+def test_the_suggestion_lists_the_types_seen_per_op_and_class(tmp_path):
+    _, audits = audited(tmp_path, "- {op: '*', element_type: '*', class: '*', reason: r, "
+                                  "link: 'https://x/1', when: {platform: cpu}}\n")
+    a = audits[0]
+    assert [s.flow() for s in a.suggestion] == [
+        "{op: atan2, element_type: [complex<f32>, complex<f64>], class: nan, "
+        "when: {platform: cpu}}",
+        "{op: atan2, element_type: f32, class: value, when: {platform: cpu}}",
+        "{op: log, element_type: f32, class: subnormal_flush, when: {platform: cpu}}",
+    ]
+    assert {s.link for s in a.suggestion} == {"https://x/1"}
+    assert a.ops == ["atan2", "log"] and a.classes == ["nan", "subnormal_flush", "value"]
+    assert a.cases == 11
+    assert "matched 2 ops (atan2, log)" in a.summary()
+
+
+@pytest.mark.parametrize("entry", [
+    "{op: atan2, element_type: f32, class: value, reason: r}",
+    "{op: atan2, element_type: [complex<f32>, complex<f64>], class: nan, reason: r}",
+    # a pattern that names exactly what it matched is not broader than its matches
+    "{op: atan2, element_type: 'complex*', class: nan, reason: r}",
+    "{op: select, rule: I1, class: accepted_invalid, reason: r}",
+])
+def test_a_narrow_entry_is_not_flagged(tmp_path, entry):
+    _, audits = audited(tmp_path, f"- {entry}\n")
+    assert audits[0].status == "used" and not audits[0].is_broad
+    assert audits[0].suggestion == [] and audits[0].unused == []
+
+
+def test_listed_types_the_run_exercised_without_a_match_are_unused(tmp_path):
+    _, audits = audited(tmp_path, "- {op: atan2, element_type: [f32, f64, bf16], class: value, "
+                                  "reason: r}\n")
+    # f64 ran and passed: that part is stale; bf16 was not run: nothing to say
+    assert audits[0].unused == ["f64"] and not audits[0].is_broad
+
+
+def test_check_strict_fails_on_broad_entries_only(tmp_path, capsys):
+    records = NARROW_RECORDS
+    narrow = ("- {op: atan2, element_type: f32, class: value, reason: r}\n"
+              "- {op: atan2, element_type: [complex<f32>, complex<f64>], class: nan, reason: r}\n"
+              "- {op: log, element_type: f32, class: subnormal_flush, reason: r}\n"
+              "- {op: select, rule: I1, class: accepted_invalid, reason: r}\n")
+    assert check(tmp_path, records, narrow, "--strict") == 0
+    out = capsys.readouterr().out
+    assert "ENTRY       expectations[0] atan2 f32 value: matched 1 op (atan2), 1 element " \
+           "type (f32), 1 class (value), 3 case(s)" in out
+    assert "0 broad entries" in out and "BROAD" not in out
+    broad = narrow.replace("element_type: f32, class: value", "element_type: '*', class: value")
+    assert check(tmp_path, records, broad) == 0            # reported, not failing
+    out = capsys.readouterr().out
+    assert "BROAD     element_type '*' matched 1 element type (f32) of the" in out
+    assert "SUGGEST   replace it with 1 narrow entry" in out
+    assert "- {op: atan2, element_type: f32, class: value}" in out
+    assert check(tmp_path, records, broad, "--strict") == 1
+    # the unused part of a list fails only with --fail-on-stale
+    unused = narrow.replace("element_type: f32, class: value", "element_type: [f32, f64], "
+                                                               "class: value")
+    assert check(tmp_path, records, unused, "--strict") == 0
+    assert "UNUSED" in capsys.readouterr().out
+    assert check(tmp_path, records, unused, "--fail-on-stale") == 1
+
+
+def test_update_writes_narrow_entries_keeping_reasons_links_and_conditions(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in NARROW_RECORDS))
+    target = tmp_path / "mine.yaml"
+    target.write_text("""# my backend's known divergences
+# (kept on update)
+backend: jax
+expectations:
+- {op: '*', element_type: '*', class: subnormal_flush, when: {platform: cpu}, reason: FTZ,
+   link: 'https://x/ftz'}
+- {op: atan2, element_type: '*', class: '*', reason: atan2 is off}
+- {op: popcnt, element_type: si4, class: value, reason: not run here}
+- {op: log_plus_one, element_type: f32, class: accuracy, reason: fixed since}
+""")
+    assert main(["expectations", "update", str(results), str(target)]) == 0
+    text = target.read_text()
+    assert text.startswith("# my backend's known divergences\n# (kept on update)\nbackend: jax\n")
+    exp = load_expectations(target)
+    assert [(e.op, e.where, e.cls, e.reason) for e in exp.entries] == [
+        ("log", "f32", "subnormal_flush", "FTZ"),                # the broad FTZ entry, narrowed
+        ("atan2", "[complex<f32>, complex<f64>]", "nan", "atan2 is off"),
+        ("atan2", "f32", "value", "atan2 is off"),
+        ("popcnt", "si4", "value", "not run here"),              # not exercised: kept
+        ("select", "I1", "accepted_invalid", "TODO: why this divergence is expected"),
+    ]                                                            # log_plus_one: stale, gone
+    assert exp.entries[0].when == (("platform", "cpu"),) and exp.entries[0].link == "https://x/ftz"
+    assert "element_type: [complex<f32>, complex<f64>]" in text     # a list on one line
+    assert all(e.is_narrow() for e in exp.entries)
+    assert check(tmp_path, NARROW_RECORDS, text.split("expectations:\n", 1)[1], "--strict") == 0
+
+
+def test_update_takes_several_runs_into_account(tmp_path):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in NARROW_RECORDS))
+    other = [RUN, sig("atan2", "f64", {"pass": 60, "value": 1}, "value"),
+             sig("atan2", "f32", {"pass": 64})]
+    second.write_text("".join(json.dumps(r) + "\n" for r in other))
+    target = tmp_path / "both.yaml"
+    assert main(["expectations", "update", str(first), str(target), "--also", str(second)]) == 0
+    exp = load_expectations(target)
+    assert ("atan2", "[f32, f64]", "value") in [(e.op, e.where, e.cls) for e in exp.entries]
+    # the file gates both runs, and nothing in it is broader than what they matched
+    for records in (NARROW_RECORDS, other):
+        g = gate(records, exp)
+        assert g.passed and not any(a.is_broad for a in audit(g, exp))
+
+
+def test_update_of_several_backends_writes_one_entry_per_backend(tmp_path):
+    run = {"kind": "run", "backends": [{"name": "jax"}, {"name": "xla"}]}
+    records = [run, sig("add", "f32", {"value": 1}, "value"),
+               {**sig("add", "f32", {"value": 1}, "value"), "backend": "xla"},
+               {**sig("add", "f64", {"value": 1}, "value"), "backend": "xla"}]
+    entries = update(records, None)
+    assert [(e.backend, e.where) for e in entries] == [("jax", "f32"), ("xla", "[f32, f64]")]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("expectations: [{op: atan2, element_type: complex64, class: value, reason: r}]",
+     "element type 'complex64' matches no element type of atan2"),
+    ("expectations: [{op: select, rule: C9, class: accepted_invalid, reason: r}]",
+     "rule 'C9' matches no rule of select"),
+    ("expectations: [{op: add, element_type: f32, rule: C1, class: value, reason: r}]",
+     "not both"),
+    ("expectations: [{op: add, element_type: [], class: value, reason: r}]",
+     "'element_type' must be a name or a list of names"),
+])
+def test_entries_that_name_nothing_are_errors(tmp_path, text, message):
+    with pytest.raises(ExpectationsError, match=message):
+        load_expectations(write(tmp_path, text))
+
+
+def test_lists_match_each_name():
+    e = Expectation(op="atan2", cls="value", reason="r", element_types=("f32", "complex*"))
+    assert e.matches("jax", {}, "atan2", "value", "f32")
+    assert e.matches("jax", {}, "atan2", "value", "complex<f64>")
+    assert not e.matches("jax", {}, "atan2", "value", "f64")
+    assert not e.is_narrow() and e.element_type == "[f32, complex*]"
+    assert "f32" in type_keys("atan2")
+
+
+def test_shipped_jax_cpu_expectations_are_narrow():
+    """Every entry of the shipped file names exactly what it waives (an op, a class, the
+    element types or rules), with a one-line reason."""
+    exp = load_expectations("jax-cpu")
+    wide = [f"expectations[{e.index}] {e.op} {e.where} {e.cls}" for e in exp.entries
+            if not e.is_narrow()]
+    assert wide == []
+    assert all("\n" not in e.reason and len(e.reason) <= 200 for e in exp.entries)
+    keys = [(e.op, e.where, e.cls) for e in exp.entries]
+    assert len(keys) == len(set(keys))
