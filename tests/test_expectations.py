@@ -322,3 +322,29 @@ def test_shipped_jax_cpu_expectations_are_narrow():
     assert all("\n" not in e.reason and len(e.reason) <= 200 for e in exp.entries)
     keys = [(e.op, e.where, e.cls) for e in exp.entries]
     assert len(keys) == len(set(keys))
+
+
+def test_the_report_carries_what_each_entry_matched_and_the_broad_ones(tmp_path):
+    """summary.json's gate.entries (every entry) and a skipped JUnit case per broad entry."""
+    import xml.etree.ElementTree as ET
+    from conformance import reports
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in NARROW_RECORDS))
+    p = write(tmp_path, "expectations:\n"
+                        "- {op: atan2, element_type: '*', class: '*', reason: r}\n"
+                        "- {op: log, element_type: f32, class: subnormal_flush, reason: r}\n"
+                        "- {op: select, rule: I1, class: accepted_invalid, reason: r}\n")
+    reports.render(results, tmp_path / "out", expectations=p)
+    entries = json.loads((tmp_path / "out" / "summary.json").read_text())["gate"]["entries"]
+    assert [(e["index"], e["status"], bool(e["broad"])) for e in entries] == \
+        [(0, "used", True), (1, "used", False), (2, "used", False)]
+    assert entries[0]["element_types"] == ["complex<f32>", "complex<f64>", "f32"]
+    assert entries[0]["cases"] == 6 and entries[2]["rules"] == ["I1"]
+    assert {"op": "atan2", "element_type": "f32", "class": "value", "reason": "r"} in \
+        entries[0]["suggestion"]
+    root = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    suite = next(s for s in root.iter("testsuite") if s.get("name") == "conformance-expectations")
+    (case,) = suite.findall("testcase")
+    assert case.get("name") == "expectations[0] atan2 * *"
+    assert case.find("skipped").get("message").startswith("broad: ")
+    assert "{op: atan2, element_type: f32, class: value}" in case.find("skipped").text
