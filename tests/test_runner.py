@@ -103,14 +103,19 @@ def test_results_of_a_killed_run_are_readable(tmp_path):
 
 
 def test_tolerance_profile_overrides_the_spec_bound(tmp_path):
-    """The planted 1-ulp error in f32 add is a value divergence under the spec's exact
-    rule, and passes under a profile that allows 1 ulp."""
+    """A planted 1-ulp error in f32 add (toward zero: never an overflow, which no ulp
+    bound excuses; the batches meet the largest finite value) is a value divergence under
+    the spec's exact rule, and passes under a profile that allows 1 ulp."""
     from conformance.tolerances import load_tolerances
     prof = tmp_path / "tol.yaml"
     prof.write_text("add:\n  f32: {ulp: 1}\n")
-    recs = _run(tmp_path / "run", ["planted:PlantedAddF32"], ops=["add"], element_types=["f32"],
+    backend = ["planted:OneUlpTowardZeroAddF32"]
+    recs = _run(tmp_path / "run", backend, ops=["add"], element_types=["f32"],
                 invalid=False, examples=False, tolerances=load_tolerances(prof))
     assert all(r["outcome"] == "pass" for r in _kinds(recs, "signature"))
+    recs = _run(tmp_path / "exact", backend, ops=["add"], element_types=["f32"],
+                invalid=False, examples=False)
+    assert any(r["outcome"] == "value" for r in _kinds(recs, "signature"))
 
 
 def test_bad_tolerance_profile_names_file_and_key(tmp_path):
