@@ -91,9 +91,16 @@ def check_case(backend: Backend, case: Case, accuracy: Accuracy | None = None) -
         verdict = judge(Judgement(sig, spec, accuracy or spec.signature_accuracy(sig), stacked,
                                   expected, actual, masks,
                                   lambda xs: oracles.evaluate_batch(sig, xs, spec),
-                                  lambda: [np.asarray(a)[None] for a in backend.run(case)]))
+                                  lambda: [np.asarray(a)[None] for a in backend.run(case)],
+                                  rules_on=_rules_on(sig, spec)))
     return CaseResult(verdict.case_class_names()[0], [e[0] for e in expected],
                       [a[0] for a in actual], verdict.type_message or "")
+
+
+def _rules_on(sig: Signature, spec: OpSpec):
+    """The spec's implementation-defined rules on other inputs of the signature (and the
+    oracle's results on them): what the verdict needs to judge a flush."""
+    return lambda xs, ys: oracles.implementation_defined(sig, xs, spec, ys)
 
 
 def check_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
@@ -234,7 +241,8 @@ class SignatureCheck:
                 r.verdict = judge(Judgement(sig, spec, self.accuracy, stacked, expected,
                                             r.actual, masks,
                                             lambda xs: oracles.evaluate_batch(sig, xs, spec),
-                                            lambda exe=exe: exe(stacked)))
+                                            lambda exe=exe: exe(stacked),
+                                            rules_on=_rules_on(sig, spec)))
             batch = Batch(index, stacked, expected, masks, results)
             batch.suspects = self._cross(batch)
         return batch

@@ -18,12 +18,14 @@ each group's values are compared as a multiset (:func:`permuted_within_groups`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import ml_dtypes
 import numpy as np
 
-from conformance.core.numerics import eps, flush_subnormals, is_subnormal, ordinal, to_wide
+from conformance.core.numerics import (element_bits as _element_bits, eps, flush_subnormals,
+                                       is_subnormal, ordinal, permuted_within_groups,
+                                       same_bits_or_nan, to_wide)
 from conformance.specs import Accuracy
 from conformance.core.types import element_type, type_of
 
@@ -167,21 +169,33 @@ def _reduce_to_cases(cls: np.ndarray) -> np.ndarray:
 
 
 def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
-                  accuracy: Accuracy, impl_masks: dict[str, np.ndarray] | None = None,
+                  accuracy: Accuracy, impl_masks: "Mapping[str, np.ndarray] | None" = None,
                   inputs: Sequence[np.ndarray] | None = None,
                   reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None,
                   allowance: "Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None"
-                  = None) -> BatchVerdict:
+                  = None,
+                  rules_on: "Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], Mapping] | None"
+                  = None, moves_values: bool = False) -> BatchVerdict:
     """Compare a batch (leading axis = case) of backend results with the oracle's.
 
+    ``impl_masks`` (conformance.oracles.implementation_defined) says which elements the
+    spec leaves open and what it still allows there: a rule whose ``allowed:`` is
+    ``any`` masks its elements; one with named alternatives passes an element whose
+    value is the oracle's or one of them (bit for bit, any NaN equals any NaN) and
+    leaves any other value its class; permutation groups compare as multisets.
+
     ``reevaluate`` (the oracle on other inputs) lets the comparator tell a
-    subnormal flush from a wrong value: where the backend's result matches the
-    oracle on flushed inputs, or the flushed oracle result, the class is
-    ``subnormal_flush``. ``allowance(i, actual, expected, classes)`` (a verdict kind's
-    hook, conformance.verdicts) may reclassify result ``i``'s elements before that, e.g.
-    pass a difference within a bound the spec allows and class the rest ``bound``.
+    subnormal flush from a wrong value, element by element (:func:`_detect_flush`);
+    ``rules_on(inputs, results)`` gives the implementation-defined rules on other
+    inputs (what the spec allows on flushed inputs); ``moves_values``: the op's results
+    are input values it picks by comparing them (the spec's ``moves_values``).
+    ``allowance(i, actual, expected,
+    classes)`` (a verdict kind's hook, conformance.verdicts) may reclassify result
+    ``i``'s elements before that, e.g. pass a difference within a bound the spec allows
+    and class the rest ``bound``.
     """
     batch = expected[0].shape[0] if expected and expected[0].ndim else 1
+    rules = impl_masks if hasattr(impl_masks, "allowed") else None
     impl_masks = dict(impl_masks or {})
     groups = {r: m for r, m in impl_masks.items() if np.asarray(m).dtype.kind in "iu"}
     if len(actual) != len(expected) or any(
@@ -211,51 +225,83 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
         element_classes.append(cls)
         errors.append(err)
     if reevaluate is not None and inputs is not None:
-        _detect_flush(element_classes, expected, actual, inputs, accuracy, reevaluate)
-    impl_stats: dict[str, dict[str, int]] = dict(group_stats)
+        _detect_flush(element_classes, expected, actual, inputs, accuracy, reevaluate,
+                      rules if not groups else None, rules_on if not groups else None,
+                      moves_values)
+    impl_stats: dict[str, dict] = dict(group_stats)
     if impl_masks:
-        combined = np.zeros(element_classes[0].shape, bool)
+        shape = element_classes[0].shape
+        passed = [np.zeros(shape, bool) for _ in element_classes]
         for rule, mask in impl_masks.items():
-            mask = np.broadcast_to(mask, element_classes[0].shape)
-            conventional = sum(int(np.count_nonzero(c[mask] == PASS)) for c in element_classes)
-            impl_stats[rule] = {"elements": int(np.count_nonzero(mask)) * len(element_classes),
-                                "conventional": conventional}
-            combined |= mask
+            mask = np.broadcast_to(mask, shape)
+            kind = rules.allowed(rule) if rules is not None else "any"
+            conventional = [mask & (c == PASS) for c in element_classes]
+            st = {"elements": int(np.count_nonzero(mask)) * len(element_classes),
+                  "conventional": sum(int(np.count_nonzero(c)) for c in conventional)}
+            if kind != "set":
+                for p in passed:
+                    p |= mask
+            else:
+                st.update(_allowed_set(rules, rule, mask, element_classes, actual, passed))
+            impl_stats[rule] = st
         for i, c in enumerate(element_classes):
             c = c.copy()
-            c[combined] = PASS
+            c[passed[i]] = PASS
             element_classes[i] = c
             if errors[i] is not None:
-                errors[i] = np.where(combined, np.nan, errors[i])
+                errors[i] = np.where(passed[i], np.nan, errors[i])
     case_classes = np.zeros(batch, np.int8)
     for c in element_classes:
         case_classes = np.maximum(case_classes, _reduce_to_cases(c))
     return BatchVerdict(case_classes, element_classes, errors, impl_stats)
 
 
-def permuted_within_groups(arrays: Sequence[np.ndarray], labels: np.ndarray
-                           ) -> list[np.ndarray]:
-    """``arrays`` (of one shape) with the elements of each group (same label > 0) put
-    in one canonical order: sorted by their bytes in all the arrays together, and placed
-    back at the group's positions in index order. Two sets of results that hold the same
-    tuples of values in a group, in any order, become equal."""
-    arrays = [np.asarray(a) for a in arrays]
-    shape = arrays[0].shape
-    n = int(np.prod(shape, dtype=np.int64))
-    if n == 0:
-        return arrays
-    flat_labels = np.broadcast_to(np.asarray(labels), shape).reshape(-1)
-    group = np.where(flat_labels > 0, flat_labels, -1 - np.arange(n))  # others: alone
-    flats = [np.ascontiguousarray(a.reshape(-1)) for a in arrays]
-    keys = [col for f in flats for col in f.view(np.uint8).reshape(n, -1).T]
-    by_value = np.lexsort(keys + [group])            # grouped, then by bytes
-    by_position = np.argsort(group, kind="stable")   # grouped, then by index
-    out = []
-    for f in flats:
-        g = f.copy()
-        g[by_position] = f[by_value]
-        out.append(g.reshape(shape))
-    return out
+def _allowed_set(rules, rule: str, mask: np.ndarray, classes, actual, passed) -> dict:
+    """Elements of ``rule`` pass when the backend gave the oracle's value or one of the
+    rule's alternatives (bit for bit, any NaN equals any NaN); ``passed`` gathers them.
+    Returns the rule's record: how many elements took each alternative (the first that
+    matches, in the spec's order; ``any`` for those the rule leaves unbounded) and how
+    many lay outside the set (divergences of their own class)."""
+    open_ = [mask & (c != PASS) for c in classes]
+    chosen: dict[str, int] = {}
+    outside = 0
+    if not any(o.any() for o in open_):
+        return {"alternatives": chosen, "outside": 0}
+    alternatives = rules.alternatives(rule)
+    anywhere = rules.anywhere(rule)
+    for i, o in enumerate(open_):
+        left = o.copy()
+        if anywhere is not None:
+            hit = left & np.broadcast_to(anywhere, left.shape)
+            if hit.any():
+                chosen["any"] = chosen.get("any", 0) + int(np.count_nonzero(hit))
+                left &= ~hit
+        a = np.asarray(actual[i])
+        for name, candidates in alternatives.items():
+            if not left.any():
+                break
+            hit = np.zeros(left.shape, bool)
+            for cand in candidates:
+                hit |= left & same_bits_or_nan(a, np.asarray(cand[i]))
+            if hit.any():
+                chosen[name] = chosen.get(name, 0) + int(np.count_nonzero(hit))
+                left &= ~hit
+        passed[i] |= (mask & (classes[i] == PASS)) | (o & ~left)
+        outside += int(np.count_nonzero(left))
+    return {"alternatives": chosen, "outside": outside}
+
+
+def merge_impl_stats(into: dict, rule_stats: dict) -> None:
+    """Add one batch's (or record's) per-rule implementation-defined counts to a total."""
+    for rule, st in rule_stats.items():
+        d = into.setdefault(rule, {"elements": 0, "conventional": 0})
+        d["elements"] += int(st.get("elements", 0))
+        d["conventional"] += int(st.get("conventional", 0))
+        if "alternatives" in st:
+            alts = d.setdefault("alternatives", {})
+            for name, n in st["alternatives"].items():
+                alts[name] = alts.get(name, 0) + int(n)
+            d["outside"] = d.get("outside", 0) + int(st.get("outside", 0))
 
 
 def _permutation_groups(actual, expected, groups, accuracy):
@@ -275,28 +321,145 @@ def _permutation_groups(actual, expected, groups, accuracy):
     return actual, expected, stats
 
 
-def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate) -> None:
+def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate,
+                  rules=None, rules_on=None, moves_values: bool = False) -> None:
     """Reclassify failing elements as ``subnormal_flush`` where flushing subnormals to
-    zero explains them: the backend's result, flushed, equals the oracle's result
-    flushed (FTZ), or the oracle's result on flushed inputs (DAZ), or the oracle's
-    result with results that were tiny before rounding flushed (FTZ of an
-    intermediate: a product that rounds up to the smallest normal)."""
+    zero explains them, each on its own evidence (never its batch-mates'):
+
+    - FTZ (results flushed): the element's own oracle value is tiny (a nonzero
+      subnormal, or the smallest normal, which a result tiny before rounding becomes)
+      and the backend gave zero there (of either sign: flushing loses the sign of what
+      it flushed), every other part (complex) as the oracle's;
+    - DAZ (inputs flushed): the backend gave what the spec allows on the inputs with
+      their subnormals flushed (``reevaluate``: the oracle there; ``rules_on``: the
+      implementation-defined rules there), up to FTZ and the sign of a zero, and that
+      allowance is new at this element: the oracle's value there differs from the
+      oracle's value here, or a rule leaves the element open there and not here, or a
+      rule's alternative differs there from here (a flushed subnormal made two complex
+      values compare equal). For an op that moves values it picks by comparing them
+      (``moves_values``: maximum, sort), a backend value that is a nonzero subnormal
+      of the case's own inputs counts as its flush (compared as zero, moved unchanged).
+
+    A backend that computes a nonzero subnormal where neither hypothesis gives one is
+    not flushing anything, and a ±0 difference with no flushed subnormal behind it is
+    ``signed_zero``.
+    """
     failing = [c >= ACCURACY for c in classes]
     if not any(f.any() for f in failing):
         return
-    if not (any(is_subnormal(x).any() for x in inputs)
-            or any(_tiny(e).any() for e in expected)):
-        return
-    with np.errstate(all="ignore"):
-        flushed_in = reevaluate([flush_subnormals(x) for x in inputs])
-    candidates = [expected, flushed_in, [_flush_tiny(e) for e in expected]]
-    flushed_actual = [flush_subnormals(np.asarray(a)) for a in actual]
-    for alt in candidates:
-        for i, (a, e) in enumerate(zip(flushed_actual, alt)):
-            cls, _ = classify(a, flush_subnormals(e), accuracy)
-            # Flushing loses the sign of what was flushed: ±0 ties are not held against it.
-            rescued = failing[i] & ((cls == PASS) | (cls == SIGNED_ZERO))
-            classes[i][rescued] = SUBNORMAL_FLUSH
+    daz = daz_rules = None
+    # (Only a shortcut: with no subnormal input the flushed-input oracle is the oracle.)
+    if any(is_subnormal(np.asarray(x)).any() for x in inputs):
+        flushed = [flush_subnormals(np.asarray(x)) for x in inputs]
+        with np.errstate(all="ignore"):
+            daz = reevaluate(flushed)
+            if rules_on is not None:
+                daz_rules = rules_on(flushed, daz)
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        f = failing[i]
+        if not f.any():
+            continue
+        a, e = np.asarray(a), np.asarray(e)
+        et = element_type(e.dtype)
+        floating = et.is_float or et.is_complex     # (FTZ flushes float results only)
+        rescued = f & _ftz_explains(a, e, accuracy, tie=False) if floating \
+            else np.zeros(f.shape, bool)
+        if daz is not None:
+            d = np.asarray(daz[i])
+            ok = _daz_allows(a, d, e, i, daz_rules, rules, accuracy)
+            if moves_values:
+                moved = f & is_subnormal(a) & _inputs_hold(a, inputs)
+                if moved.any():
+                    ok |= moved & _daz_allows(flush_subnormals(a), d, e, i, daz_rules, rules,
+                                              accuracy)
+            rescued |= f & ok
+        classes[i][rescued] = SUBNORMAL_FLUSH
+
+
+def _bool_masks(rules) -> dict:
+    return {r: m for r, m in (rules or {}).items() if np.asarray(m).dtype == bool}
+
+
+def _daz_allows(v, d, e, i, daz_rules, rules, accuracy) -> np.ndarray:
+    """Per element: is ``v`` what the spec allows on the flushed inputs (the oracle's
+    value there ``d``, or what a rule allows there), up to FTZ and the sign of a zero,
+    where that differs from what it allows on the inputs themselves (``e``, ``rules``)?"""
+    ok = _ftz_explains(v, d, accuracy, tie=True) & ~same_bits_or_nan(d, e)
+    plain = _bool_masks(rules)
+    for rule, m in _bool_masks(daz_rules).items():
+        m = np.broadcast_to(m, ok.shape)
+        before = np.broadcast_to(plain[rule], ok.shape) if rule in plain \
+            else np.zeros(ok.shape, bool)
+        kind = daz_rules.allowed(rule) if hasattr(daz_rules, "allowed") else "any"
+        if kind != "set":
+            ok |= m & ~before
+            continue
+        plain_kind = rules.allowed(rule) if rule in plain and hasattr(rules, "allowed") \
+            else None
+        anywhere = daz_rules.anywhere(rule)
+        if anywhere is not None:
+            was = rules.anywhere(rule) if plain_kind == "set" else None
+            was = before & np.broadcast_to(was, ok.shape) if was is not None else \
+                np.zeros(ok.shape, bool)
+            ok |= m & np.broadcast_to(anywhere, ok.shape) & ~was
+        was_alts = rules.alternatives(rule) if plain_kind == "set" else {}
+        for name, candidates in daz_rules.alternatives(rule).items():
+            before_cands = was_alts.get(name, [])
+            for k, cand in enumerate(candidates):
+                c = np.asarray(cand[i])
+                new = ~before
+                if k < len(before_cands):
+                    new = new | ~same_bits_or_nan(c, np.asarray(before_cands[k][i]))
+                else:
+                    new = np.ones(ok.shape, bool)
+                ok |= m & new & _ftz_explains(v, c, accuracy, tie=True)
+    return ok
+
+
+def _ftz_explains(a: np.ndarray, e: np.ndarray, accuracy: Accuracy, tie: bool) -> np.ndarray:
+    """Per element: ``a`` is ``e`` with some of ``e``'s tiny parts (nonzero subnormal or
+    the smallest normal) flushed to zero of either sign, and at least one part flushed
+    (``tie``: or ``a`` is ``e`` up to the sign of a zero)."""
+    et = element_type(e.dtype)
+    if et.is_complex:
+        comp = et.component.dtype
+        parts = [(np.array(a.real, comp), np.array(e.real, comp)),
+                 (np.array(a.imag, comp), np.array(e.imag, comp))]
+    else:
+        parts = [(a, e)]
+    flushed = np.zeros(e.shape, bool)
+    alt_parts = []
+    for ap, ep in parts:
+        with np.errstate(invalid="ignore"):
+            f = _tiny(ep) & (ap.astype(np.float64) == 0)
+        flushed |= f
+        alt_parts.append(np.where(f, ap, ep).astype(ep.dtype))
+    if et.is_complex:
+        alt = np.empty(e.shape, e.dtype)
+        alt.real, alt.imag = alt_parts
+    else:
+        alt = alt_parts[0]
+    cls, _ = classify(a, alt, accuracy)
+    ok = (cls == PASS) & flushed
+    if tie:
+        ok |= (cls == PASS) | (cls == SIGNED_ZERO)
+    return ok
+
+
+def _inputs_hold(a: np.ndarray, inputs) -> np.ndarray:
+    """Per element of ``a`` (leading axis = case): is its bit pattern a value of one of
+    its own case's inputs of the same element type?"""
+    out = np.zeros(a.shape, bool)
+    if a.ndim == 0:
+        return out
+    ab = _element_bits(a).view(f"V{a.dtype.itemsize}").reshape(a.shape)
+    same = [np.asarray(x) for x in inputs if np.asarray(x).dtype == a.dtype]
+    for c in range(a.shape[0]):
+        vals = [_element_bits(x[c] if x.ndim else x).view(f"V{a.dtype.itemsize}").reshape(-1)
+                for x in same]
+        if vals:
+            out[c] = np.isin(ab[c], np.concatenate(vals))
+    return out
 
 
 def _tiny(x: np.ndarray) -> np.ndarray:
@@ -311,20 +474,6 @@ def _tiny(x: np.ndarray) -> np.ndarray:
         w = np.abs(np.asarray(p).astype(np.float64))
         out |= (w > 0) & (w <= tiny)
     return out
-
-
-def _flush_tiny(x: np.ndarray) -> np.ndarray:
-    et = element_type(x.dtype)
-    if et.is_complex:
-        comp = et.component.dtype
-        out = x.copy()
-        out.real = _flush_tiny(np.array(x.real, comp))
-        out.imag = _flush_tiny(np.array(x.imag, comp))
-        return out
-    if not et.is_float:
-        return x
-    zeros = np.where(np.signbit(x.astype(np.float64)), -0.0, 0.0).astype(x.dtype)
-    return np.where(_tiny(x), zeros, x)
 
 
 def ulp_histogram(errors: Sequence[np.ndarray | None]) -> list[int]:

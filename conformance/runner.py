@@ -25,7 +25,7 @@ from conformance import golden, oracles, plan, verdicts
 from conformance.backends import Backend
 from conformance.checker import (Batch, BackendBatch, OracleFailure, SignatureCheck, accuracy_of,
                                  check_example, check_invalid, error_text)
-from conformance.compare import BatchVerdict, max_error, ulp_histogram, worst
+from conformance.compare import BatchVerdict, max_error, merge_impl_stats, ulp_histogram, worst
 from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
 from conformance.core.results import ResultsWriter, finite_or_none
@@ -357,10 +357,7 @@ class _Totals:
         m = max_error(v.errors)
         if m is not None:
             self.max_err = m if self.max_err is None else max(self.max_err, m)
-        for rule, st in v.impl_defined.items():
-            d = self.impl.setdefault(rule, {"elements": 0, "conventional": 0})
-            d["elements"] += st["elements"]
-            d["conventional"] += st["conventional"]
+        merge_impl_stats(self.impl, v.impl_defined)
         self.type_message = self.type_message or v.type_message
 
     def record(self) -> dict[str, Any]:

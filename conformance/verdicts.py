@@ -56,6 +56,9 @@ class Judgement:
     reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
     #: runs the backend again on the same inputs (for the ``deterministic`` property)
     rerun: Callable[[], Sequence[np.ndarray]] | None = None
+    #: the implementation-defined rules on other inputs and their oracle results
+    #: (conformance.oracles.implementation_defined): what the spec allows on flushed inputs
+    rules_on: Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], Any] | None = None
 
     @property
     def batch(self) -> int:
@@ -139,7 +142,8 @@ def elementwise(j: Judgement) -> BatchVerdict:
     operations, integers and data movement (any NaN equals any NaN, ±0 differ), ``bits``
     where even NaN payloads are fixed, ``ulp`` / ``rel_eps`` where the spec gives no
     accuracy and the suite's bound stands in for "close to the true value"."""
-    return compare_batch(j.expected, j.actual, j.accuracy, j.masks, j.inputs, j.reevaluate)
+    return compare_batch(j.expected, j.actual, j.accuracy, j.masks, j.inputs, j.reevaluate,
+                         rules_on=j.rules_on, moves_values=j.spec.moves_values)
 
 
 # ---------------------------------------------------------------------------
@@ -236,7 +240,8 @@ def bounded(j: Judgement) -> BatchVerdict:
         return cls
 
     return compare_batch(j.expected, j.actual, Accuracy("exact"), j.masks, j.inputs,
-                         j.reevaluate, allowance=allowance)
+                         j.reevaluate, allowance=allowance, rules_on=j.rules_on,
+                         moves_values=j.spec.moves_values)
 
 
 # ---------------------------------------------------------------------------

@@ -113,9 +113,83 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
                  for i, t in enumerate(batched_types))
 
 
+class RuleMasks(dict):
+    """What :func:`implementation_defined` returns: rule id -> the mask of result
+    elements it covers (bool), or its permutation-group labels (integers), as a plain
+    dict; and, per rule, what the spec still allows there (its ``allowed:``), evaluated
+    on demand with the same names the rule's ``when:`` saw:
+
+    - :meth:`allowed` -> ``'any'`` (masked), ``'permutation'`` or ``'set'``;
+    - :meth:`alternatives` -> name -> list of alternatives, each a list of one array per
+      result, of the batched results' shapes;
+    - :meth:`anywhere` -> a mask of elements where a ``set`` rule bounds nothing (its
+      ``any:`` entry), or None.
+    """
+
+    def __init__(self, *args, rules=None, env=None, results=None, **kw):
+        super().__init__(*args, **kw)
+        self.rules = {r.id: r for r in (rules or ())}
+        self._env = env or {}
+        self._shapes = [np.shape(r) for r in results or ()]
+        self._dtypes = [np.asarray(r).dtype for r in results or ()]
+        self._cache: dict[str, tuple[dict, Any]] = {}
+
+    def allowed(self, rule: str) -> str:
+        r = self.rules.get(rule)
+        if r is None or isinstance(r.allowed, str):
+            return r.allowed if r is not None else "any"
+        return "set"
+
+    def _evaluate(self, rule: str) -> tuple[dict, Any]:
+        if rule not in self._cache:
+            alts, anywhere = {}, None
+            with np.errstate(all="ignore"):
+                for name, text in self.rules[rule].alternatives.items():
+                    value = ex.evaluate(text, self._env)
+                    if name == "any":
+                        m = np.asarray(value).astype(bool)
+                        anywhere = _to_result_shape(m, self._shapes[0]) if m.ndim \
+                            else np.broadcast_to(m, self._shapes[0])
+                    else:
+                        alts[name] = self._candidates(value, f"{rule}.allowed.{name}")
+            self._cache[rule] = (alts, anywhere)
+        return self._cache[rule]
+
+    def _candidates(self, value, where: str) -> list[list[np.ndarray]]:
+        """An ``allowed:`` expression's value as a list of alternatives, each one array per
+        result, broadcast to the batched results' shapes (and cast to their types)."""
+        n = len(self._shapes)
+        if isinstance(value, np.ndarray) or np.isscalar(value):
+            cands = [[value]]
+        elif value and all(isinstance(v, (list, tuple)) for v in value):
+            cands = [list(v) for v in value]      # several alternatives, one list each
+        elif n == 1:
+            cands = [[v] for v in value]          # several alternatives of one result
+        else:
+            cands = [list(value)] if len(value) else []   # one alternative, per result
+        out = []
+        for c in cands:
+            if len(c) != n:
+                raise OracleError(f"{where}: an alternative has {len(c)} results, "
+                                  f"expected {n}")
+            out.append([np.broadcast_to(np.asarray(v).astype(dtype, copy=False), shape)
+                        for v, shape, dtype in zip(c, self._shapes, self._dtypes)])
+        return out
+
+    def alternatives(self, rule: str) -> dict[str, list[list[np.ndarray]]]:
+        if self.allowed(rule) != "set":
+            return {}
+        return self._evaluate(rule)[0]
+
+    def anywhere(self, rule: str) -> np.ndarray | None:
+        if self.allowed(rule) != "set":
+            return None
+        return self._evaluate(rule)[1]
+
+
 def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
                            spec: OpSpec | None = None,
-                           expected: Sequence[np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                           expected: Sequence[np.ndarray] | None = None) -> RuleMasks:
     """For each implementation-defined rule of the spec that applies, a boolean mask
     over the (batched) result elements it covers. Inputs carry a leading batch axis.
 
@@ -127,11 +201,12 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
 
     The rules' conditions see the inputs' values, the attributes, and the results:
     the oracle's values (``expected``, computed here if not given), so that a rule
-    can cover "the result overflows".
+    can cover "the result overflows". What each rule still allows at its elements
+    (``allowed:``) the returned :class:`RuleMasks` evaluates when the comparator asks.
     """
     spec = spec or load_spec(sig.op)
     if not spec.implementation_defined:
-        return {}
+        return RuleMasks()
     load_family(sig.op)     # its family module registers the conditions its rules name
     if expected is None:
         expected = evaluate_batch(sig, stacked, spec)
@@ -144,7 +219,8 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
         env[t.name] = x
     for t, x in zip(spec.outputs, spec.split_outputs(list(expected))):
         env[t.name] = x
-    masks = {}
+    masks = RuleMasks(rules=spec.implementation_defined, env=env,
+                      results=expected)
     with np.errstate(all="ignore"):
         for rule in spec.implementation_defined:
             m = ex.evaluate(rule.when, env)
@@ -174,6 +250,6 @@ def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray
     return np.broadcast_to(mask, out_shape)
 
 
-__all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined",
+__all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined", "RuleMasks",
            "register", "condition", "CONDITIONS", "REGISTRY", "OracleError", "OracleFn",
            "oracle_for", "broadcast_ready"]

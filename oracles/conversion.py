@@ -40,6 +40,8 @@ from conformance.core.literals import bit_patterns, from_bit_patterns
 from conformance.core.numerics import round_to, to_wide
 from conformance.core.types import ElementType, element_type
 
+from conformance.specs.expressions import alternative
+
 from .registry import register
 from ._kernels import U64, as_u64, wrap
 
@@ -119,6 +121,90 @@ def convert(inputs, attrs, types):
 
 
 # ---------------------------------------------------------------------------
+# convert: what an inexact conversion to a float type may give (specs/ops/convert.yaml)
+# ---------------------------------------------------------------------------
+
+def _exact_order(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per element: sign(r - x) of the exact values (x: an integer or float array, r: a
+    float array of the same shape; 0 where either is NaN)."""
+    et = element_type(x.dtype)
+    rw = r.astype(np.float64)
+    if et.is_integer and et.bits == 64:
+        # Python compares an int with a float exactly.
+        cmp = np.frompyfunc(lambda a, b: 0 if b != b else int(b > a) - int(b < a), 2, 1)
+        return cmp(x.astype(object), rw.astype(object)).astype(np.int64).reshape(r.shape)
+    xw = to_wide(x).astype(np.float64)       # exact: at most 32-bit integers, floats
+    with np.errstate(invalid="ignore"):
+        return (rw > xw).astype(np.int64) - (rw < xw).astype(np.int64)
+
+
+def _step(r: np.ndarray, up: bool) -> np.ndarray:
+    """The next value of ``r``'s (sign-magnitude) float type above (``up``) or below
+    each element (across zero: the smallest subnormal of the other sign)."""
+    et = element_type(r.dtype)
+    bits = r.view(et.bits_dtype).astype(np.uint64)
+    one = np.uint64(1)
+    sign_bit = np.uint64(1 << (et.bits - 1))
+    negative = (bits & sign_bit) != 0
+    zero = (bits & (sign_bit - one)) == 0
+    # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
+    with np.errstate(over="ignore"):
+        if up:
+            stepped = np.where(negative, np.where(zero, one, bits - one), bits + one)
+        else:
+            stepped = np.where(negative, bits + one, np.where(zero, sign_bit | one, bits - one))
+    return stepped.astype(et.bits_dtype).view(r.dtype)
+
+
+def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
+    """``x`` (real) rounded toward -inf (``down``) or +inf (``up``) to ``r``'s type, from
+    its rounding to nearest ``r``: ``r`` itself where it lies on that side of ``x``, else
+    its neighbour on the other side. A type without infinities whose nearest rounding
+    overflowed to NaN has its largest finite value as the other neighbour."""
+    r = np.array(r, order="C")
+    cmp = _exact_order(x, r)
+    rw = r.astype(np.float64)
+    xw = to_wide(x).astype(np.float64) if element_type(x.dtype).is_float else None
+    want_up = mode == "up"
+    move = (cmp < 0) if want_up else (cmp > 0)
+    out = np.where(move, _step(r, want_up), r)
+    x_nan = np.isnan(xw) if xw is not None else np.zeros(r.shape, bool)
+    overflow_nan = np.isnan(rw) & ~x_nan
+    if overflow_nan.any():
+        big = float(ml_dtypes.finfo(r.dtype).max)
+        positive = (xw > 0) if xw is not None else (x.astype(object) > 0).astype(bool)
+        finite = np.where(positive, big, -big).astype(r.dtype)
+        keep = positive if mode == "down" else ~positive
+        out = np.where(overflow_nan & keep, finite, out)
+    return out.astype(r.dtype)
+
+
+@alternative("convert_directed")
+def convert_directed(operand, result, real_mode: str, imag_mode: str = "down"):
+    """``operand`` converted to ``result``'s element type rounding toward -inf
+    (``'down'``) or +inf (``'up'``), from the oracle's round-to-nearest ``result``: one
+    of the two neighbouring values of an inexact conversion. Complex results round each
+    part its own way (``real_mode``, ``imag_mode``); a complex operand converted to a
+    real type uses its real part."""
+    operand, result = np.asarray(operand), np.asarray(result)
+    src, dst = element_type(operand.dtype), element_type(result.dtype)
+    comp = src.component.dtype if src.is_complex else None
+    re = np.array(operand.real, comp) if src.is_complex else operand
+    re = np.broadcast_to(re, result.shape)
+    if not dst.is_complex:
+        return _directed(np.ascontiguousarray(re), result, real_mode)
+    rc = dst.component.dtype
+    out = np.empty(result.shape, result.dtype)
+    out.real = _directed(np.ascontiguousarray(re), np.array(result.real, rc), real_mode)
+    if src.is_complex:
+        im = np.ascontiguousarray(np.broadcast_to(np.array(operand.imag, comp), result.shape))
+        out.imag = _directed(im, np.array(result.imag, rc), imag_mode)
+    else:
+        out.imag = result.imag
+    return out
+
+
+# ---------------------------------------------------------------------------
 # bitcast_convert
 # ---------------------------------------------------------------------------
 
@@ -151,6 +237,23 @@ def bitcast_convert(inputs, attrs, types):
     elif dst.bits > src.bits:
         bits = bits.reshape(bits.shape[:-2] + (dst.bits,))
     return _from_element_bits(bits, dst).reshape(out.shape)
+
+
+@alternative("bitcast_parts_reversed")
+def bitcast_parts_reversed(operand, result):
+    """bitcast_convert between widths with the parts of each wider element in the other
+    order (big-endian: the most significant part first): ``bits(result[i, :]) =
+    bits(operand[i])`` still holds element by element, the layout within is the other
+    one an implementation may choose."""
+    operand, result = np.asarray(operand), np.asarray(result)
+    src, dst = element_type(operand.dtype), element_type(result.dtype)
+    if dst.bits < src.bits:
+        return np.ascontiguousarray(result[..., ::-1])
+    if dst.bits > src.bits:
+        from conformance.core.types import TensorType
+        flipped = np.ascontiguousarray(operand[..., ::-1])
+        return bitcast_convert([flipped], {}, [TensorType(result.shape, dst)])
+    return result
 
 
 # ---------------------------------------------------------------------------

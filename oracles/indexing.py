@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from conformance.core.types import element_type, type_of
-from conformance.specs.expressions import condition
+from conformance.specs.expressions import alternative, condition
 
 from . import regions
 from .registry import register
@@ -165,6 +165,103 @@ def gather_out_of_bounds(operand, indices, offset_dims, collapsed, index_map, iv
     return _per_case(one, operand, indices)
 
 
+#: at most this many in-range starts are tried per case (beyond: the element is unbounded)
+MAX_STARTS = 256
+
+
+def _gather_at(x, full, shape, attrs):
+    """The gather of one case with ``full`` (batch shape + [rank]) as its start indices."""
+    index = _place(full, shape, attrs["offset_dims"]) + _full_offsets(
+        shape, attrs["offset_dims"], attrs["collapsed_slice_dims"], x.ndim)
+    return _read(x, index)[0]
+
+
+def _gather_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """Per case: (x, full start indices, result shape, attrs, the largest in-range start
+    per dimension)."""
+    attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes,
+             "offset_dims": offset_dims, "collapsed_slice_dims": collapsed}
+    for b in range(indices.shape[0]):
+        x, idx = operand[b], indices[b]
+        full, _, extent = _gather_parts(x.shape, idx, attrs)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        yield x, full, shape, attrs, np.asarray(x.shape, np.int64) - extent
+
+
+@alternative("gather_in_range_starts")
+def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """The windows an implementation may read for a slice that leaves the operand: at any
+    start that lies in range, ``full_start_index[d]`` kept along the dimensions where it
+    is in range and replaced by any in-range start along the others (XLA's clamp is one
+    of them, a start taken modulo the number of valid starts another). A list of
+    alternatives of the batched result's shape, one per combination of starts (at most
+    :data:`MAX_STARTS`; the elements a case cannot bound so are
+    :func:`gather_unbounded`)."""
+    per_case = []
+    for x, full, shape, attrs, bound in _gather_starts(operand, indices, offset_dims,
+                                                       collapsed, index_map, ivd, sizes):
+        dims = list(index_map)
+        counts = [int(bound[d]) + 1 for d in dims]
+        total = int(np.prod(counts, dtype=np.int64)) if counts else 1
+        if x.size == 0 or min(counts, default=1) <= 0 or total > MAX_STARTS:
+            per_case.append([])
+            continue
+        outside = (full < 0) | (full > bound)
+        alts = []
+        for combo in np.ndindex(*counts):
+            start = full.copy()
+            for d, v in zip(dims, combo):
+                start[..., d] = np.where(outside[..., d], v, full[..., d])
+            alts.append(_gather_at(x, start, shape, attrs))
+        per_case.append(alts)
+    n = max((len(a) for a in per_case), default=0)
+    out_shape = (len(per_case),) + tuple(
+        _gather_result_shape(operand[0], indices[0], offset_dims, collapsed, ivd, sizes)) \
+        if len(per_case) else (0,)
+    out = []
+    for k in range(n):
+        alt = np.zeros(out_shape, operand.dtype)
+        for b, alts in enumerate(per_case):
+            alt[b] = alts[k] if k < len(alts) else alts[0] if alts else 0
+        out.append(alt)
+    return out
+
+
+@alternative("gather_per_element")
+def gather_per_element(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """The spec's formula read element by element: ``operand[operand_index]`` at the
+    unclamped start, wherever that ``operand_index`` is in bounds (a slice that leaves
+    the operand keeps its elements that do not); elsewhere the oracle's value (no
+    alternative there)."""
+    out = []
+    for x, full, shape, attrs, bound in _gather_starts(operand, indices, offset_dims,
+                                                       collapsed, index_map, ivd, sizes):
+        offsets = _full_offsets(shape, attrs["offset_dims"], attrs["collapsed_slice_dims"],
+                                x.ndim)
+        literal, inb = _read(x, _place(full, shape, attrs["offset_dims"]) + offsets)
+        clamped = np.clip(full, 0, np.maximum(bound, 0))
+        conventional = _gather_at(x, clamped, shape, attrs)
+        out.append(np.where(inb, literal, conventional).astype(x.dtype))
+    return np.stack(out) if out else np.zeros((0,), operand.dtype)
+
+
+@condition("gather_unbounded")
+def gather_unbounded(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+    """Result elements of an out-of-bounds slice for which no window lies in range (an
+    empty operand dimension) or too many starts do (more than :data:`MAX_STARTS`)."""
+    def one(x, idx):
+        attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes}
+        full, _, extent = _gather_parts(x.shape, idx, attrs)
+        bound = np.asarray(x.shape, np.int64) - extent
+        counts = [int(bound[d]) + 1 for d in index_map]
+        total = int(np.prod(counts, dtype=np.int64)) if counts else 1
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        unbounded = x.size == 0 or min(counts, default=1) <= 0 or total > MAX_STARTS \
+            or bool((bound < 0).any())
+        return np.full(shape, unbounded)
+    return _per_case(one, operand, indices)
+
+
 def lexicographically_sorted(rows: np.ndarray) -> bool:
     """Are the index vectors (last axis), in row-major order, non-decreasing?"""
     rows = rows.reshape(-1, rows.shape[-1]) if rows.size else rows.reshape(0, 1)
@@ -232,19 +329,23 @@ def _occurrence(targets: np.ndarray) -> np.ndarray:
     return occ
 
 
-def _scatter_run(inputs, attrs, types, judge_region: bool = False):
+def _scatter_run(inputs, attrs, types, judge_region: bool = False, per_element: bool = False):
     """The scatter oracle's work: (results, mask of result elements where an application
-    of the region met an implementation-defined rule of its ops; only if judge_region)."""
+    of the region met an implementation-defined rule of its ops; only if judge_region).
+    ``per_element``: apply every update element whose ``result_index`` is in bounds (the
+    spec's formula element by element), not only the windows entirely in bounds."""
     n = len(types)
     xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
     region = attrs["update_computation"]
     results = [np.array(x, order="C", copy=True) for x in xs]
     shape = results[0].shape
     impl = np.zeros(shape, bool)
-    index, _, window_in, _ = scatter_geometry(
+    index, element_in, window_in, _ = scatter_geometry(
         shape, indices, ups[0].shape, attrs["update_window_dims"],
         attrs["inserted_window_dims"], attrs["scatter_dims_to_operand_dims"],
         attrs["index_vector_dim"])
+    if per_element:
+        window_in = element_in
     if not window_in.any():
         return results, impl
     targets = _flat(index[window_in], shape)
@@ -300,6 +401,95 @@ def scatter_out_of_bounds(inputs, indices, updates, uwd, iwd, smap, ivd):
     def one(shape, index, element_in, window_in, _):
         return _hits(shape, index, element_in & ~window_in) > 0
     return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+
+
+@alternative("scatter_per_element")
+def scatter_per_element(inputs, indices, updates, uwd, iwd, smap, ivd, region):
+    """The spec's formula element by element: every update element whose
+    ``result_index`` is in bounds is applied (in the oracle's order), those out of
+    bounds are skipped, where XLA skips the whole window. One array per result."""
+    attrs = {"update_window_dims": uwd, "inserted_window_dims": iwd,
+             "scatter_dims_to_operand_dims": smap, "index_vector_dim": ivd,
+             "update_computation": region}
+    per_case = []
+    for b in range(indices.shape[0]):
+        case = [x[b] for x in inputs] + [indices[b]] + [u[b] for u in updates]
+        types = [type_of(x[b]) for x in inputs]
+        per_case.append(_scatter_run(case, attrs, types, per_element=True)[0])
+    if not per_case:
+        return [np.asarray(x) for x in inputs]
+    return [np.stack([c[k] for c in per_case]) for k in range(len(inputs))]
+
+
+#: elements that receive more updates than this are not enumerated (every order of up to
+#: 5 updates is 120 results per element); the rule leaves them unbounded
+MAX_ORDERED_UPDATES = 5
+
+
+def _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b):
+    """Case ``b``'s applied updates (whole windows in bounds, as the oracle applies them)
+    grouped by the result element they reach: flat target -> update positions."""
+    shape = inputs[0].shape[1:]
+    index, _, window_in, _ = scatter_geometry(shape, indices[b], updates[0].shape[1:], uwd,
+                                              iwd, smap, ivd)
+    targets = _flat(index[window_in], shape)
+    groups: dict[int, list[int]] = {}
+    for pos, t in enumerate(targets.tolist()):
+        groups.setdefault(t, []).append(pos)
+    return groups, [np.asarray(u[b])[window_in] for u in updates]
+
+
+@alternative("scatter_update_orders")
+def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region, results):
+    """What every ``schedule`` gives at the result elements that receive several updates:
+    the updates folded into the input value through ``update_computation`` in each order
+    (all results alike). Alternative ``p`` holds each element's ``p``-th order (the
+    oracle's value where an element has fewer); elements with more than
+    :data:`MAX_ORDERED_UPDATES` updates are :func:`scatter_order_unbounded`."""
+    import itertools
+    n = len(inputs)
+    per_case = []
+    most = 0
+    for b in range(indices.shape[0]):
+        groups, values = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b)
+        orders = {}
+        for t, pos in groups.items():
+            k = len(pos)
+            if k < 2 or k > MAX_ORDERED_UPDATES:
+                continue
+            perms = np.array(list(itertools.permutations(range(k))), np.int64)
+            pos = np.asarray(pos)
+            cur = [np.full(len(perms), np.asarray(x[b]).reshape(-1)[t]) for x in inputs]
+            for j in range(k):
+                args = cur + [v[pos[perms[:, j]]] for v in values]
+                cur = [np.asarray(r).astype(x.dtype) for r, x in
+                       zip(regions.evaluate(region, args), inputs)]
+            orders[t] = cur
+            most = max(most, len(perms))
+        per_case.append(orders)
+    out = []
+    for p in range(most):
+        alt = [np.array(r, copy=True) for r in results]
+        for b, orders in enumerate(per_case):
+            for t, cur in orders.items():
+                if p < len(cur[0]):
+                    for r in range(n):
+                        alt[r][b].reshape(-1)[t] = cur[r][p]
+        out.append(alt)
+    return out
+
+
+@condition("scatter_order_unbounded")
+def scatter_order_unbounded(inputs, indices, updates, uwd, iwd, smap, ivd):
+    """Result elements that receive more than :data:`MAX_ORDERED_UPDATES` updates."""
+    out = []
+    for b in range(indices.shape[0]):
+        groups, _ = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b)
+        m = np.zeros(int(np.prod(inputs[0].shape[1:], dtype=np.int64)), bool)
+        for t, pos in groups.items():
+            m[t] = len(pos) > MAX_ORDERED_UPDATES
+        out.append(m.reshape(inputs[0].shape[1:]))
+    return np.stack(out) if out else np.zeros((0,) + inputs[0].shape[1:], bool)
 
 
 @condition("scatter_repeated_updates")

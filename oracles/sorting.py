@@ -115,6 +115,23 @@ def not_strict_weak_order(comparator: str, results: Sequence[np.ndarray],
     return np.array(np.moveaxis(mask, -1, axis), order="C")
 
 
+@condition("sort_not_strict_weak_order_groups")
+def not_strict_weak_order_groups(comparator: str, results: Sequence[np.ndarray],
+                                 dimension: int) -> np.ndarray:
+    """Permutation-group labels of the slices on which the comparator is not a strict
+    weak order: 1 + the flat index of the slice's first element (unique in the batch)
+    for every element of such a slice, 0 elsewhere."""
+    bad = not_strict_weak_order(comparator, results, dimension)
+    axis = _batched_axis(dimension, results)
+    shape = bad.shape
+    if not bad.any():
+        return np.zeros(shape, np.int64)
+    first = np.indices(shape)
+    first[axis] = 0
+    flat_first = np.ravel_multi_index(tuple(first), shape)
+    return np.where(bad, 1 + flat_first, 0).astype(np.int64)
+
+
 @condition("sort_tie_groups")
 def tie_groups(comparator: str, results: Sequence[np.ndarray], dimension: int) -> np.ndarray:
     """Group labels of the runs of equal elements (size >= 2) in sorted results: for a

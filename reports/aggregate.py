@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.compare import worst
+from conformance.compare import merge_impl_stats, worst
 from conformance.core.results import read_results
 from conformance.core.types import ALL_ELEMENT_TYPES
 
@@ -90,10 +90,7 @@ class Cell:
                 self.ulp_hist = [int(n) for n in hist]
             else:
                 self.ulp_hist = [a + int(b) for a, b in zip(self.ulp_hist, hist)]
-        for rule, st in (rec.get("impl_defined") or {}).items():
-            d = self.impl_defined.setdefault(rule, {"elements": 0, "conventional": 0})
-            d["elements"] += int(st.get("elements", 0))
-            d["conventional"] += int(st.get("conventional", 0))
+        merge_impl_stats(self.impl_defined, rec.get("impl_defined") or {})
         _add_unique(self.reasons, rec.get("reason"))
         _add_unique(self.signatures, rec.get("signature"))
         _add_unique(self.type_keys, rec.get("type_key"))
@@ -107,10 +104,7 @@ class Cell:
         if other.ulp_hist is not None:
             self.ulp_hist = (list(other.ulp_hist) if self.ulp_hist is None else
                              [a + b for a, b in zip(self.ulp_hist, other.ulp_hist)])
-        for rule, st in other.impl_defined.items():
-            d = self.impl_defined.setdefault(rule, {"elements": 0, "conventional": 0})
-            d["elements"] += st["elements"]
-            d["conventional"] += st["conventional"]
+        merge_impl_stats(self.impl_defined, other.impl_defined)
         for r in other.reasons:
             _add_unique(self.reasons, r)
         for s in other.signatures:
@@ -542,6 +536,11 @@ class Report:
                     examples[str(e.get("outcome"))] += 1
         impl = {"elements": sum(d["elements"] for d in cell.impl_defined.values()),
                 "conventional": sum(d["conventional"] for d in cell.impl_defined.values())}
+        alternatives = sum(n for d in cell.impl_defined.values()
+                           for n in (d.get("alternatives") or {}).values())
+        outside = sum(d.get("outside", 0) for d in cell.impl_defined.values())
+        if alternatives or outside:
+            impl.update(alternatives=alternatives, outside=outside)
         return {
             "signatures": cell.records,
             "cases": cell.cases,

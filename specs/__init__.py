@@ -95,10 +95,30 @@ class Constraint:
 
 @dataclasses.dataclass(frozen=True)
 class ImplementationDefined:
+    """A rule of the spec that leaves some result elements open (``when:``), and what it
+    still allows there (``allowed:``):
+
+    - ``any``: nothing; the elements are masked (``says:`` tells why the spec bounds
+      nothing there);
+    - ``permutation``: ``when:`` gives permutation groups (integer labels): each group's
+      values may come in any order;
+    - a mapping ``name -> expression``: the oracle's (conventional) value or one of the
+      named alternatives, bit for bit (any NaN equals any NaN). An expression gives one
+      alternative (an array of the result's shape; a list of one array per result for
+      ops with several results) or a list of them; the name ``any`` instead gives a
+      mask of elements where the spec bounds nothing after all.
+    """
+
     id: str
     text: str
     when: str
     source: str | None = None
+    allowed: "str | tuple[tuple[str, str], ...]" = "any"
+    says: str | None = None
+
+    @property
+    def alternatives(self) -> dict[str, str]:
+        return {} if isinstance(self.allowed, str) else dict(self.allowed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +167,11 @@ class OpSpec:
     @property
     def elementwise(self) -> bool:
         return bool(self.data.get("elementwise", False))
+
+    @property
+    def moves_values(self) -> bool:
+        """Are the results elements of the inputs, picked by comparing them?"""
+        return bool(self.data.get("moves_values", False))
 
     @property
     def xla_names(self) -> tuple[str, ...]:
@@ -512,8 +537,22 @@ def parse_spec(data: Any, path: str) -> OpSpec:
 
     impl = []
     for i, d in enumerate(data.get("implementation_defined", [])):
-        _check_expr(path, f"implementation_defined[{i}].when", d["when"], value_names)
-        impl.append(ImplementationDefined(d["id"], d["text"], d["when"], d.get("source")))
+        key = f"implementation_defined[{i}]"
+        _check_expr(path, f"{key}.when", d["when"], value_names)
+        allowed = d.get("allowed", "any")
+        if isinstance(allowed, dict):
+            for name, expr in allowed.items():
+                if name == "conventional":
+                    raise _fail(path, f"{key}.allowed.{name}", "'conventional' is the "
+                                                               "oracle's value; name the "
+                                                               "alternatives")
+                _check_expr(path, f"{key}.allowed.{name}", expr, value_names)
+            allowed = tuple((str(k), str(v)) for k, v in allowed.items())
+        elif allowed == "any" and "allowed" in d and not d.get("says"):
+            raise _fail(path, f"{key}.says", "allowed: any needs a says: line (why the "
+                                             "spec bounds nothing there)")
+        impl.append(ImplementationDefined(d["id"], d["text"], d["when"], d.get("source"),
+                                          allowed, d.get("says")))
 
     coverage = data.get("coverage") or {}
     input_names = [t.name for t in inputs]

@@ -227,6 +227,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # the spec's `combine` (gather C13, scatter C4) and an oracle's named conditions
     "combine": lambda rest, placed, dims: _combine(rest, placed, dims),
     "condition": lambda name, *args: _condition(name, *args),
+    "alternative": lambda name, *args: _alternative(name, *args),
+    "saturate": lambda x, t: _saturate(x, t),
+    "where": lambda c, a, b: np.where(c, a, b),
     "region_calls": lambda r: _region_calls(r),
 }
 
@@ -290,6 +293,52 @@ def _condition(name, *args):
         raise ExpressionError(f"unknown condition {name!r}; registered: "
                               f"{sorted(CONDITIONS)}")
     return fn(*args)
+
+# Alternatives that implementation-defined rules allow (``allowed:`` in the specs), named
+# as ``alternative('name', ...)``: results an implementation may give instead of the
+# oracle's conventional one that need the op's own arithmetic (an inexact conversion
+# rounded the other way, a gather window at another in-range start). Registered by the
+# oracle family modules with ``@alternative('name')``; they see what ``when:`` sees and
+# return one array of the batched result's shape, or a list of them.
+ALTERNATIVES: dict[str, Callable[..., Any]] = {}
+
+
+def alternative(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a function as ``alternative('name', ...)`` of the expression language."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in ALTERNATIVES:
+            raise RuntimeError(f"alternative {name!r} registered twice")
+        ALTERNATIVES[name] = fn
+        return fn
+    return deco
+
+
+def _alternative(name, *args):
+    fn = ALTERNATIVES.get(name)
+    if fn is None:
+        raise ExpressionError(f"unknown alternative {name!r}; registered: "
+                              f"{sorted(ALTERNATIVES)}")
+    return fn(*args)
+
+
+def _saturate(x, t) -> np.ndarray:
+    """The exact integer values of ``x`` clamped to the range of ``t``'s integer element
+    type, as that type (the spec's "saturation to 2^(n-1) - 1 (or -2^(n-1))")."""
+    x = np.asarray(x)
+    dst = _as_type(t)
+    src = _element_type(x.dtype)
+    if src.is_unsigned:
+        w = x.astype(np.uint64)
+        out = np.minimum(w, np.uint64(dst.int_max)) if dst.int_max < 2 ** 64 - 1 else w
+        return np.asarray(out).astype(dst.dtype)
+    w = x.astype(np.int64)
+    hi = min(dst.int_max, 2 ** 63 - 1)
+    lo = max(dst.int_min, -2 ** 63)
+    out = np.clip(w, lo, hi)
+    if dst.is_unsigned:
+        return np.asarray(out).astype(np.uint64).astype(dst.dtype)
+    return np.asarray(out).astype(dst.dtype)
+
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,

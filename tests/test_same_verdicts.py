@@ -10,7 +10,14 @@ reduce_precision e1m0 signatures' records, and for value coverage (issue 12, poi
 generators/coverage.py), which changed what is drawn: each binding's plan now holds a
 rich signature and one per signature-level target (compare TOTALORDER, ...) chosen
 from more hypothesis draws, and the first positions of every value batch enumerate the
-special-value class pairs, so most signatures and cases differ::
+special-value class pairs, so most signatures and cases differ; and for allowed sets
+(issue 12, point 2: implementation-defined elements checked against what the spec
+still allows instead of masked), which extends the records of rules with alternatives
+by ``alternatives`` and ``outside`` counts (117 signature records, same classes) and
+changes four jax signatures from pass to subnormal_flush: an inexact f64 -> f32,
+complex<f64> -> f32 and complex<f64> -> bf16 conversion whose subnormal result XLA
+flushes to zero (not one of the two neighbouring floats, masked before), and a bf16
+subnormal that an out-of-bounds gather window reads and XLA flushes::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\

@@ -8,6 +8,8 @@ the final float32 -> target step of ml_dtypes then gives round-to-nearest-even.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import ml_dtypes
 import numpy as np
 
@@ -120,3 +122,48 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
 def eps(et: "ElementType | str") -> float:
     et = element_type(et).component
     return float(ml_dtypes.finfo(et.dtype).eps)
+
+
+def element_bits(x: np.ndarray) -> np.ndarray:
+    """Each element's bytes along a new last axis."""
+    x = np.ascontiguousarray(x)
+    return x.view(np.uint8).reshape(x.shape + (x.dtype.itemsize,))
+
+
+def same_bits_or_nan(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per element: the same bits, or both NaN (any NaN equals any NaN); False everywhere
+    where the arrays differ in shape or type."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return np.zeros(np.broadcast_shapes(x.shape, y.shape), bool)
+    wide = np.complex128 if x.dtype.kind == "c" else np.float64
+    with np.errstate(invalid="ignore"):
+        both_nan = np.isnan(x.astype(wide)) & np.isnan(y.astype(wide)) \
+            if (element_type(x.dtype).is_float or element_type(x.dtype).is_complex) \
+            else np.zeros(x.shape, bool)
+    return (element_bits(x) == element_bits(y)).all(axis=-1) | both_nan
+
+
+def permuted_within_groups(arrays: Sequence[np.ndarray], labels: np.ndarray
+                           ) -> list[np.ndarray]:
+    """``arrays`` (of one shape) with the elements of each group (same label > 0) put
+    in one canonical order: sorted by their bytes in all the arrays together, and placed
+    back at the group's positions in index order. Two sets of results that hold the same
+    tuples of values in a group, in any order, become equal."""
+    arrays = [np.asarray(a) for a in arrays]
+    shape = arrays[0].shape
+    n = int(np.prod(shape, dtype=np.int64))
+    if n == 0:
+        return arrays
+    flat_labels = np.broadcast_to(np.asarray(labels), shape).reshape(-1)
+    group = np.where(flat_labels > 0, flat_labels, -1 - np.arange(n))  # others: alone
+    flats = [np.ascontiguousarray(a.reshape(-1)) for a in arrays]
+    keys = [col for f in flats for col in f.view(np.uint8).reshape(n, -1).T]
+    by_value = np.lexsort(keys + [group])            # grouped, then by bytes
+    by_position = np.argsort(group, kind="stable")   # grouped, then by index
+    out = []
+    for f in flats:
+        g = f.copy()
+        g[by_position] = f[by_value]
+        out.append(g.reshape(shape))
+    return out
