@@ -178,14 +178,14 @@ def _gather_at(x, full, shape, attrs):
 
 def _gather_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
     """Per case: (x, full start indices, result shape, attrs, the largest in-range start
-    per dimension)."""
+    per dimension: dim - slice_size, the range XLA's clamp keeps starts in)."""
     attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes,
              "offset_dims": offset_dims, "collapsed_slice_dims": collapsed}
     for b in range(indices.shape[0]):
         x, idx = operand[b], indices[b]
-        full, _, extent = _gather_parts(x.shape, idx, attrs)
+        full, size, _ = _gather_parts(x.shape, idx, attrs)
         shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
-        yield x, full, shape, attrs, np.asarray(x.shape, np.int64) - extent
+        yield x, full, shape, attrs, np.asarray(x.shape, np.int64) - size
 
 
 @alternative("gather_in_range_starts")
@@ -228,31 +228,30 @@ def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, 
 
 
 @alternative("gather_per_element")
-def gather_per_element(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+def gather_per_element(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                       result):
     """The spec's formula read element by element: ``operand[operand_index]`` at the
     unclamped start, wherever that ``operand_index`` is in bounds (a slice that leaves
-    the operand keeps its elements that do not); elsewhere the oracle's value (no
-    alternative there)."""
+    the operand keeps its elements that do not); elsewhere the oracle's value ``result``
+    (no alternative there)."""
     out = []
-    for x, full, shape, attrs, bound in _gather_starts(operand, indices, offset_dims,
-                                                       collapsed, index_map, ivd, sizes):
+    for b, (x, full, shape, attrs, _) in enumerate(_gather_starts(
+            operand, indices, offset_dims, collapsed, index_map, ivd, sizes)):
         offsets = _full_offsets(shape, attrs["offset_dims"], attrs["collapsed_slice_dims"],
                                 x.ndim)
         literal, inb = _read(x, _place(full, shape, attrs["offset_dims"]) + offsets)
-        clamped = np.clip(full, 0, np.maximum(bound, 0))
-        conventional = _gather_at(x, clamped, shape, attrs)
-        out.append(np.where(inb, literal, conventional).astype(x.dtype))
+        out.append(np.where(inb, literal, result[b]).astype(x.dtype))
     return np.stack(out) if out else np.zeros((0,), operand.dtype)
 
 
 @condition("gather_unbounded")
 def gather_unbounded(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
-    """Result elements of an out-of-bounds slice for which no window lies in range (an
-    empty operand dimension) or too many starts do (more than :data:`MAX_STARTS`)."""
+    """Result elements of an out-of-bounds slice for which no start lies in range (an
+    empty operand) or too many do (more than :data:`MAX_STARTS`)."""
     def one(x, idx):
         attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes}
-        full, _, extent = _gather_parts(x.shape, idx, attrs)
-        bound = np.asarray(x.shape, np.int64) - extent
+        _, size, _ = _gather_parts(x.shape, idx, attrs)
+        bound = np.asarray(x.shape, np.int64) - size
         counts = [int(bound[d]) + 1 for d in index_map]
         total = int(np.prod(counts, dtype=np.int64)) if counts else 1
         shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
