@@ -160,21 +160,36 @@ def why_survived(r: dict, with_expectations: bool) -> str:
     return f"{head} (within the verdict's tolerance, or equal under it)"
 
 
+def _listed_in(name: str) -> str | None:
+    from bench import mutants
+    try:
+        return mutants.by_name(name).listed_in
+    except KeyError:
+        return None
+
+
 def score(results: list[dict], depth: str) -> dict:
     rows = [r for r in results if r["depth"] == depth]
     real = [r for r in rows if not r["equivalent"]]
     out = {"depth": depth, "mutants": len(rows), "non_equivalent": len(real),
            "equivalent": len(rows) - len(real), "target": TARGETS.get(depth)}
+    listed = [r for r in real if _listed_in(r["mutant"]) == EXPECTATIONS]
     for key, flag, with_exp in (("no_expectations", "killed", False),
                                 ("jax_cpu_expectations", "killed_expectations", True)):
-        killed = [r for r in real if r[flag]]
+        scored = [r for r in real if not (with_exp and r in listed)]
+        killed = [r for r in scored if r[flag]]
         out[key] = {
-            "killed": len(killed), "total": len(real),
-            "score": round(len(killed) / len(real), 4) if real else None,
+            "killed": len(killed), "total": len(scored),
+            "score": round(len(killed) / len(scored), 4) if scored else None,
             "survivors": [{"mutant": r["mutant"], "ops": r["ops"], "family": r["family"],
                            "why": why_survived(r, with_exp)}
-                          for r in real if not r[flag]],
+                          for r in scored if not r[flag]],
         }
+        if with_exp:
+            out[key]["listed_bugs"] = [
+                {"mutant": r["mutant"], "ops": r["ops"], "passed": not r[flag],
+                 "why": why_survived(r, True) if not r[flag] else "killed"}
+                for r in listed]
     gen = [r for r in real if r["killed_by_generated_cases"]]
     out["killed_by_generated_cases"] = {"killed": len(gen), "total": len(real),
                                         "score": round(len(gen) / len(real), 4) if real else None}
@@ -213,6 +228,9 @@ def _print_depth(s: dict) -> None:
             print(f"  {title}:")
             for sv in part["survivors"]:
                 print(f"    {sv['mutant']} [{', '.join(sv['ops'])}]: {sv['why']}")
+    for lb in je.get("listed_bugs", []):
+        print(f"  not scored with jax-cpu: {lb['mutant']} reproduces a bug the file lists for "
+              f"jax ({'passes, as it should' if lb['passed'] else 'KILLED'})")
     print("  equivalent (not scored):")
     for e in s["equivalent_mutants"]:
         flag = "  FLAGGED by the suite (a false alarm)" if e["flagged_by_suite"] else ""
@@ -237,6 +255,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", metavar="OUT", help="write every figure here")
     p.add_argument("--keep", metavar="DIR", help="keep the runs' output folders here")
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
+    p.add_argument("--rescore", metavar="JSON",
+                   help="score the runs of an earlier --json again (no run)")
     args = p.parse_args(argv)
 
     every = mutants.all_mutants()
@@ -245,6 +265,17 @@ def main(argv=None) -> int:
             eq = "  [equivalent]" if c.equivalent else ""
             print(f"{c.__name__:36s} {c.family:22s} {','.join(c.ops)}{eq}\n"
                   f"    {_first_line(c.__doc__)}")
+        return 0
+    if args.rescore:
+        doc = json.loads(Path(args.rescore).read_text())
+        runs = doc["runs"]
+        depths = list(dict.fromkeys(r["depth"] for r in runs))
+        doc["scores"] = [score(runs, d) for d in depths]
+        for s in doc["scores"]:
+            _print_depth(s)
+        if args.json:
+            Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+            print(f"\nwritten: {args.json}")
         return 0
     depths = [d.strip() for d in args.depth.split(",") if d.strip()]
     if not depths or any(d not in TARGETS for d in depths):

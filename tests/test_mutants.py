@@ -49,6 +49,7 @@ def test_mutant_declares_what_it_models(cls):
     assert cls.family
     assert cls.name == "jax" and cls.isolate is False
     assert cls.equivalent is None or len(cls.equivalent.split()) >= 6
+    assert cls.listed_in in (None, "jax-cpu")
     assert mutants.by_name(cls.__name__) is cls
 
 
