@@ -75,7 +75,7 @@ class JaxBackend(Backend):
                 raise
             raise Unsupported(f"jax.lax refuses {sig.op} on "
                               f"{', '.join(map(str, sig.input_types))}: "
-                              f"{str(e).splitlines()[0]}") from None
+                              f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
         outs = out if isinstance(out, (tuple, list)) else (out,)
         inferred = [TensorType(o.shape[len(lead):], element_type(o.dtype)) for o in outs]
         if sig.invalid and list(inferred) != list(sig.result_leaves):

@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.compare import BOUND, PASS, PROPERTY, VALUE, BatchVerdict, compare_batch
+from conformance.compare import (BOUND, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE, BatchVerdict,
+                                compare_batch)
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type, type_of
 from conformance.specs import Accuracy, OpSpec
@@ -93,9 +94,24 @@ def verdict_kind(*kinds: str) -> Callable[[Verdict], Verdict]:
     return deco
 
 
+def _load_extensions() -> None:
+    """Import the modules beside this one named ``verdicts_*`` (the verdict functions of
+    an op family: verdicts_reduction.py's ``reduction`` bound), which register here."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if info.name.startswith("verdicts_"):
+            importlib.import_module(f"{__package__}.{info.name}")
+
+
 def check_known(accuracy: Accuracy, where: str) -> None:
     """Raise :class:`UnknownVerdict` if ``accuracy`` names a kind (or a bound, residual
     or property function) that is not registered."""
+    table = {"bound": BOUNDS, "residual": RESIDUALS}.get(accuracy.kind)
+    if accuracy.kind not in VERDICTS or (table is not None and
+                                         accuracy.options.get(accuracy.kind) not in table):
+        _load_extensions()
     if accuracy.kind not in VERDICTS:
         raise UnknownVerdict(f"{where}: unknown verdict kind {accuracy.kind!r}; known: "
                              f"{', '.join(sorted(VERDICTS))}")
@@ -156,6 +172,13 @@ BOUNDS: dict[str, Callable[[Judgement], list[np.ndarray]]] = {}
 
 
 bound_function = _registrar(BOUNDS, "bound function")
+
+#: name of a bound function -> function(judgement) -> one float64 array per result: how
+#: much further than the bound flushing subnormal intermediate results to zero (FTZ) can
+#: move a result; a difference within bound + that is class ``subnormal_flush``. Optional.
+FLUSH_ALLOWANCES: dict[str, Callable[[Judgement], list[np.ndarray]]] = {}
+
+flush_allowance = _registrar(FLUSH_ALLOWANCES, "flush allowance")
 
 
 def unit_roundoff(et) -> float:
@@ -225,6 +248,7 @@ def bounded(j: Judgement) -> BatchVerdict:
     exact-value inputs, so a backend that differs there is wrong, not reordered."""
     name = j.accuracy.options.get("bound")
     limits = BOUNDS[name](j)
+    flushes = FLUSH_ALLOWANCES[name](j) if name in FLUSH_ALLOWANCES else None
 
     def allowance(i: int, a: np.ndarray, e: np.ndarray, cls: np.ndarray) -> np.ndarray:
         lim = np.broadcast_to(np.asarray(limits[i], np.float64), cls.shape)
@@ -236,7 +260,12 @@ def bounded(j: Judgement) -> BatchVerdict:
         cls = cls.copy()
         wrong = (cls == VALUE) & finite
         cls[wrong & (diff <= lim)] = PASS
-        cls[wrong & (diff > lim)] = BOUND
+        # beyond a bound of 0 (a result every legal order gives exactly) the value is
+        # simply wrong
+        cls[wrong & (diff > lim) & (lim > 0)] = BOUND
+        if flushes is not None:
+            extra = np.broadcast_to(np.asarray(flushes[i], np.float64), cls.shape)
+            cls[wrong & (diff > lim) & (diff <= lim + extra)] = SUBNORMAL_FLUSH
         return cls
 
     return compare_batch(j.expected, j.actual, Accuracy("exact"), j.masks, j.inputs,

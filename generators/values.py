@@ -175,7 +175,28 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "multiplicand": _multiplicand,
     "index": _index,
     "repeated": _repeated,
+    # Drawn with the signature in view by batch_inputs (SIGNATURE_DISTRIBUTIONS); by
+    # element type alone (draw_array) as the default.
+    "identity": _default_sources,
+    "exact_sums": _default_sources,
 }
+
+#: Distributions whose values depend on the rest of the signature, as
+#: ``module:function`` of this package (loaded when a spec names one): ``function(sig,
+#: spec, index, k, et, shape, rng, param) -> array`` draws input ``index`` (position
+#: ``k`` in its variadic group) of shape [batch] + its shape. A spec names one as
+#: ``name`` or ``name:param`` (``identity:body``: a reduction's init values, the
+#: identity of its body ``body``).
+SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
+    "identity": "reduction:identity_values",
+    "exact_sums": "reduction:exact_values",
+}
+
+
+def _signature_distribution(name: str):
+    import importlib
+    module, _, function = SIGNATURE_DISTRIBUTIONS[name].partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
 def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Generator,
@@ -183,7 +204,7 @@ def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Gen
     """An array of ``shape`` whose elements mix the distribution's sources."""
     et = element_type(et)
     try:
-        sources = DISTRIBUTIONS[distribution](et)
+        sources = DISTRIBUTIONS[distribution.partition(":")[0]](et)
     except KeyError:
         raise ValueError(f"unknown value distribution {distribution!r}; known: "
                          f"{', '.join(DISTRIBUTIONS)}") from None
@@ -205,12 +226,27 @@ def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
     spec = spec or load_spec(sig.op)
     groups = spec.split_inputs(list(range(len(sig.input_types))))
     dists = ["default"] * len(sig.input_types)
+    within = [0] * len(sig.input_types)
     for t, idx in zip(spec.inputs, groups):
-        for i in (idx if t.variadic else [idx]):
+        for k, i in enumerate(idx if t.variadic else [idx]):
             dists[i] = t.values or "default"
-    # A tuple-typed input gets one array per leaf (the case holds the leaves).
-    return tuple(draw_array(leaf.element_type, (batch, *leaf.shape), rng, d)
-                 for t, d in zip(sig.input_types, dists) for leaf in t.leaves())
+            within[i] = k
+    if not any(d.partition(":")[0] in SIGNATURE_DISTRIBUTIONS for d in dists):
+        # A tuple-typed input gets one array per leaf (the case holds the leaves).
+        return tuple(draw_array(leaf.element_type, (batch, *leaf.shape), rng, d)
+                     for t, d in zip(sig.input_types, dists) for leaf in t.leaves())
+    out = []
+    for i, (t, d) in enumerate(zip(sig.input_types, dists)):
+        name, _, param = d.partition(":")
+        for leaf in t.leaves():
+            shape = (batch, *leaf.shape)
+            if name in SIGNATURE_DISTRIBUTIONS:
+                out.append(_signature_distribution(name)(sig, spec, i, within[i],
+                                                         leaf.element_type, shape, rng,
+                                                         param))
+            else:
+                out.append(draw_array(leaf.element_type, shape, rng, d))
+    return tuple(out)
 
 
 def case_inputs(sig: Signature, rng: np.random.Generator,

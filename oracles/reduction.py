@@ -1,0 +1,715 @@
+"""reduce and reduce_window, written from the spec's "More formally", with the body as
+data; and the conditions that say which of their results the spec leaves open.
+
+Both ops reduce *leaves* with a ``body`` region. The spec's ``reduce`` is
+``exec(schedule)`` for an implementation-defined full binary tree whose in-order
+traversal is the slice's values in index order, interspersed with an
+implementation-defined number of ``init_values`` (003 "### reduce"); ``reduce_window``
+is that reduce over each window of the inputs padded (and base-dilated) with the init
+values (003 "### reduce_window"). A *geometry* says where each result element's leaves
+are (:class:`ReduceGeometry`, :class:`WindowGeometry`, registered per op in
+:data:`GEOMETRIES`), for the oracle, for the conditions below and for the
+``reduction`` bound of conformance/verdicts_reduction.py alike.
+
+The oracle's tree: the init value once, then the leaves. A body whose result ``k`` is
+one op of ``(arg k, arg N+k)`` (``add``, ``multiply``, ``maximum``, ``minimum``,
+``and``, ``or``, ``xor``) is evaluated per result with numpy ufunc reductions: floats at
+float64 (complex128) and correctly rounded once at the end, so that a float sum is the
+rounded float64 sum (within a few float64 ulps of the exact one, and exactly it where
+every order gives the same value), integers on two's-complement bit patterns (wrapping),
+IEEE maximum/minimum with NaN propagation and -0 < +0. Any other body (a tuple body
+whose results depend on each other, such as an arg-max, subtract, divide, the complex
+maximum) is evaluated as a balanced tree over ``[init, leaf0, leaf1, ...]``: one
+vectorised region evaluation (oracles/regions.py) per level, over every result element
+at once. No Python loop runs over result elements.
+
+What the spec leaves open (the ``implementation_defined`` rules of the specs call the
+conditions registered here, which get the inputs with a leading batch axis):
+
+- ``reduction_init_dependent``: where the number of init values in the tree changes the
+  result (an init value that is not the body's identity on the values involved);
+- ``reduction_nan_forced``: where every result is NaN whatever the tree (a NaN leaf of a
+  NaN-propagating body), so that even an order-dependent body is checked there;
+- ``reduction_sum_out_of_range``: where a partial sum of some tree could overflow
+  (floats: infinity in one tree, a finite value in another; integers: an overflow,
+  implementation-defined by the spec's "Errors");
+- ``reduction_product_out_of_range``: where a partial product of some tree could
+  overflow or underflow (floats) or overflow (integers), or complex arithmetic meets a
+  non-finite part (implementation-defined);
+- ``reduction_complex_order``: where a complex maximum/minimum meets a NaN part or a tie
+  (values equal under IEEE comparison that differ in the sign of a zero part), which
+  maximum's and minimum's own specs leave implementation-defined.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from conformance.core.dense import parse_dense
+from conformance.core.numerics import round_to, to_wide
+from conformance.core.types import ElementType, element_type
+from conformance.specs.expressions import condition
+from conformance.specs.regions import Arg, Call, parse as parse_region
+
+from . import regions
+from ._kernels import as_u64, int_values, wrap
+from .registry import register
+
+__all__ = ["GEOMETRIES", "LEAVES", "geometry", "components", "evaluate_tree", "leaves_with_init",
+           "granularity", "finite_magnitudes"]
+
+
+# ---------------------------------------------------------------------------
+# The body
+# ---------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1024)
+def components(text: str) -> tuple[str | None, ...]:
+    """Per result ``k`` of a body with ``2N`` arguments: the op's name where result ``k``
+    is one call ``op(arg k, arg N+k)`` or ``op(arg N+k, arg k)`` without attributes, else
+    None (a result that reads other arguments or calls several ops)."""
+    region = parse_region(text)
+    n = len(region.arg_types) // 2
+    out: list[str | None] = []
+    for k, node in enumerate(region.results):
+        ok = (isinstance(node, Call) and not node.attributes and len(node.operands) == 2
+              and all(isinstance(o, Arg) for o in node.operands)
+              and sorted(o.index for o in node.operands) == [k, n + k])
+        out.append(node.op if ok else None)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Geometries: where each result element's leaves are. ``lead`` leading axes (a batch)
+# are carried through unchanged; init values then have the lead shape.
+# ---------------------------------------------------------------------------
+
+def _attr_array(value) -> np.ndarray:
+    """A tensor-constant attribute (its MLIR text, or already an array) as int64."""
+    if isinstance(value, str):
+        value = parse_dense(value)
+    return np.asarray(value, np.int64)
+
+
+@dataclasses.dataclass
+class ReduceGeometry:
+    """``reduce``: the leaves of ``results[j]`` are ``inputs[j0, ..., :, ..., jR-1]`` with
+    ``:`` at ``dimensions``, in the ascending lexicographic order of their index."""
+
+    shape: tuple[int, ...]          # one input's shape, lead axes included
+    dimensions: tuple[int, ...]
+    lead: int = 0
+
+    def __post_init__(self):
+        self.axes = tuple(self.lead + d for d in sorted(self.dimensions))
+        self.kept = [d for d in range(len(self.shape)) if d not in self.axes]
+        self.out_shape = tuple(self.shape[d] for d in self.kept)
+        self.size = int(np.prod([self.shape[d] for d in self.axes], dtype=np.int64))
+
+    def fold(self, ufunc, x: np.ndarray, fill, identity, dtype=None) -> np.ndarray:
+        """``ufunc`` reduced over every result element's leaves (``identity`` for none),
+        computed in ``dtype`` (numpy casts block by block: no widened copy)."""
+        return ufunc.reduce(x, axis=self.axes, initial=identity, dtype=dtype)
+
+    def leaves(self, x: np.ndarray, fill) -> np.ndarray:
+        """The leaves materialised: result shape + [number of leaves], in index order."""
+        moved = np.moveaxis(x, self.axes, tuple(range(-len(self.axes), 0)))
+        return moved.reshape(self.out_shape + (self.size,))
+
+
+@dataclasses.dataclass
+class WindowGeometry:
+    """``reduce_window``: the inputs padded with the init values (``padding``, and
+    ``base_dilations - 1`` holes between elements; negative padding cuts), then per result
+    index the window of ``window_dimensions`` elements ``window_dilations`` apart that
+    starts at ``result_index * window_strides`` (C15's ``dilated_window_shape``: XLA's
+    window dilation)."""
+
+    shape: tuple[int, ...]
+    window_dimensions: Sequence[int]
+    window_strides: Sequence[int]
+    base_dilations: Sequence[int]
+    window_dilations: Sequence[int]
+    padding: Any
+    lead: int = 0
+
+    def __post_init__(self):
+        pad = _attr_array(self.padding).reshape(-1, 2)
+        r = len(self.shape) - self.lead
+        self.wd = [int(v) for v in self.window_dimensions]
+        self.ws = [int(v) for v in self.window_strides]
+        self.bd = [int(v) for v in self.base_dilations]
+        self.wdl = [int(v) for v in self.window_dilations]
+        self.pad = [(int(lo), int(hi)) for lo, hi in pad]
+        base = self.shape[self.lead:]
+        dilated = [0 if s == 0 else (s - 1) * b + 1 for s, b in zip(base, self.bd)]
+        self.padded_shape = [lo + d + hi for (lo, hi), d in zip(self.pad, dilated)]
+        self.window_extent = [0 if w == 0 else (w - 1) * dl + 1
+                              for w, dl in zip(self.wd, self.wdl)]
+        self.out_shape = tuple(self.shape[:self.lead]) + tuple(
+            0 if (p <= 0 or e > p) else (p - e) // s + 1
+            for p, e, s in zip(self.padded_shape, self.window_extent, self.ws))
+        self.size = int(np.prod(self.wd, dtype=np.int64)) if r else 1
+        self.rank = r
+
+    def padded(self, x: np.ndarray, fill, dtype=None) -> np.ndarray:
+        """The inputs base-dilated and padded with ``fill`` (one value per lead index),
+        in ``dtype`` (default: the inputs')."""
+        lead = self.shape[:self.lead]
+        dtype = x.dtype if dtype is None else np.dtype(dtype)
+        if not self.bd or (all(b == 1 for b in self.bd) and all(lo == 0 and hi == 0
+                                                               for lo, hi in self.pad)):
+            return x.astype(dtype, copy=False)
+        fill = np.asarray(fill).astype(dtype).reshape(lead + (1,) * self.rank)
+        # Place the input on the grid with positive padding first, then cut where the
+        # padding is negative.
+        grid = [max(lo, 0) + (0 if s == 0 else (s - 1) * b + 1) + max(hi, 0)
+                for (lo, hi), s, b in zip(self.pad, x.shape[self.lead:], self.bd)]
+        out = np.empty(lead + tuple(grid), dtype)
+        out[...] = fill
+        if x.size:
+            place = tuple(slice(None) for _ in lead) + tuple(
+                slice(max(lo, 0), max(lo, 0) + (s - 1) * b + 1, b)
+                for (lo, _), s, b in zip(self.pad, x.shape[self.lead:], self.bd))
+            out[place] = x
+        cut = tuple(slice(None) for _ in lead) + tuple(
+            slice(max(-lo, 0), g - max(-hi, 0)) for (lo, hi), g in zip(self.pad, grid))
+        return out[cut]
+
+    def windows(self, p: np.ndarray) -> np.ndarray:
+        """A view: result shape + window shape (no copy)."""
+        if self.rank == 0:
+            return p
+        if any(d == 0 for d in self.out_shape[self.lead:]):
+            return np.zeros(self.out_shape + tuple(self.wd), p.dtype)
+        view = np.lib.stride_tricks.sliding_window_view(
+            p, self.window_extent, axis=tuple(range(self.lead, self.lead + self.rank)))
+        index = (tuple(slice(None) for _ in range(self.lead))
+                 + tuple(slice(None, None, s) for s in self.ws)
+                 + tuple(slice(None, None, dl) for dl in self.wdl))
+        view = view[index]
+        cut = (tuple(slice(None) for _ in range(self.lead))
+               + tuple(slice(0, o) for o in self.out_shape[self.lead:]))
+        return view[cut]
+
+    def fold(self, ufunc, x: np.ndarray, fill, identity, dtype=None) -> np.ndarray:
+        w = self.windows(self.padded(x, fill, dtype))
+        if self.rank == 0:
+            return w
+        axes = tuple(range(len(self.out_shape), len(self.out_shape) + self.rank))
+        return ufunc.reduce(w, axis=axes, initial=identity, dtype=dtype)
+
+    def leaves(self, x: np.ndarray, fill) -> np.ndarray:
+        w = self.windows(self.padded(x, fill))
+        return np.array(w, order="C").reshape(self.out_shape + (self.size,))
+
+
+def _reduce_geometry(shape, attrs, lead):
+    return ReduceGeometry(tuple(shape), tuple(attrs["dimensions"]), lead)
+
+
+def _window_geometry(shape, attrs, lead):
+    return WindowGeometry(tuple(shape), attrs["window_dimensions"], attrs["window_strides"],
+                          attrs["base_dilations"], attrs["window_dilations"],
+                          attrs["padding"], lead)
+
+
+#: op -> geometry(shape of one input with its lead axes, attributes, lead): where the
+#: leaves of each result element are.
+GEOMETRIES: dict[str, Callable[..., Any]] = {
+    "reduce": _reduce_geometry,
+    "reduce_window": _window_geometry,
+}
+
+
+def geometry(op: str, shape, attrs, lead: int = 0):
+    """The geometry of ``op`` for inputs of ``shape`` (``lead`` leading batch axes)."""
+    return GEOMETRIES[op](shape, attrs, lead)
+
+
+def _geometry_of(spec_geometry: Sequence[Any], shape, lead: int):
+    """A condition's geometry argument, ``[op, attribute, ...]`` as the spec's ``when:``
+    writes it (``['reduce', dimensions]``), made a geometry."""
+    op, *values = spec_geometry
+    names = {"reduce": ["dimensions"],
+             "reduce_window": ["window_dimensions", "window_strides", "base_dilations",
+                               "window_dilations", "padding"]}[op]
+    return geometry(op, shape, dict(zip(names, values)), lead)
+
+
+# ---------------------------------------------------------------------------
+# Evaluating a tree
+# ---------------------------------------------------------------------------
+
+def _float_identity(op: str):
+    return {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}.get(op)
+
+
+_FLOAT_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.fmax,
+                 "minimum": np.fmin}
+
+
+def _fast_float(op, g, x, e, et: ElementType, with_init: bool):
+    """A float add/multiply/maximum/minimum at float64 (complex128), rounded once."""
+    ufunc = _FLOAT_UFUNCS.get(op)
+    if ufunc is None or (et.is_complex and op not in ("add", "multiply")):
+        return None
+    wide = np.complex128 if et.is_complex else np.float64
+    ew = np.asarray(to_wide(e), wide)
+    if op in ("maximum", "minimum"):
+        xw = to_wide(x)
+        # fmax/fmin skip NaN; NaN propagates (IEEE maximum) through an explicit test, and
+        # -0 < +0 through the signs of the zeros among the leaves.
+        r = g.fold(ufunc, xw, ew, _float_identity(op))
+        nan = g.fold(np.logical_or, np.isnan(xw), np.isnan(ew), False)
+        if op == "maximum":
+            pos_zero = g.fold(np.logical_or, (xw == 0) & ~np.signbit(xw),
+                              (ew == 0) & ~np.signbit(ew), False)
+        else:
+            neg_zero = g.fold(np.logical_or, (xw == 0) & np.signbit(xw),
+                              (ew == 0) & np.signbit(ew), False)
+        if with_init:
+            r = ufunc(r, _lead_shaped(ew, r, g))
+            nan = nan | np.isnan(_lead_shaped(ew, r, g))
+            extra = _lead_shaped(ew, r, g)
+            if op == "maximum":
+                pos_zero = pos_zero | ((extra == 0) & ~np.signbit(extra))
+            else:
+                neg_zero = neg_zero | ((extra == 0) & np.signbit(extra))
+        zero = r == 0
+        if op == "maximum":
+            r = np.where(zero, np.where(pos_zero, 0.0, -0.0), r)
+        else:
+            r = np.where(zero, np.where(neg_zero, -0.0, 0.0), r)
+        r = np.where(nan, np.nan, r)
+    else:
+        # -0 is the identity of IEEE addition (+0 would turn a sum of -0s into +0)
+        identity = (complex(-0.0, -0.0) if et.is_complex else -0.0) if op == "add" else 1.0
+        r = g.fold(ufunc, np.asarray(x), ew, identity, wide)
+        if with_init:
+            r = ufunc(r, _lead_shaped(ew, r, g))
+    return round_to(np.asarray(r), et)
+
+
+def _lead_shaped(e: np.ndarray, r: np.ndarray, g) -> np.ndarray:
+    """Per-case init values broadcast against a result with ``g.lead`` leading axes."""
+    e = np.asarray(e)
+    return e.reshape(e.shape + (1,) * (np.ndim(r) - e.ndim))
+
+
+_INT_UFUNCS = {"add": (np.add, 0), "multiply": (np.multiply, 1),
+               "and": (np.bitwise_and, 0xFFFFFFFFFFFFFFFF), "or": (np.bitwise_or, 0),
+               "xor": (np.bitwise_xor, 0)}
+_BOOL_UFUNCS = {"add": np.logical_or, "or": np.logical_or, "maximum": np.logical_or,
+                "multiply": np.logical_and, "and": np.logical_and,
+                "minimum": np.logical_and, "xor": np.logical_xor}
+
+
+def _fast_integer(op, g, x, e, et: ElementType, with_init: bool):
+    """Integer and boolean monoids: two's-complement bit patterns (wrapping), exact
+    maximum/minimum."""
+    if et.is_boolean:
+        ufunc = _BOOL_UFUNCS.get(op)
+        if ufunc is None:
+            return None
+        identity = ufunc is np.logical_and
+        r = g.fold(ufunc, np.asarray(x, bool), np.asarray(e, bool), identity)
+        if with_init:
+            r = ufunc(r, _lead_shaped(np.asarray(e, bool), r, g))
+        return np.asarray(r, bool)
+    if op in ("maximum", "minimum"):
+        v, ev = int_values(x), int_values(e)
+        info = np.iinfo(v.dtype)
+        ufunc = np.maximum if op == "maximum" else np.minimum
+        r = g.fold(ufunc, v, ev, int(info.min if op == "maximum" else info.max))
+        if with_init:
+            r = ufunc(r, _lead_shaped(ev, r, g))
+        return np.asarray(r).astype(et.dtype)
+    if op not in _INT_UFUNCS:
+        return None
+    ufunc, identity = _INT_UFUNCS[op]
+    u, eu = as_u64(np.asarray(x)), as_u64(np.asarray(e))
+    r = g.fold(ufunc, u, eu, np.uint64(identity))
+    if with_init:
+        r = ufunc(r, _lead_shaped(eu, r, g))
+    return wrap(np.asarray(r, np.uint64), et, np.shape(r))
+
+
+def leaves_with_init(g, x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The leaves of every result element with the init value first:
+    result shape + [1 + number of leaves]."""
+    leaves = g.leaves(np.asarray(x), np.asarray(e))
+    e = np.asarray(e)
+    head = np.broadcast_to(e.reshape(e.shape + (1,) * (leaves.ndim - 1 - e.ndim)),
+                           leaves.shape[:-1])[..., None]
+    return np.concatenate([head.astype(leaves.dtype), leaves], axis=-1)
+
+
+def _tree(body: str, columns: list[np.ndarray]) -> list[np.ndarray]:
+    """A balanced tree over the last axis of ``columns`` (one array per body result, the
+    same shape, at least one leaf): adjacent leaves combined level by level, in order."""
+    n = len(columns)
+    while columns[0].shape[-1] > 1:
+        m = columns[0].shape[-1]
+        h = m // 2
+        left = [np.ascontiguousarray(c[..., 0:2 * h:2]) for c in columns]
+        right = [np.ascontiguousarray(c[..., 1:2 * h:2]) for c in columns]
+        combined = regions.evaluate(body, left + right)
+        combined = [np.asarray(c).astype(columns[k].dtype, copy=False).reshape(left[k].shape)
+                    for k, c in enumerate(combined)]
+        if m % 2:
+            combined = [np.concatenate([c, col[..., -1:]], axis=-1)
+                        for c, col in zip(combined, columns)]
+        columns = combined
+    assert len(columns) == n
+    return [c[..., 0] for c in columns]
+
+
+def evaluate_tree(body: str, g, xs: Sequence[np.ndarray], es: Sequence[np.ndarray],
+                  with_init: bool = True) -> list[np.ndarray]:
+    """Every result of a reduction: ``body`` over each result element's leaves (and the
+    init value once, first, unless ``with_init`` is false: then a result element without
+    leaves comes out as its init value)."""
+    ops = components(body)
+    types = [element_type(np.asarray(x).dtype) for x in xs]
+    out: list[np.ndarray | None] = [None] * len(xs)
+    if all(op is not None for op in ops):
+        for k, (op, et) in enumerate(zip(ops, types)):
+            if et.is_float or et.is_complex:
+                out[k] = _fast_float(op, g, xs[k], es[k], et, with_init)
+            else:
+                out[k] = _fast_integer(op, g, xs[k], es[k], et, with_init)
+    missing = [k for k, o in enumerate(out) if o is None]
+    if not missing:
+        return out
+    if all(op is not None for op in ops):
+        # Independent results: each missing one as a body of its own.
+        for k in missing:
+            t = types[k].name
+            single = f"({t}, {t}) -> {ops[k]}(arg0, arg1)"
+            out[k] = _generic(single, g, [xs[k]], [es[k]], with_init)[0]
+        return out
+    return _generic(body, g, xs, es, with_init)
+
+
+def _generic(body: str, g, xs, es, with_init: bool) -> list[np.ndarray]:
+    if with_init:
+        columns = [leaves_with_init(g, x, e) for x, e in zip(xs, es)]
+    else:
+        columns = [g.leaves(np.asarray(x), np.asarray(e)) for x, e in zip(xs, es)]
+        if columns[0].shape[-1] == 0:
+            return [np.broadcast_to(np.asarray(e).reshape(np.shape(e) + (1,) * (
+                c.ndim - 1 - np.ndim(e))), c.shape[:-1]).astype(c.dtype)
+                for e, c in zip(es, columns)]
+    if columns[0].size == 0:
+        return [np.zeros(c.shape[:-1], c.dtype) for c in columns]
+    return _tree(body, columns)
+
+
+def _retyped_body(body: str, xs: Sequence[np.ndarray]) -> str:
+    """The body with its arguments typed as the arrays it is given (the ``reduction``
+    bound evaluates the op at float64 on magnitudes)."""
+    from conformance.specs.regions import retyped
+    region = parse_region(body)
+    n = len(region.arg_types) // 2
+    positions = {}
+    for k, x in enumerate(xs):
+        t = element_type(np.asarray(x).dtype)
+        if region.arg_types[k] != t:
+            positions[k] = positions[n + k] = t.name
+    return retyped(body, positions=positions) if positions else body
+
+
+def _reduction(op: str):
+    def oracle(inputs, attrs, types):
+        n = len(types)
+        xs, es = list(inputs[:n]), list(inputs[n:])
+        g = geometry(op, np.shape(xs[0]), attrs)
+        out = evaluate_tree(_retyped_body(attrs["body"], xs), g, xs, es)
+        return tuple(np.asarray(r).astype(t.element_type.dtype, copy=False).reshape(t.shape)
+                     for r, t in zip(out, types))
+    return oracle
+
+
+register("reduce")(_reduction("reduce"))
+register("reduce_window")(_reduction("reduce_window"))
+
+
+def _leaves_of(op: str):
+    def leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
+        xs, es = inputs[:n], inputs[n:2 * n]
+        g = geometry(op, np.shape(xs[0]), attrs, lead=1)
+        return leaves_with_init(g, np.asarray(xs[k]), np.asarray(es[k]))
+    return leaves
+
+
+#: op -> leaves(inputs with a leading batch axis, attributes (regions included), number
+#: of results, k): the leaves of result ``k`` of every case, init value first, as
+#: [batch] + result shape + [leaves] (the ``reduction`` bound reads them).
+LEAVES: dict[str, Callable[..., np.ndarray]] = {
+    "reduce": _leaves_of("reduce"),
+    "reduce_window": _leaves_of("reduce_window"),
+}
+
+
+# ---------------------------------------------------------------------------
+# Numbers about leaves (the conditions below and the reduction bound use them)
+# ---------------------------------------------------------------------------
+
+def finite_magnitudes(x: np.ndarray) -> np.ndarray:
+    """|x| as float64 for finite elements, 0 elsewhere (complex: the modulus)."""
+    w = to_wide(np.asarray(x))
+    a = np.abs(w).astype(np.float64)
+    return np.where(np.isfinite(a), a, 0.0)
+
+
+def granularity(x: np.ndarray) -> np.ndarray:
+    """The largest power of two that divides each finite nonzero float (as float64); inf
+    for zeros and non-finite values. Every sum of such values is a multiple of the
+    smallest granularity among them."""
+    w = np.asarray(x, np.float64)
+    finite = np.isfinite(w) & (w != 0)
+    m, ex = np.frexp(np.where(finite, np.abs(w), 1.0))
+    mant = (m * 2.0 ** 53).astype(np.int64)
+    low = (mant & -mant).astype(np.float64)
+    return np.where(finite, np.ldexp(low, ex - 53), np.inf)
+
+
+def _parts(x: np.ndarray) -> list[np.ndarray]:
+    w = to_wide(np.asarray(x))
+    return [w.real.astype(np.float64), w.imag.astype(np.float64)] if np.iscomplexobj(w) \
+        else [w.astype(np.float64)]
+
+
+def _finfo(et: ElementType):
+    return ml_dtypes.finfo(et.component.dtype)
+
+
+def overflow_threshold(et: ElementType) -> float:
+    """The smallest magnitude that rounds to infinity: max + ulp(max) / 2."""
+    fi = _finfo(et)
+    return float(fi.max) * (1.0 + 2.0 ** -(fi.nmant + 1))
+
+
+def unit_roundoff(et: ElementType) -> float:
+    return float(_finfo(et).eps) / 2
+
+
+def gamma(n, u: float) -> np.ndarray:
+    n = np.asarray(n, np.float64)
+    nu = n * u
+    return np.where(nu < 1, nu / np.maximum(1 - nu, 1e-300), np.inf)
+
+
+# ---------------------------------------------------------------------------
+# Conditions of the implementation-defined rules (specs/ops/reduce.yaml,
+# reduce_window.yaml). They see the inputs with a leading batch axis and return a mask
+# of the batched result shape.
+# ---------------------------------------------------------------------------
+
+def _batched(spec_geometry, inputs, init_values):
+    xs = [np.asarray(x) for x in inputs]
+    es = [np.asarray(e) for e in init_values]
+    return _geometry_of(spec_geometry, xs[0].shape, 1), xs, es
+
+
+def _bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per element: different bit patterns, any NaN equal to any NaN."""
+    a, b = np.asarray(a), np.asarray(b)
+    et = element_type(a.dtype)
+    size = a.dtype.itemsize
+    ab = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape + (size,))
+    bb = np.ascontiguousarray(b.astype(a.dtype)).view(np.uint8).reshape(a.shape + (size,))
+    differ = (ab != bb).any(axis=-1)
+    if et.is_float or et.is_complex:
+        wa, wb = to_wide(a), to_wide(b)
+        differ &= ~(np.isnan(wa) & np.isnan(wb))
+    return differ
+
+
+@condition("reduction_init_dependent")
+def init_dependent(spec_geometry, inputs, init_values, body) -> np.ndarray:
+    """Result elements whose value depends on how many init values the tree holds.
+
+    Read for a body that is associative and commutative (the other rules mask the rest):
+    every tree then gives ``R ⊕ e^k`` (``R``: the leaves alone, ``e``: the init values,
+    ``k >= 0``, ``k >= 1`` without leaves). Where ``e ⊕ e = e`` the results are ``R`` and
+    ``R ⊕ e``: masked where those differ (or, without leaves, never). Otherwise ``e``
+    must leave ``R`` unchanged (``R ⊕ e = R``, then every ``k`` gives ``R``); for floats,
+    whose ``⊕`` rounds, no such ``e`` is trusted but ±0 and the other idempotent ones,
+    and the whole result is masked."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    body = _retyped_body(body, xs)
+    r0 = evaluate_tree(body, g, xs, es, with_init=False)
+    out_shape = np.shape(r0[0])
+    lead = out_shape[:1]
+    e_full = [np.broadcast_to(_lead_shaped(e, r, g), out_shape).astype(r.dtype)
+              for e, r in zip(es, r0)]
+    r1 = regions.evaluate(body, e_full + [np.asarray(r) for r in r0])
+    ee = regions.evaluate(body, [np.asarray(e) for e in es] + [np.asarray(e) for e in es])
+    idempotent = np.ones(lead, bool)
+    inexact = False
+    for e, v in zip(es, ee):
+        idempotent &= ~_bits_differ(e, np.asarray(v).astype(e.dtype))
+        et = element_type(e.dtype)
+        inexact |= et.is_float or et.is_complex
+    changed = np.zeros(out_shape, bool)
+    for a, b in zip(r0, r1):
+        changed |= _bits_differ(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
+    empty = g.size == 0
+    idem = _lead_shaped(idempotent, changed, g)
+    if empty:
+        return np.broadcast_to(~idem, out_shape).copy()
+    if inexact:
+        return np.where(idem, changed, True)
+    return changed
+
+
+@condition("reduction_nan_forced")
+def nan_forced(spec_geometry, inputs, init_values, ks, n) -> np.ndarray:
+    """Result elements where every one of the ``n`` results is NaN in every tree: each
+    result ``k`` in ``ks`` (a NaN-propagating body of (arg k, arg N+k)) with a NaN among
+    its leaves or init value, and every result in ``ks``."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    shape = g.out_shape
+    if sorted(set(ks)) != list(range(n)):
+        return np.zeros(shape, bool)
+    out = np.ones(shape, bool)
+    for k in ks:
+        et = element_type(xs[k].dtype)
+        if not (et.is_float or et.is_complex):
+            return np.zeros(shape, bool)
+        nan = np.isnan(to_wide(xs[k]))
+        e_nan = np.isnan(to_wide(es[k]))
+        hit = g.fold(np.logical_or, nan, e_nan, False)
+        out &= hit | _lead_shaped(e_nan, hit, g)
+    return out
+
+
+def _sum_may_overflow(g, x, e, et: ElementType) -> np.ndarray:
+    count = g.size + 1
+    hit = np.zeros(g.out_shape, bool)
+    for xp, ep in zip(_parts(x), _parts(e)):
+        a = np.where(np.isfinite(xp), np.abs(xp), 0.0)
+        ea = np.where(np.isfinite(ep), np.abs(ep), 0.0)
+        s = g.fold(np.add, a, ea, 0.0) + _lead_shaped(ea, np.zeros(g.out_shape), g)
+        u = unit_roundoff(et)
+        hit |= ~(s * (1 + gamma(count, u)) < overflow_threshold(et))
+    return hit
+
+
+def _int_sum_may_overflow(g, x, e, et: ElementType) -> np.ndarray:
+    v = int_values(np.asarray(x)).astype(np.float64)
+    ev = int_values(np.asarray(e)).astype(np.float64)
+    pos = g.fold(np.add, np.maximum(v, 0), np.maximum(ev, 0), 0.0) + \
+        _lead_shaped(np.maximum(ev, 0), np.zeros(g.out_shape), g)
+    neg = g.fold(np.add, np.minimum(v, 0), np.minimum(ev, 0), 0.0) + \
+        _lead_shaped(np.minimum(ev, 0), np.zeros(g.out_shape), g)
+    # float64 sums: conservative by a relative margin (values up to 2^64).
+    margin = 1.0 - 1e-9
+    return (pos > et.int_max * margin) | (neg < et.int_min * margin)
+
+
+@condition("reduction_sum_out_of_range")
+def sum_out_of_range(spec_geometry, inputs, init_values, ks) -> np.ndarray:
+    """Result elements where, for a result ``k`` in ``ks`` (a body adding (arg k, arg
+    N+k)), a partial sum of some tree could leave the type's range: floats, the sum of
+    the finite magnitudes (leaves and init value) grown by the worst rounding reaches the
+    overflow threshold; integers, the sum of the positive or of the negative values
+    (init value included) is out of range (integer overflow is implementation-defined,
+    003 "Errors")."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    out = np.zeros(g.out_shape, bool)
+    for k in ks:
+        et = element_type(xs[k].dtype)
+        if et.is_float or et.is_complex:
+            out |= _sum_may_overflow(g, xs[k], es[k], et)
+        elif et.is_integer:
+            out |= _int_sum_may_overflow(g, xs[k], es[k], et)
+    return out
+
+
+def _log2_extremes(g, x, e):
+    """Per result element: (log2 of the largest and of the smallest product of any
+    subset of the finite nonzero magnitudes among its leaves and init value, whether a
+    zero, an infinity, a NaN is among them, the number of leaves)."""
+    a, ea = finite_magnitudes(x), finite_magnitudes(e)
+    w, ew = to_wide(np.asarray(x)), to_wide(np.asarray(e))
+
+    def logs(v):
+        with np.errstate(divide="ignore"):
+            return np.where(v > 0, np.log2(np.where(v > 0, v, 1.0)), 0.0)
+
+    la, le = logs(a), logs(ea)
+    hi = g.fold(np.add, np.maximum(la, 0), np.maximum(le, 0), 0.0) + \
+        _lead_shaped(np.maximum(le, 0), np.zeros(g.out_shape), g)
+    lo = g.fold(np.add, np.minimum(la, 0), np.minimum(le, 0), 0.0) + \
+        _lead_shaped(np.minimum(le, 0), np.zeros(g.out_shape), g)
+
+    def any_of(flags, eflags):
+        hit = g.fold(np.logical_or, flags, eflags, False)
+        return hit | _lead_shaped(eflags, hit, g)
+
+    zero = any_of(w == 0, ew == 0)
+    inf = any_of(np.isinf(w) & ~np.isnan(w), np.isinf(ew) & ~np.isnan(ew))
+    nan = any_of(np.isnan(w), np.isnan(ew))
+    return hi, lo, zero, inf, nan
+
+
+@condition("reduction_product_out_of_range")
+def product_out_of_range(spec_geometry, inputs, init_values, ks) -> np.ndarray:
+    """Result elements where, for a result ``k`` in ``ks`` (a body multiplying (arg k,
+    arg N+k)), the tree decides: floats, some partial product could overflow (unless a
+    NaN or a zero times an infinity makes every tree NaN, or an infinity is absent and a
+    zero makes every tree zero) or underflow (unless a zero and no infinity make every
+    tree zero); integers, a partial product could overflow (implementation-defined);
+    complex values, also any non-finite part (complex arithmetic exceptions are
+    implementation-defined, 003 "Errors")."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    out = np.zeros(g.out_shape, bool)
+    for k in ks:
+        et = element_type(xs[k].dtype)
+        hi, lo, zero, inf, nan = _log2_extremes(g, xs[k], es[k])
+        count = g.size + 1
+        if et.is_integer:
+            out |= hi >= (et.bits - 1 if et.is_signed else et.bits) - 1e-9
+            continue
+        if not (et.is_float or et.is_complex):
+            continue
+        fi = _finfo(et)
+        slack = np.log2(1 + gamma(count, unit_roundoff(et) * (8 if et.is_complex else 1)))
+        over = hi + slack >= np.log2(overflow_threshold(et))
+        under = lo - slack < np.log2(float(fi.smallest_normal))
+        if et.is_complex:
+            out |= over | under | inf | nan
+            continue
+        settled = nan | (zero & inf)
+        out |= ~settled & ((zero & ~inf & over) | (inf & ~zero & under)
+                           | (~zero & ~inf & (over | under)))
+    return out
+
+
+@condition("reduction_complex_order")
+def complex_order(spec_geometry, inputs, init_values, ks) -> np.ndarray:
+    """Result elements where a complex maximum or minimum (result ``k`` in ``ks``) meets
+    a NaN part (maximum's and minimum's ``complex_nan``) or could meet a tie (their
+    ``complex_tie``: values equal under IEEE comparison differ only in the sign of a zero
+    part, so a zero part among the leaves)."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    out = np.zeros(g.out_shape, bool)
+    for k in ks:
+        et = element_type(xs[k].dtype)
+        if not et.is_complex:
+            continue
+        w, ew = to_wide(xs[k]), to_wide(es[k])
+
+        def odd(v):
+            return np.isnan(v.real) | np.isnan(v.imag) | (v.real == 0) | (v.imag == 0)
+
+        hit = g.fold(np.logical_or, odd(w), odd(ew), False)
+        out |= hit | _lead_shaped(odd(ew), hit, g)
+    return out
