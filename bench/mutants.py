@@ -2095,6 +2095,108 @@ class SortNegativeDimensionAsZero(Mutant):
 
 
 # ======================================================================================
+# reduction
+# ======================================================================================
+
+def _reduce_case(values, init, dims, body, t="f32"):
+    n = len(values)
+    sig = Signature.make("reduce", [f"tensor<{n}x{t}>", f"tensor<{t}>"],
+                         [f"tensor<{t}>" if dims else f"tensor<{n}x{t}>"],
+                         {"dimensions": dims}, regions=(f"({t}, {t}) -> {body}",))
+    return Case(sig, (fp(values, t), fp(init, t)))
+
+
+def _reduce_results(sig, op: str) -> list[int]:
+    """The results k of a reduce whose body computes ``op(arg k, arg N+k)``."""
+    from conformance.specs.expressions import _region_calls
+    n = len(sig.result_leaves)
+    if not sig.regions:
+        return []
+    return [k for k, (name, args) in enumerate(_region_calls(sig.regions[0])[:n])
+            if name == op and sorted(args) == [k, n + k]]
+
+
+class ReduceNoDimensionsFoldedAway(Mutant):
+    """reduce over no dimensions folded to its operands by a simplifier (a reduction
+    over nothing taken for the identity): the init value is never applied (the oracle
+    gives body(init, operand))."""
+
+    ops, family, batched = ("reduce",), "reduction", False
+    equivalent = ("the spec's schedule intersperses 'an implementation-defined amount of "
+                  "init_values' (specs/ops/reduce.yaml init_value_count): with one leaf, "
+                  "none at all is allowed")
+
+    def applies(self, sig):
+        return not sig.attributes["dimensions"]
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return [np.array(x) for x in inputs[:len(sig.result_leaves)]]
+
+    @classmethod
+    def witness(cls):
+        return _reduce_case([1.0, 2.0], 10.0, [], "add(arg0, arg1)")
+
+
+class ReduceAccumulatorStartsAtZero(Mutant):
+    """A reduction kernel that initialises its accumulators with zero and never reads
+    init_values (right for sums, wrong for products, max/min and every other init)."""
+
+    ops, family, batched = ("reduce",), "reduction", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        n = len(sig.result_leaves)
+        zeros = [np.zeros_like(x) for x in inputs[n:]]
+        return _evaluate(sig, list(inputs[:n]) + zeros)
+
+    @classmethod
+    def witness(cls):
+        return _reduce_case([-1.0, -2.0], -np.inf, [0], "maximum(arg0, arg1)")
+
+
+class ReduceSumDemotesToBf16(Mutant):
+    """f32 sum reductions whose operand is demoted to bf16 by a mixed-precision pass
+    (the accumulator stays f32): every addend loses 16 bits."""
+
+    ops, family, batched = ("reduce",), "precision loss", False
+
+    def applies(self, sig):
+        return any(et_in(sig, k).name == "f32" for k in _reduce_results(sig, "add"))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        new = list(inputs)
+        for k in _reduce_results(sig, "add"):
+            if et_in(sig, k).name == "f32":
+                new[k] = rt(new[k].astype(np.float64), element_type("bf16")).astype(np.float32)
+        return _evaluate(sig, new)
+
+    @classmethod
+    def witness(cls):
+        return _reduce_case([1.001, 1.0], 0.0, [0], "add(arg0, arg1)")
+
+
+class ReduceMaxDropsNaN(Mutant):
+    """max reductions built on ``maxps`` trees that drop NaN operands: a NaN among the
+    reduced elements does not reach the result (NaN-propagating maximum expected)."""
+
+    ops, family, batched = ("reduce",), "NaN propagation", False
+
+    def applies(self, sig):
+        return any(et_in(sig, k).is_float for k in _reduce_results(sig, "maximum"))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        new = list(inputs)
+        for k in _reduce_results(sig, "maximum"):
+            x = new[k]
+            if et_in(sig, k).is_float:
+                new[k] = np.where(np.isnan(x.astype(np.float64)), np.array(-np.inf, x.dtype), x)
+        return _evaluate(sig, new)
+
+    @classmethod
+    def witness(cls):
+        return _reduce_case([np.nan, 1.0], -np.inf, [0], "maximum(arg0, arg1)")
+
+
+# ======================================================================================
 # tuples
 # ======================================================================================
 
