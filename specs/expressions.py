@@ -231,7 +231,17 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "saturate": lambda x, t: _saturate(x, t),
     "where": lambda c, a, b: np.where(c, a, b),
     "region_calls": lambda r: _region_calls(r),
+    # whether a region text parses and type-checks (a spec draws only bodies that do)
+    "is_region": lambda r: _is_region(r),
 }
+
+
+def _is_region(text) -> bool:
+    try:
+        regions.parse(str(text))
+    except regions.RegionError:
+        return False
+    return True
 
 
 def _region_calls(text):
