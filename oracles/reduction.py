@@ -186,8 +186,15 @@ class WindowGeometry:
             return p
         if any(d == 0 for d in self.out_shape[self.lead:]):
             return np.zeros(self.out_shape + tuple(self.wd), p.dtype)
+        dtype = p.dtype
+        if _custom(dtype):
+            # ml_dtypes (fp8, int4) have no array-interface type string that as_strided
+            # could rebuild them from: window their bit patterns, view the windows back
+            p = p.view(np.dtype(f"u{dtype.itemsize}"))
         view = np.lib.stride_tricks.sliding_window_view(
             p, self.window_extent, axis=tuple(range(self.lead, self.lead + self.rank)))
+        if view.dtype != dtype:
+            view = view.view(dtype)
         index = (tuple(slice(None) for _ in range(self.lead))
                  + tuple(slice(None, None, s) for s in self.ws)
                  + tuple(slice(None, None, dl) for dl in self.wdl))
@@ -206,6 +213,14 @@ class WindowGeometry:
     def leaves(self, x: np.ndarray, fill) -> np.ndarray:
         w = self.windows(self.padded(x, fill))
         return np.array(w, order="C").reshape(self.out_shape + (self.size,))
+
+
+def _custom(dtype: np.dtype) -> bool:
+    """A dtype numpy cannot rebuild from its array-interface type string (ml_dtypes)."""
+    try:
+        return np.dtype(dtype.str) != dtype
+    except TypeError:
+        return True
 
 
 def _reduce_geometry(shape, attrs, lead):

@@ -408,3 +408,97 @@ def test_components_read_the_body():
         == ("add", "xor")
     assert reduction.components(ARGMAX.regions[0]) == (None, None)
     assert reduction.components("(f32, f32) -> add(arg0, arg0)") == (None,)
+
+
+# ---------------------------------------------------------------------------
+# reduce_window: the window geometry against a naive loop, verdicts as for reduce
+# ---------------------------------------------------------------------------
+
+def _naive_windows(x, init, wd, ws, bd, wdl, pad):
+    """Per result index, the window's elements (padding = init), by explicit loops over
+    the spec's formulas."""
+    import itertools
+    dilated = [0 if s == 0 else (s - 1) * b + 1 for s, b in zip(x.shape, bd)]
+    padded_shape = [lo + d + hi for (lo, hi), d in zip(pad, dilated)]
+    extent = [(w - 1) * dl + 1 for w, dl in zip(wd, wdl)]
+    out_shape = [0 if (p <= 0 or e > p) else (p - e) // s + 1
+                 for p, e, s in zip(padded_shape, extent, ws)]
+
+    def padded_at(idx):
+        src = []
+        for i, (lo, _), b, n in zip(idx, pad, bd, x.shape):
+            j = i - lo
+            if j < 0 or j % b or j // b >= n:
+                return init
+            src.append(j // b)
+        return x[tuple(src)]
+
+    out = {}
+    for r in itertools.product(*(range(o) for o in out_shape)):
+        vals = []
+        for w in itertools.product(*(range(k) for k in wd)):
+            vals.append(padded_at([ri * s + wi * dl for ri, s, wi, dl in zip(r, ws, w, wdl)]))
+        out[r] = vals
+    return out_shape, out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_window_leaves_are_the_spec_windows(seed):
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, 4))
+    shape = tuple(int(v) for v in rng.integers(0, 5, rank))
+    wd = [int(v) for v in rng.integers(1, 4, rank)]
+    ws = [int(v) for v in rng.integers(1, 3, rank)]
+    bd = [int(v) for v in rng.integers(1, 3, rank)]
+    wdl = [int(v) for v in rng.integers(1, 3, rank)]
+    dil = [0 if s == 0 else (s - 1) * b + 1 for s, b in zip(shape, bd)]
+    pad = []
+    for d in dil:
+        lo = int(rng.integers(max(-2, -d), 3))
+        pad.append((lo, int(rng.integers(max(-2, -d - lo), 3))))
+    x = rng.integers(0, 100, shape).astype(np.int32)
+    g = reduction.geometry("reduce_window", shape, {
+        "window_dimensions": wd, "window_strides": ws, "base_dilations": bd,
+        "window_dilations": wdl, "padding": np.array(pad, np.int64).reshape(-1, 2)})
+    out_shape, naive = _naive_windows(x, -1, wd, ws, bd, wdl, pad)
+    assert list(g.out_shape) == out_shape
+    leaves = g.leaves(x, np.int32(-1))
+    for r, vals in naive.items():
+        assert leaves[r].tolist() == vals, (r, shape, wd, ws, bd, wdl, pad)
+
+
+def window_sig(shape, et, body, wd, ws, bd, wdl, pad):
+    g = reduction.geometry("reduce_window", shape, {
+        "window_dimensions": wd, "window_strides": ws, "base_dilations": bd,
+        "window_dilations": wdl, "padding": np.array(pad, np.int64).reshape(-1, 2)})
+    from conformance.core.dense import dense_text
+    t = f"tensor<{'x'.join(map(str, shape))}x{et}>"
+    o = f"tensor<{'x'.join(map(str, g.out_shape))}x{et}>"
+    return Signature.make("reduce_window", [t, f"tensor<{et}>"], [o], {
+        "window_dimensions": wd, "window_strides": ws, "base_dilations": bd,
+        "window_dilations": wdl, "padding": dense_text(np.array(pad, np.int64))},
+        regions=(f"({et}, {et}) -> {body}",))
+
+
+W_F32_SUM = window_sig((6, 7), "f32", "add(arg0, arg1)", [3, 2], [1, 2], [2, 1], [1, 2],
+                       [(1, -1), (2, 0)])
+W_BF16_SUM = window_sig((5, 4), "bf16", "add(arg1, arg0)", [2, 3], [2, 1], [1, 1], [2, 1],
+                        [(0, 2), (-1, 1)])
+W_SI8_MAX = window_sig((4, 5), "si8", "maximum(arg0, arg1)", [2, 2], [1, 1], [1, 2], [1, 1],
+                       [(1, 1), (0, 0)])
+W_F8_SUM = window_sig((3, 5), "f8E5M2", "add(arg0, arg1)", [2, 2], [1, 2], [2, 1], [1, 1],
+                      [(0, 1), (1, -1)])
+
+
+@pytest.mark.parametrize("sig", [W_F32_SUM, W_BF16_SUM, W_SI8_MAX, W_F8_SUM],
+                         ids=["f32", "bf16", "si8", "f8"])
+@pytest.mark.parametrize("order", LEGAL_ORDERS)
+def test_reduce_window_passes_every_legal_tree(sig, order):
+    assert set(classes(TreeBackend(order), sig)) <= {"pass"}, order
+
+
+@pytest.mark.parametrize("sig", [W_F32_SUM, W_BF16_SUM, W_SI8_MAX, W_F8_SUM],
+                         ids=["f32", "bf16", "si8", "f8"])
+def test_reduce_window_fails_a_dropped_window_element(sig):
+    counts = classes(DropLastLeaf(), sig)
+    assert counts.get("bound", 0) + counts.get("value", 0) > 0, counts
