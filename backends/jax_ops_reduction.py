@@ -73,3 +73,43 @@ def _reduce_window(sig: Signature):
             return lax.reduce_window(xs[0], xs[1], body, *args)
         return tuple(lax.reduce_window(tuple(xs[:n]), tuple(xs[n:]), body, *args))
     return run
+
+
+@builder("select_and_scatter")
+def _select_and_scatter(sig: Signature):
+    """jax's internal ``select_and_scatter_p`` (jax._src.lax.windowed_reductions
+    ``_select_and_scatter``, jax 0.10.2; the public API has only its add form), which
+    lowers to stablehlo.select_and_scatter with the regions jax traces from the
+    functions. PRIVATE API: where it is missing the op is unsupported."""
+    try:
+        from jax._src.lax.windowed_reductions import _select_and_scatter as prim
+    except ImportError:
+        raise Unsupported("select_and_scatter: this jax has no select_and_scatter "
+                          "primitive (jax._src.lax.windowed_reductions._select_and_scatter)")
+    a = sig.attributes
+    select_text, scatter_text = sig.regions
+    et = sig.input_types[0].element_type
+    if sig.input_types[0].rank == 0:
+        # jaxlib 0.10.2: XLA aborts the process compiling it (hlo_computation.cc:191 "Check
+        # failed: param_instructions_[param_no] == nullptr ... parameter number 1 already
+        # allocated"); jax runs in-process, so the xla backend (isolated) records it.
+        raise Unsupported("select_and_scatter of a rank-0 operand: XLA aborts the process "
+                          "compiling it (CHECK failure), and jax runs in this process")
+    for text, result in ((select_text, "i1"), (scatter_text, et.name)):
+        region = regions.parse(text)
+        if [t.name for t in region.arg_types] != [et.name, et.name] or \
+                [t.name for t in region.result_types] != [result]:
+            raise Unsupported(f"select_and_scatter: jax traces the regions from the "
+                              f"operand's type; it cannot express {text!r} for {et.name}")
+    try:
+        padding = [tuple(int(v) for v in row) for row in parse_dense(a["padding"]).reshape(-1, 2)]
+    except (ValueError, TypeError) as e:
+        raise Unsupported(f"select_and_scatter: jax takes padding as (low, high) pairs; "
+                          f"{a['padding']!r} is not a N x 2 tensor ({e})") from None
+    select, scatter = jax_function(select_text), jax_function(scatter_text)
+    wd, ws = tuple(a["window_dimensions"]), tuple(a["window_strides"])
+
+    def run(operand, source, init):
+        return prim(operand, lambda x, y: select(x, y)[0], wd, ws, padding, source, init,
+                    lambda x, y: scatter(x, y)[0])
+    return run

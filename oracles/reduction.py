@@ -164,7 +164,9 @@ class WindowGeometry:
         if not self.bd or (all(b == 1 for b in self.bd) and all(lo == 0 and hi == 0
                                                                for lo, hi in self.pad)):
             return x.astype(dtype, copy=False)
-        fill = np.asarray(fill).astype(dtype).reshape(lead + (1,) * self.rank)
+        fill = np.asarray(fill).astype(dtype)
+        if fill.ndim:       # one value per lead index
+            fill = fill.reshape(lead + (1,) * self.rank)
         # Place the input on the grid with positive padding first, then cut where the
         # padding is negative.
         grid = [max(lo, 0) + (0 if s == 0 else (s - 1) * b + 1) + max(hi, 0)
@@ -252,7 +254,9 @@ def _geometry_of(spec_geometry: Sequence[Any], shape, lead: int):
     op, *values = spec_geometry
     names = {"reduce": ["dimensions"],
              "reduce_window": ["window_dimensions", "window_strides", "base_dilations",
-                               "window_dilations", "padding"]}[op]
+                               "window_dilations", "padding"],
+             "select_and_scatter": ["operand", "window_dimensions", "window_strides",
+                                    "padding", "select"]}[op]
     return geometry(op, shape, dict(zip(names, values)), lead)
 
 
@@ -469,6 +473,205 @@ LEAVES: dict[str, Callable[..., np.ndarray]] = {
     "reduce": _leaves_of("reduce"),
     "reduce_window": _leaves_of("reduce_window"),
 }
+
+
+# ---------------------------------------------------------------------------
+# select_and_scatter: a selection per window, then a reduction per operand element of
+# the source values that selected it
+# ---------------------------------------------------------------------------
+
+def selections(operand: np.ndarray, window_dimensions, window_strides, padding, select: str,
+               lead: int = 0) -> np.ndarray:
+    """``selected_index`` of every source index: the flat index (in the operand without
+    its lead axes) of the operand element the window's reduce_window_without_init selects,
+    -1 for a window without operand elements (only padding). Shape: lead + source shape.
+
+    The selection is a fold over the window's elements in index order (padding elements
+    are not the operand's, so no values of the window: XLA's rule), ``select(a, b) ? a :
+    b``, evaluated for every window at once, one region evaluation per window position.
+    A fold is one of the trees the spec allows; where the select is no total preorder on
+    a window's values (compare FLOAT with a NaN) other trees select otherwise, which the
+    spec's rules mask."""
+    operand = np.asarray(operand)
+    r = operand.ndim - lead
+    ones = [1] * r
+    g = WindowGeometry(operand.shape, window_dimensions, window_strides, ones, ones,
+                       padding, lead)
+    inner = operand.shape[lead:]
+    flat = np.arange(int(np.prod(inner, dtype=np.int64)), dtype=np.int64).reshape(inner)
+    flat = np.broadcast_to(flat, operand.shape)
+    idx = g.leaves(flat, np.int64(-1))
+    vals = g.leaves(operand, operand.reshape(-1)[0] if operand.size else 0)
+    m = idx.shape[-1]
+    cur_i = np.full(idx.shape[:-1], -1, np.int64)
+    cur_v = np.zeros(idx.shape[:-1], operand.dtype)
+    for j in range(m):
+        v, i = np.ascontiguousarray(vals[..., j]), idx[..., j]
+        valid = i >= 0
+        have = cur_i >= 0
+        if (have & valid).any():
+            (keep,) = regions.evaluate(select, [cur_v, v])
+            keep = np.asarray(keep, bool).reshape(cur_i.shape)
+        else:
+            keep = np.ones(cur_i.shape, bool)
+        take = valid & (~have | ~keep)
+        cur_i = np.where(take, i, cur_i)
+        cur_v = np.where(take, v, cur_v).astype(operand.dtype)
+    return cur_i
+
+
+@dataclasses.dataclass
+class ScatterGeometry:
+    """``select_and_scatter``'s reduction: the leaves of ``result[i]`` are the source
+    values whose window selected operand element ``i``, in the order of their source
+    index (a different number per element: materialised padded to the largest count,
+    with the init value, which the spec lets a tree hold any number of; folds pad with the
+    ufunc's identity instead)."""
+
+    targets: np.ndarray         # lead + source shape: selected flat index, -1 none
+    shape: tuple[int, ...]      # the operand's, lead axes included
+    lead: int = 0
+
+    def __post_init__(self):
+        inner = self.shape[self.lead:]
+        self.out_shape = tuple(self.shape)
+        self.cells = int(np.prod(inner, dtype=np.int64))
+        lead = int(np.prod(self.shape[:self.lead], dtype=np.int64))
+        t = self.targets.reshape(lead, -1)
+        case = np.repeat(np.arange(lead), t.shape[1]).reshape(t.shape)
+        ok = t >= 0
+        self._key = (case * self.cells + t)[ok]              # flat result position
+        self._src = np.nonzero(ok.reshape(-1))[0]            # flat source position
+        from .indexing import _occurrence
+        self._occ = _occurrence(self._key) if self._key.size else self._key
+        self.counts = np.bincount(self._key, minlength=lead * self.cells).reshape(self.shape) \
+            if lead * self.cells else np.zeros(self.shape, np.int64)
+        self.size = int(self._occ.max()) + 1 if self._occ.size else 0
+
+    def leaves(self, x: np.ndarray, fill) -> np.ndarray:
+        x = np.asarray(x)
+        fill = np.asarray(fill).astype(x.dtype)
+        out = np.empty((int(np.prod(self.out_shape, dtype=np.int64)), self.size), x.dtype)
+        lead_n = int(np.prod(self.shape[:self.lead], dtype=np.int64))
+        out[...] = np.broadcast_to(fill.reshape(-1, 1, 1), (lead_n, self.cells, self.size)
+                                   ).reshape(out.shape) if fill.ndim else fill
+        if self._key.size:
+            out[self._key, self._occ] = x.reshape(-1)[self._src]
+        return out.reshape(self.out_shape + (self.size,))
+
+    def fold(self, ufunc, x, fill, identity, dtype=None) -> np.ndarray:
+        x = np.asarray(x)
+        if dtype is not None:
+            x = x.astype(dtype)
+        pad = identity if identity is not None else np.asarray(fill).reshape(-1)[0]
+        leaves = self.leaves(x, np.asarray(pad).astype(x.dtype))
+        return ufunc.reduce(leaves, axis=-1, initial=identity, dtype=dtype)
+
+
+def _scatter_geometry(shape, attrs, lead):
+    operand = np.asarray(attrs["operand"])
+    targets = selections(operand, attrs["window_dimensions"], attrs["window_strides"],
+                         attrs["padding"], attrs["select"], lead)
+    return ScatterGeometry(targets, tuple(operand.shape), lead)
+
+
+GEOMETRIES["select_and_scatter"] = _scatter_geometry
+
+
+def _waves(g: ScatterGeometry, scatter: str, source: np.ndarray, init) -> np.ndarray:
+    """A fold per operand element: the init value, then its source values in source index
+    order (all first hits at once, then all second hits, ...)."""
+    out = np.full(int(np.prod(g.out_shape, dtype=np.int64)), np.asarray(init),
+                  np.asarray(init).dtype)
+    src = np.asarray(source).reshape(-1)
+    for wave in range(g.size):
+        sel = g._occ == wave
+        t = g._key[sel]
+        (new,) = regions.evaluate(scatter, [out[t], src[g._src[sel]]])
+        out[t] = np.asarray(new).astype(out.dtype)
+    return out.reshape(g.out_shape)
+
+
+@register("select_and_scatter")
+def select_and_scatter(inputs, attrs, types):
+    operand, source, init = (np.asarray(x) for x in inputs)
+    (t,) = types
+    g = _scatter_geometry(operand.shape, {**attrs, "operand": operand}, 0)
+    scatter = _retyped_body(attrs["scatter"], [source])
+    (op,) = components(scatter)
+    if op is not None and op in (_FLOAT_UFUNCS if element_type(source.dtype).is_float
+                                 else _INT_UFUNCS):
+        (out,) = evaluate_tree(scatter, g, [source], [init])
+    else:
+        out = _waves(g, scatter, source, init)
+    return np.asarray(out).astype(t.element_type.dtype, copy=False).reshape(t.shape)
+
+
+def _scatter_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
+    operand, source, init = (np.asarray(x) for x in inputs[:3])
+    g = _scatter_geometry(operand.shape, {**attrs, "operand": operand}, 1)
+    return leaves_with_init(g, source, init)
+
+
+LEAVES["select_and_scatter"] = _scatter_leaves
+
+
+@condition("select_and_scatter_empty_window")
+def empty_window(operand, source, window_dimensions, window_strides, padding, select):
+    """Every element of a case with a window that holds no operand element (only
+    padding): "It is currently unspecified what happens if the corresponding window
+    doesn't have values" (#731)."""
+    operand = np.asarray(operand)
+    targets = selections(operand, window_dimensions, window_strides, padding, select, 1)
+    empty = (targets.reshape(targets.shape[0], -1) < 0).any(axis=1) if targets.size \
+        else np.zeros(operand.shape[0], bool)
+    return np.broadcast_to(empty.reshape((-1,) + (1,) * (operand.ndim - 1)),
+                           operand.shape).copy()
+
+
+@condition("select_and_scatter_unordered_windows")
+def unordered_windows(operand, window_dimensions, window_strides, padding, select):
+    """Every operand element of a window on whose values ``select`` is no total preorder
+    (it neither prefers a over b nor b over a, and they are not tied the way compare's
+    ties are: a NaN under compare FLOAT), so that the tree decides which one is selected.
+    Tested on every pair of the window's elements."""
+    operand = np.asarray(operand)
+    r = operand.ndim - 1
+    ones = [1] * r
+    g = WindowGeometry(operand.shape, window_dimensions, window_strides, ones, ones,
+                       padding, 1)
+    inner = operand.shape[1:]
+    flat = np.broadcast_to(np.arange(int(np.prod(inner, dtype=np.int64)),
+                                     dtype=np.int64).reshape(inner), operand.shape)
+    idx = g.leaves(flat, np.int64(-1))
+    vals = g.leaves(operand, operand.reshape(-1)[0] if operand.size else 0)
+    m = idx.shape[-1]
+    out = np.zeros(operand.shape, bool)
+    if m < 2 or idx.size == 0:
+        return out
+    a = np.ascontiguousarray(np.broadcast_to(vals[..., :, None], vals.shape + (m,)))
+    b = np.ascontiguousarray(np.broadcast_to(vals[..., None, :], vals.shape + (m,)))
+    (ab,) = regions.evaluate(select, [a, b])
+    (ba,) = regions.evaluate(select, [b, a])
+    ab, ba = np.asarray(ab, bool).reshape(a.shape), np.asarray(ba, bool).reshape(a.shape)
+    valid = (idx[..., :, None] >= 0) & (idx[..., None, :] >= 0)
+    # a total preorder: one of the two is preferred (ties: select(a, b) and select(b, a),
+    # GE/LE; or neither only where a and b are equal as values, GT/LT ties), transitively
+    eq = np.asarray(_equal_values(a, b)).reshape(a.shape)
+    bad = valid & ~(ab | ba | eq)
+    per_window = bad.any(axis=(-2, -1))
+    if per_window.any():
+        hit = idx[per_window]
+        cases = np.nonzero(per_window)[0]
+        for c, row in zip(cases, hit):
+            cell = out[c].reshape(-1)
+            cell[row[row >= 0]] = True
+    return out
+
+
+def _equal_values(a, b):
+    w = to_wide(np.asarray(a)), to_wide(np.asarray(b))
+    return w[0] == w[1]
 
 
 # ---------------------------------------------------------------------------
