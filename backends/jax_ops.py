@@ -13,8 +13,6 @@ ops. Nothing imports those modules for their side effects.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any, Callable
 
 import numpy as np
@@ -22,7 +20,7 @@ from jax import lax
 
 from conformance.core.case import Signature
 from conformance.core.types import TensorType
-from conformance.specs import SpecError, UnknownOp, load_spec
+from conformance.specs import import_family_module
 from conformance.specs.regions import Arg, Node, parse as parse_region
 
 from .base import Unsupported
@@ -215,13 +213,7 @@ def _compare(sig):
 def _load_family(op: str) -> None:
     """Import ``jax_ops_<family>`` for ``op``'s spec family, where there is one: it
     registers that family's builders."""
-    try:
-        family = load_spec(op).family
-    except (UnknownOp, SpecError):
-        return
-    name = f"{__package__}.jax_ops_{family}"
-    if importlib.util.find_spec(name) is not None:
-        importlib.import_module(name)
+    import_family_module(op, f"{__package__}.jax_ops_{{family}}")
 
 
 def build(sig: Signature) -> Callable[..., Any]:

@@ -8,14 +8,12 @@ their side effects, and they import only this module (and the layers below).
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from conformance.core.types import TensorType
-from conformance.specs import SpecError, UnknownOp, load_spec
+from conformance.specs import import_family_module
 
 __all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family"]
 
@@ -41,15 +39,8 @@ def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
 def load_family(op: str) -> None:
     """Import the family module that registers ``op`` (and its conditions), if the op has
     a spec and its family a module here; nothing otherwise."""
-    if op in REGISTRY:
-        return
-    try:
-        family = load_spec(op).family
-    except (UnknownOp, SpecError):
-        return
-    name = f"{__package__}.{family}"
-    if importlib.util.find_spec(name) is not None:
-        importlib.import_module(name)
+    if op not in REGISTRY:
+        import_family_module(op, f"{__package__}.{{family}}")
 
 
 def oracle_for(op: str) -> OracleFn:

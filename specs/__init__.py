@@ -669,6 +669,22 @@ def resolve_op(name: str) -> str:
                     f"xla list); known ops: {', '.join(op_names())}")
 
 
+def import_family_module(op: str, module: str) -> None:
+    """Import ``module`` (a name with ``{family}`` in it, e.g.
+    ``conformance.oracles.{family}``) for ``op``'s spec family, where that module exists:
+    the registries that family modules add to (oracles, jax mappings) load them so,
+    rather than a hub importing them all. Nothing for an op without a spec."""
+    import importlib
+    import importlib.util
+    try:
+        family = load_spec(op).family
+    except (UnknownOp, SpecError):
+        return
+    name = module.format(family=family)
+    if importlib.util.find_spec(name) is not None:
+        importlib.import_module(name)
+
+
 def op_names() -> list[str]:
     return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
 
@@ -691,7 +707,7 @@ def validate_all(paths: Iterable["str | Path"] | None = None) -> list[str]:
 # Region texts type their calls by the called ops' specs (regions.py).
 regions.use_specs(load_spec, (UnknownOp, SpecError, FileNotFoundError))
 
-__all__ = ["OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
+__all__ = ["import_family_module", "OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
            "Accuracy", "SpecError", "UnknownOp", "load_spec", "load_file", "op_names",
            "all_specs", "validate_all", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
            "TensorType"]

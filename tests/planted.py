@@ -21,25 +21,38 @@ class OracleBackend(Backend):
                                                result_types=sig.result_types)
 
 
-class PlantedAddF32(OracleBackend):
+class _ChangesF32(OracleBackend):
+    """The oracle, with the f32 results of one op (``op``) changed by ``change``."""
+
+    op = "add"
+
+    def change(self, out, inputs):
+        raise NotImplementedError
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != self.op or sig.input_types[0].element_type.name != "f32":
+            return inner
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            with np.errstate(all="ignore"):
+                return [np.asarray(self.change(np.asarray(out, np.float32), inputs),
+                                   np.float32)]
+        return run
+
+
+class PlantedAddF32(_ChangesF32):
     """The oracle, except that f32 add results are one ulp high where lhs > 1 (and the
     result is normal)."""
 
     name = "planted"
 
-    def compile(self, sig):
-        inner = super().compile(sig)
-        if sig.op != "add" or sig.input_types[0].element_type.name != "f32":
-            return inner
-
-        def run(inputs):
-            (out,) = inner(inputs)
-            # (normal results only: a subnormal 1 ulp above 0 would read as a flush)
-            bump = ((np.asarray(inputs[0]) > 1) & np.isfinite(out)
-                    & (np.abs(out) >= np.finfo(np.float32).tiny))
-            return [np.where(bump, np.nextafter(out, np.float32(np.inf)), out)
-                    .astype(np.float32)]
-        return run
+    def change(self, out, inputs):
+        # (normal results only: a subnormal 1 ulp above 0 would read as a flush)
+        bump = ((np.asarray(inputs[0]) > 1) & np.isfinite(out)
+                & (np.abs(out) >= np.finfo(np.float32).tiny))
+        return np.where(bump, np.nextafter(out, np.float32(np.inf)), out)
 
 
 class NoSine(OracleBackend):
@@ -100,25 +113,7 @@ class HangsOnNaN(OracleBackend):
         return run
 
 
-class _F32AddResult(OracleBackend):
-    """The oracle, with f32 add results changed by ``change`` (subclasses)."""
-
-    def change(self, out, inputs):
-        raise NotImplementedError
-
-    def compile(self, sig):
-        inner = super().compile(sig)
-        if sig.op != "add" or sig.input_types[0].element_type.name != "f32":
-            return inner
-
-        def run(inputs):
-            (out,) = inner(inputs)
-            with np.errstate(all="ignore"):
-                return [np.asarray(self.change(np.asarray(out), inputs), np.float32)]
-        return run
-
-
-class NegatesAddF32(_F32AddResult):
+class NegatesAddF32(_ChangesF32):
     """f32 add returns -(a + b): every nonzero result has the wrong sign."""
 
     name = "negates-add"
@@ -127,7 +122,7 @@ class NegatesAddF32(_F32AddResult):
         return -out
 
 
-class DoublesAddF32(_F32AddResult):
+class DoublesAddF32(_ChangesF32):
     """f32 add returns 2·(a + b): wrong value, right sign."""
 
     name = "doubles-add"
@@ -136,7 +131,7 @@ class DoublesAddF32(_F32AddResult):
         return out * np.float32(2)
 
 
-class TenPercentAddF32(_F32AddResult):
+class TenPercentAddF32(_ChangesF32):
     """f32 add is 10% high: far beyond any evaluation-order error."""
 
     name = "ten-percent-add"
@@ -145,7 +140,7 @@ class TenPercentAddF32(_F32AddResult):
         return out * np.float32(1.1)
 
 
-class NondeterministicAddF32(_F32AddResult):
+class NondeterministicAddF32(_ChangesF32):
     """f32 add adds one ulp on every third call (a race in a real backend)."""
 
     name = "nondeterministic-add"
@@ -158,7 +153,7 @@ class NondeterministicAddF32(_F32AddResult):
         return np.where(np.isfinite(out), np.nextafter(out, np.float32(np.inf)), out)
 
 
-class OneUlpTowardZeroAddF32(_F32AddResult):
+class OneUlpTowardZeroAddF32(_ChangesF32):
     """f32 add rounds toward zero where round-to-nearest was due: one ulp at most, never
     an overflow (what a backend with another summation order may give)."""
 
@@ -169,26 +164,18 @@ class OneUlpTowardZeroAddF32(_F32AddResult):
                         np.nextafter(out, np.float32(0)), out)
 
 
-class SineUlpsOff(OracleBackend):
+class SineUlpsOff(_ChangesF32):
     """f32 sine results are off by min(|x|, 1000) ULPs where |x| > 8 (a range reduction
     that loses bits as the argument grows): the worst case is the largest argument."""
 
     name = "sine-ulps"
+    op = "sine"
 
-    def compile(self, sig):
-        inner = super().compile(sig)
-        if sig.op != "sine" or sig.input_types[0].element_type.name != "f32":
-            return inner
-
-        def run(inputs):
-            x = np.asarray(inputs[0], np.float32)
-            (out,) = inner(inputs)
-            out = np.array(out, np.float32)
-            with np.errstate(all="ignore"):
-                k = np.where(np.isfinite(x) & (np.abs(x) > 8) & np.isfinite(out) & (out != 0),
-                             np.minimum(np.abs(x), 1000), 0).astype(np.int32)
-            return [(out.view(np.int32) + k).view(np.float32)]
-        return run
+    def change(self, out, inputs):
+        x = np.asarray(inputs[0], np.float32)
+        k = np.where(np.isfinite(x) & (np.abs(x) > 8) & np.isfinite(out) & (out != 0),
+                     np.minimum(np.abs(x), 1000), 0).astype(np.int32)
+        return (out.view(np.int32) + k).view(np.float32)
 
 
 class MultiLineError(OracleBackend):
