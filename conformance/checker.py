@@ -25,7 +25,8 @@ import numpy as np
 
 from conformance import oracles
 from conformance.backends import Backend, Unsupported
-from conformance.compare import ELEMENT_CLASSES, PASS, BatchVerdict, _reduce_to_cases, classify
+from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, _reduce_to_cases,
+                                 classify, result_mask)
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.minimize import element_mask, minimize
@@ -282,12 +283,13 @@ class SignatureCheck:
                 return np.zeros(n, bool)
             return v.case_classes == PASS
         out = np.ones(n, bool)
-        for a, b in zip(x, y):
+        for i, (a, b) in enumerate(zip(x, y)):
             a, b = np.asarray(a), np.asarray(b)
             if a.shape != b.shape or a.dtype != b.dtype:
                 return np.zeros(n, bool)
             cls, _ = classify(a, b, self.accuracy)
-            for m in batch.masks.values():
+            for rule, m in batch.masks.items():
+                m = result_mask(batch.masks, rule, m, i)
                 cls = np.where(np.broadcast_to(m, cls.shape), PASS, cls)
             out &= _reduce_to_cases(cls) == PASS
         return out

@@ -233,16 +233,17 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
         shape = element_classes[0].shape
         passed = [np.zeros(shape, bool) for _ in element_classes]
         for rule, mask in impl_masks.items():
-            mask = np.broadcast_to(mask, shape)
+            each = [np.broadcast_to(result_mask(rules, rule, mask, i), shape)
+                    for i in range(len(element_classes))]
             kind = rules.allowed(rule) if rules is not None else "any"
-            conventional = [mask & (c == PASS) for c in element_classes]
-            st = {"elements": int(np.count_nonzero(mask)) * len(element_classes),
+            conventional = [m & (c == PASS) for m, c in zip(each, element_classes)]
+            st = {"elements": sum(int(np.count_nonzero(m)) for m in each),
                   "conventional": sum(int(np.count_nonzero(c)) for c in conventional)}
             if kind != "set":
-                for p in passed:
-                    p |= mask
+                for p, m in zip(passed, each):
+                    p |= m
             else:
-                st.update(_allowed_set(rules, rule, mask, element_classes, actual, passed))
+                st.update(_allowed_set(rules, rule, each, element_classes, actual, passed))
             impl_stats[rule] = st
         for i, c in enumerate(element_classes):
             c = c.copy()
@@ -256,13 +257,22 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     return BatchVerdict(case_classes, element_classes, errors, impl_stats)
 
 
-def _allowed_set(rules, rule: str, mask: np.ndarray, classes, actual, passed) -> dict:
+def result_mask(rules, rule: str, mask: np.ndarray, i: int) -> np.ndarray:
+    """Rule ``rule``'s mask over result ``i`` (a ``per_result`` rule masks each result
+    on its own; ``mask``, the union, covers them all otherwise)."""
+    if rules is not None and hasattr(rules, "for_result"):
+        return rules.for_result(rule, i)
+    return mask
+
+
+def _allowed_set(rules, rule: str, masks: Sequence[np.ndarray], classes, actual,
+                 passed) -> dict:
     """Elements of ``rule`` pass when the backend gave the oracle's value or one of the
     rule's alternatives (bit for bit, any NaN equals any NaN); ``passed`` gathers them.
     Returns the rule's record: how many elements took each alternative (the first that
     matches, in the spec's order; ``any`` for those the rule leaves unbounded) and how
     many lay outside the set (divergences of their own class)."""
-    open_ = [mask & (c != PASS) for c in classes]
+    open_ = [m & (c != PASS) for m, c in zip(masks, classes)]
     chosen: dict[str, int] = {}
     outside = 0
     if not any(o.any() for o in open_):
@@ -286,7 +296,7 @@ def _allowed_set(rules, rule: str, mask: np.ndarray, classes, actual, passed) ->
             if hit.any():
                 chosen[name] = chosen.get(name, 0) + int(np.count_nonzero(hit))
                 left &= ~hit
-        passed[i] |= (mask & (classes[i] == PASS)) | (o & ~left)
+        passed[i] |= (masks[i] & (classes[i] == PASS)) | (o & ~left)
         outside += int(np.count_nonzero(left))
     return {"alternatives": chosen, "outside": outside}
 
@@ -387,9 +397,9 @@ def _daz_allows(v, d, e, i, daz_rules, rules, accuracy) -> np.ndarray:
     ok = _ftz_explains(v, d, accuracy, tie=True) & ~same_bits_or_nan(d, e)
     plain = _bool_masks(rules)
     for rule, m in _bool_masks(daz_rules).items():
-        m = np.broadcast_to(m, ok.shape)
-        before = np.broadcast_to(plain[rule], ok.shape) if rule in plain \
-            else np.zeros(ok.shape, bool)
+        m = np.broadcast_to(result_mask(daz_rules, rule, m, i), ok.shape)
+        before = np.broadcast_to(result_mask(rules, rule, plain[rule], i), ok.shape) \
+            if rule in plain else np.zeros(ok.shape, bool)
         kind = daz_rules.allowed(rule) if hasattr(daz_rules, "allowed") else "any"
         if kind != "set":
             ok |= m & ~before

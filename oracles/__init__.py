@@ -123,7 +123,9 @@ class RuleMasks(dict):
     - :meth:`alternatives` -> name -> list of alternatives, each a list of one array per
       result, of the batched results' shapes;
     - :meth:`anywhere` -> a mask of elements where a ``set`` rule bounds nothing (its
-      ``any:`` entry), or None.
+      ``any:`` entry), or None;
+    - :meth:`for_result` -> the mask of one result: a ``per_result`` rule's own mask
+      for it (the dict holds their union, for callers that look at every result).
     """
 
     def __init__(self, *args, rules=None, env=None, results=None, **kw):
@@ -133,6 +135,13 @@ class RuleMasks(dict):
         self._shapes = [np.shape(r) for r in results or ()]
         self._dtypes = [np.asarray(r).dtype for r in results or ()]
         self._cache: dict[str, tuple[dict, Any]] = {}
+        self.per_result: dict[str, list[np.ndarray]] = {}
+
+    def for_result(self, rule: str, i: int) -> np.ndarray:
+        """Rule ``rule``'s mask over result ``i``'s elements."""
+        if rule in self.per_result:
+            return self.per_result[rule][i]
+        return self[rule]
 
     def allowed(self, rule: str) -> str:
         r = self.rules.get(rule)
@@ -224,6 +233,13 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     with np.errstate(all="ignore"):
         for rule in spec.implementation_defined:
             m = ex.evaluate(rule.when, env)
+            if rule.per_result:
+                ms = _per_result(m, len(expected), f"{sig.op}: {rule.id}.when")
+                if any(x.any() for x in ms):
+                    each = [_to_result_shape(x, out_shape) for x in ms]
+                    masks.per_result[rule.id] = each
+                    masks[rule.id] = np.logical_or.reduce(each)
+                continue
             if np.asarray(m).dtype.kind in "iu":
                 # Integer labels instead of booleans: permutation groups (compare_batch
                 # compares each group's values as a multiset, not masked).
@@ -235,6 +251,14 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
             if m.any():
                 masks[rule.id] = _to_result_shape(m, out_shape)
     return masks
+
+
+def _per_result(value, n: int, where: str) -> list[np.ndarray]:
+    """A ``per_result`` rule's ``when:`` value: one mask per result."""
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise OracleError(f"{where}: a per_result rule gives one mask per result "
+                          f"({n}), not {type(value).__name__}")
+    return [np.asarray(x).astype(bool) for x in value]
 
 
 def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:

@@ -750,7 +750,7 @@ def _bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @condition("reduction_init_dependent")
-def init_dependent(spec_geometry, inputs, init_values, body) -> np.ndarray:
+def init_dependent(spec_geometry, inputs, init_values, body, each: bool = False):
     """Result elements whose value depends on how many init values the tree holds.
 
     Read for a body that is associative and commutative (the other rules mask the rest):
@@ -759,7 +759,12 @@ def init_dependent(spec_geometry, inputs, init_values, body) -> np.ndarray:
     ``R ⊕ e``: masked where those differ (or, without leaves, never). Otherwise ``e``
     must leave ``R`` unchanged (``R ⊕ e = R``, then every ``k`` gives ``R``); for floats,
     whose ``⊕`` rounds, no such ``e`` is trusted but ±0 and the other idempotent ones,
-    and the whole result is masked."""
+    and the whole result is masked.
+
+    ``each``: a list of one mask per result. Where every result ``k`` is one op of (arg
+    k, arg N+k) (:func:`components`) the results never meet in the body, and result
+    ``k``'s mask depends on its own leaves and init value only; otherwise every result
+    gets the mask of them all."""
     g, xs, es = _batched(spec_geometry, inputs, init_values)
     body = _retyped_body(body, xs)
     r0 = evaluate_tree(body, g, xs, es, with_init=False)
@@ -769,22 +774,31 @@ def init_dependent(spec_geometry, inputs, init_values, body) -> np.ndarray:
               for e, r in zip(es, r0)]
     r1 = regions.evaluate(body, e_full + [np.asarray(r) for r in r0])
     ee = regions.evaluate(body, [np.asarray(e) for e in es] + [np.asarray(e) for e in es])
-    idempotent = np.ones(lead, bool)
-    inexact = False
-    for e, v in zip(es, ee):
-        idempotent &= ~_bits_differ(e, np.asarray(v).astype(e.dtype))
-        et = element_type(e.dtype)
-        inexact |= et.is_float or et.is_complex
-    changed = np.zeros(out_shape, bool)
-    for a, b in zip(r0, r1):
-        changed |= _bits_differ(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
-    empty = g.size == 0
-    idem = _lead_shaped(idempotent, changed, g)
-    if empty:
-        return np.broadcast_to(~idem, out_shape).copy()
-    if inexact:
-        return np.where(idem, changed, True)
-    return changed
+    idem_k = [~_bits_differ(e, np.asarray(v).astype(e.dtype)) for e, v in zip(es, ee)]
+    inexact_k = [element_type(e.dtype).is_float or element_type(e.dtype).is_complex
+                 for e in es]
+    changed_k = [_bits_differ(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
+                 for a, b in zip(r0, r1)]
+
+    def mask(ks) -> np.ndarray:
+        idempotent = np.ones(lead, bool)
+        changed = np.zeros(out_shape, bool)
+        for k in ks:
+            idempotent &= idem_k[k]
+            changed |= changed_k[k]
+        idem = _lead_shaped(idempotent, changed, g)
+        if g.size == 0:
+            return np.broadcast_to(~idem, out_shape).copy()
+        if any(inexact_k[k] for k in ks):
+            return np.where(idem, changed, True)
+        return changed
+
+    every = range(len(es))
+    if not each:
+        return mask(every)
+    if all(op is not None for op in components(body)):
+        return [mask([k]) for k in every]
+    return [mask(every)] * len(es)
 
 
 @condition("reduction_nan_forced")

@@ -107,6 +107,11 @@ class ImplementationDefined:
       alternative (an array of the result's shape; a list of one array per result for
       ops with several results) or a list of them; the name ``any`` instead gives a
       mask of elements where the spec bounds nothing after all.
+
+    ``per_result``: ``when:`` gives one mask per result (a list), for ops with several
+    results whose results the rule leaves open separately (a variadic reduce whose
+    arg k and arg k+1 are reduced by different bodies); otherwise its one mask covers
+    every result.
     """
 
     id: str
@@ -115,6 +120,7 @@ class ImplementationDefined:
     source: str | None = None
     allowed: "str | tuple[tuple[str, str], ...]" = "any"
     says: str | None = None
+    per_result: bool = False
 
     @property
     def alternatives(self) -> dict[str, str]:
@@ -551,8 +557,11 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         elif allowed == "any" and "allowed" in d and not d.get("says"):
             raise _fail(path, f"{key}.says", "allowed: any needs a says: line (why the "
                                              "spec bounds nothing there)")
+        per_result = d.get("per_result", False)
+        if not isinstance(per_result, bool):
+            raise _fail(path, f"{key}.per_result", "must be true or false")
         impl.append(ImplementationDefined(d["id"], d["text"], d["when"], d.get("source"),
-                                          allowed, d.get("says")))
+                                          allowed, d.get("says"), per_result))
 
     coverage = data.get("coverage") or {}
     input_names = [t.name for t in inputs]

@@ -369,6 +369,63 @@ def classes_of_one(backend, sig, stacked):
     return batch.results[backend.name].verdict.counts()
 
 
+MAX_BESIDE_SUBTRACT = Signature.make(
+    "reduce", ["tensor<2x4xf32>", "tensor<2x4xf32>", "tensor<f32>", "tensor<f32>"],
+    ["tensor<2xf32>", "tensor<2xf32>"], {"dimensions": [1]},
+    regions=("(f32, f32, f32, f32) -> (maximum(arg0, arg2), subtract(arg1, arg3))",))
+
+
+def _max_beside_subtract_inputs(init0=-np.inf):
+    x0 = np.array([[1.0, np.nan, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]], np.float32)
+    x1 = np.array([[1.0, 2.0, 3.0, 4.0], [0.5, 1.5, 2.5, 3.5]], np.float32)
+    return [x0[None], x1[None], np.array([init0], np.float32), np.array([0.0], np.float32)]
+
+
+def test_per_result_masks_leave_an_independent_result_checked():
+    """A variadic reduce whose results never meet in the body (issue 12): the subtract
+    result is order-dependent and masked, the maximum beside it is judged on its own,
+    so that a maximum that drops NaN operands fails (it was masked with the subtract)."""
+    spec = load_spec("reduce")
+    sig, stacked = MAX_BESIDE_SUBTRACT, _max_beside_subtract_inputs()
+    expected = oracles.evaluate_batch(sig, stacked, spec)
+    masks = oracles.implementation_defined(sig, stacked, spec, expected)
+    assert masks.for_result("order_dependent_body", 0).tolist() == [[False, False]]
+    assert masks.for_result("order_dependent_body", 1).tolist() == [[True, True]]
+
+    def drop_nan(out, leaves):                  # maxps: a NaN operand does not win
+        clean = np.where(np.isnan(leaves[0]), np.float32(-np.inf), leaves[0])
+        return [clean.max(axis=-1).astype(np.float32), out[1]]
+    assert classes_of_one(TreeBackend("left", wrong=drop_nan, name="maxps"), sig,
+                          stacked) == {"nan": 1}
+    # another tree of the subtract (legal) passes
+    assert classes_of_one(TreeBackend("right"), sig, stacked) == {"pass": 1}
+
+
+def test_per_result_init_value_count_masks_only_its_own_result():
+    """maximum with init 5 beside a subtract: result 0 is open where its leaves stay
+    below 5; a backend that leaves the init value out there passes, one that changes a
+    value the rule does not cover (result 0 of the other row) fails."""
+    spec = load_spec("reduce")
+    sig = MAX_BESIDE_SUBTRACT
+    stacked = _max_beside_subtract_inputs(init0=5.0)
+    stacked[0] = np.array([[[1.0, 2.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]], np.float32)
+    expected = oracles.evaluate_batch(sig, stacked, spec)
+    masks = oracles.implementation_defined(sig, stacked, spec, expected)
+    assert masks.for_result("init_value_count", 0).tolist() == [[True, False]]
+    assert not masks.for_result("init_value_count", 1).any()
+    assert classes_of_one(TreeBackend("left", init_count=0), sig, stacked) == {"pass": 1}
+    wrong = TreeBackend("left", init_count=0, wrong=_one_ulp_up, name="wrong")
+    assert classes_of_one(wrong, sig, stacked) == {"value": 1}
+
+
+def test_a_per_result_rule_must_give_one_mask_per_result():
+    from conformance.oracles import _per_result
+    from conformance.oracles.registry import OracleError
+    assert [m.tolist() for m in _per_result([True, [False]], 2, "w")] == [True, [False]]
+    with pytest.raises(OracleError, match="w: a per_result rule gives one mask per result"):
+        _per_result(np.zeros(3, bool), 2, "w")
+
+
 # ---------------------------------------------------------------------------
 # Identities, the spec's examples on the region forms
 # ---------------------------------------------------------------------------
