@@ -219,11 +219,99 @@ def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Gen
     return out.reshape(tuple(shape))
 
 
+BOUNDARY_SHARE = 0.2
+BOUNDARY_ULPS = 4
+
+
+def boundary_points(sig: Signature, spec: OpSpec, name: str) -> list[float]:
+    """The points an input's ``boundaries:`` name for this signature (finite numbers),
+    evaluated with every input and output named by its type (an invalid signature, whose
+    types the expressions may not fit, gets the points that evaluate)."""
+    from conformance.specs import expressions as ex
+    t = next(t for t in spec.inputs if t.name == name)
+    env: dict = {}
+    for ts, idx in zip(spec.inputs, spec.split_inputs(list(sig.input_types))):
+        env[ts.name] = idx
+    for ts, idx in zip(spec.outputs, spec.split_outputs(list(sig.result_types))):
+        env[ts.name] = idx
+    points: list[float] = []
+    for text in t.boundaries:
+        try:
+            value = ex.evaluate(text, env)
+        except ex.ExpressionError:
+            from conformance.specs.validity import violations
+            if violations(sig):
+                continue        # an invalid case (a negative test): its own types
+            raise
+        for v in (value if isinstance(value, (list, tuple)) else [value]):
+            v = float(v)
+            if np.isfinite(v):
+                points.append(v)
+    return points
+
+
+def near_points(et: ElementType, points: Sequence[float], n: int,
+                rng: np.random.Generator) -> np.ndarray:
+    """``n`` values of ``et`` each within ``BOUNDARY_ULPS`` steps (ULPs; 1 for integers)
+    of one of ``points`` rounded to ``et``, never past its finite range."""
+    if et.is_complex:
+        out = np.empty(n, et.dtype)
+        out.real = near_points(et.component, points, n, rng)
+        out.imag = _small(et.component, n, rng)
+        return out
+    p = np.asarray(points, np.float64)[rng.integers(0, len(points), n)]
+    step = rng.integers(-BOUNDARY_ULPS, BOUNDARY_ULPS, n, endpoint=True)
+    if et.is_integer:
+        v = np.clip(np.round(p), et.int_min, et.int_max).astype(object) + step.astype(object)
+        v = np.array([min(max(x, et.int_min), et.int_max) for x in v], dtype=object)
+        return v.astype(np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype)
+    if et.is_boolean:
+        return (p != 0)
+    from conformance.core.literals import bit_patterns
+    fi = ml_dtypes.finfo(et.dtype)
+    base = round_to(np.clip(p, -float(fi.max), float(fi.max)), et)
+    bits = bit_patterns(base).astype(np.int64) + step
+    moved = from_bit_patterns(np.maximum(bits, 0).astype(np.uint64), et).reshape(n)
+    with np.errstate(invalid="ignore"):
+        wide = moved.astype(np.float64)
+    ok = np.isfinite(wide) & (np.signbit(wide) == np.signbit(base.astype(np.float64)))
+    return np.where(ok, moved, base).astype(et.dtype)
+
+
+def _with_boundaries(x: np.ndarray, et: ElementType, points: Sequence[float],
+                     rng: np.random.Generator) -> np.ndarray:
+    """``x`` with a share of its elements moved next to the boundary points."""
+    if not points or x.size == 0:
+        return x
+    flat = x.reshape(-1).copy()
+    pick = np.nonzero(rng.random(flat.size) < BOUNDARY_SHARE)[0]
+    if pick.size:
+        flat[pick] = near_points(et, points, pick.size, rng)
+    return flat.reshape(x.shape)
+
+
 def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
                  spec: OpSpec | None = None) -> tuple[np.ndarray, ...]:
     """Values for ``batch`` cases of ``sig``: one array per input tensor (a tuple-typed
-    input's leaves), shape [batch] + its shape."""
+    input's leaves), shape [batch] + its shape; an input whose spec names
+    ``boundaries:`` gets a share of its elements next to them."""
     spec = spec or load_spec(sig.op)
+    out = _batch_inputs(sig, rng, batch, spec)
+    if not any(t.boundaries for t in spec.inputs) or len(out) != len(sig.input_types):
+        return out      # (tuple-typed inputs have no boundaries)
+    out = list(out)
+    groups = spec.split_inputs(list(range(len(sig.input_types))))
+    for t, idx in zip(spec.inputs, groups):
+        if not t.boundaries:
+            continue
+        points = boundary_points(sig, spec, t.name)
+        for i in (idx if t.variadic else [idx]):
+            out[i] = _with_boundaries(out[i], sig.input_types[i].element_type, points, rng)
+    return tuple(out)
+
+
+def _batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
+                  spec: OpSpec) -> tuple[np.ndarray, ...]:
     groups = spec.split_inputs(list(range(len(sig.input_types))))
     dists = ["default"] * len(sig.input_types)
     within = [0] * len(sig.input_types)

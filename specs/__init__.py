@@ -49,6 +49,8 @@ class TensorSpec:
     variadic: str | None = None       # count expression of a variadic input/output
     type: str | None = None           # value type expression (instead of element_type, shape)
     value_kind: str = "tensor"        # tensor | tuple | value (either)
+    boundaries: tuple[str, ...] = ()  # expressions: points where the op's result changes
+                                      # regime (overflows, saturates), drawn near on purpose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -490,9 +492,13 @@ def parse_spec(data: Any, path: str) -> OpSpec:
             if cid not in constraint_ids:
                 raise _fail(path, f"{key}.constraints", f"{cid} is not a constraint of this op "
                                                         f"(it has {constraint_ids})")
+        for j, b in enumerate(t.get("boundaries", [])):
+            _check_expr(path, f"{key}.boundaries[{j}]", b, {x["name"] for x in
+                                                            data["inputs"] + data["outputs"]})
         return TensorSpec(t["name"], t.get("label"), types, t.get("type_text", ""),
                           t.get("element_type", ""), shapes, t.get("values"), t.get("variadic"),
-                          t.get("type"), t.get("value_kind", "tensor"))
+                          t.get("type"), t.get("value_kind", "tensor"),
+                          tuple(t.get("boundaries", ())))
 
     attr_names = {a["name"] for a in data.get("attributes", [])}
     inputs = tuple(tensor("inputs", i, t) for i, t in enumerate(data["inputs"]))

@@ -16,6 +16,7 @@ import functools
 import operator
 from typing import Any, Callable, Mapping
 
+import ml_dtypes
 import numpy as np
 
 from conformance.core.types import (ElementType, TensorType, TupleType,
@@ -184,6 +185,14 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "is_complex": lambda t: _as_type(t).is_complex,
     "real_type": lambda t: _as_type(t).component.name,
     "complex_type": lambda t: _complex_type(_as_type(t)).name,
+    # A float type's finite range and precision (boundaries of value generation).
+    "finite_max": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).max),
+    "smallest_normal": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).smallest_normal),
+    "smallest_subnormal": lambda t: float(
+        ml_dtypes.finfo(_as_type(t).dtype).smallest_subnormal),
+    "epsilon": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).eps),
+    "ln": lambda x: float(np.log(x)),
+    "atanh": lambda x: float(np.arctanh(x)),
     "min_value": lambda t: _as_type(t).int_min,
     "max_value": lambda t: _as_type(t).int_max,
     "same_type": _same(_type_key),
