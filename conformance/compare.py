@@ -278,8 +278,8 @@ def _allowed_set(rules, rule: str, masks: Sequence[np.ndarray], classes, actual,
     if not any(o.any() for o in open_):
         return {"alternatives": chosen, "outside": 0}
     alternatives = rules.alternatives(rule)
-    anywhere = rules.anywhere(rule)
     for i, o in enumerate(open_):
+        anywhere = rules.anywhere(rule, i)
         left = o.copy()
         if anywhere is not None:
             hit = left & np.broadcast_to(anywhere, left.shape)
@@ -406,9 +406,9 @@ def _daz_allows(v, d, e, i, daz_rules, rules, accuracy) -> np.ndarray:
             continue
         plain_kind = rules.allowed(rule) if rule in plain and hasattr(rules, "allowed") \
             else None
-        anywhere = daz_rules.anywhere(rule)
+        anywhere = daz_rules.anywhere(rule, i)
         if anywhere is not None:
-            was = rules.anywhere(rule) if plain_kind == "set" else None
+            was = rules.anywhere(rule, i) if plain_kind == "set" else None
             was = before & np.broadcast_to(was, ok.shape) if was is not None else \
                 np.zeros(ok.shape, bool)
             ok |= m & np.broadcast_to(anywhere, ok.shape) & ~was

@@ -155,7 +155,11 @@ class RuleMasks(dict):
             with np.errstate(all="ignore"):
                 for name, text in self.rules[rule].alternatives.items():
                     value = ex.evaluate(text, self._env)
-                    if name == "any":
+                    if name == "any" and self.rules[rule].per_result:
+                        anywhere = [_to_result_shape(m, self._shapes[0]) for m in
+                                    _per_result(value, len(self._shapes),
+                                                f"{rule}.allowed.any")]
+                    elif name == "any":
                         m = np.asarray(value).astype(bool)
                         anywhere = _to_result_shape(m, self._shapes[0]) if m.ndim \
                             else np.broadcast_to(m, self._shapes[0])
@@ -190,10 +194,15 @@ class RuleMasks(dict):
             return {}
         return self._evaluate(rule)[0]
 
-    def anywhere(self, rule: str) -> np.ndarray | None:
+    def anywhere(self, rule: str, i: int | None = None) -> np.ndarray | None:
+        """Where a ``set`` rule bounds nothing: over result ``i`` (a ``per_result``
+        rule's ``any:`` gives one mask per result), or over every result (their union)."""
         if self.allowed(rule) != "set":
             return None
-        return self._evaluate(rule)[1]
+        m = self._evaluate(rule)[1]
+        if isinstance(m, list):
+            return m[i] if i is not None else np.logical_or.reduce(m)
+        return m
 
 
 def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],

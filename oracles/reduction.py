@@ -52,7 +52,7 @@ import numpy as np
 from conformance.core.dense import parse_dense
 from conformance.core.numerics import round_to, to_wide
 from conformance.core.types import ElementType, element_type
-from conformance.specs.expressions import condition
+from conformance.specs.expressions import alternative, condition
 from conformance.specs.regions import Arg, Call, parse as parse_region
 
 from . import regions
@@ -749,6 +749,33 @@ def _bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return differ
 
 
+def _init_analysis(spec_geometry, inputs, init_values, body):
+    """What the number of init values does to each result: the leaves alone ``R`` (one
+    array per result), per result whether ``e ⊕ e = e`` (lead-shaped, broadcast over the
+    result) and whether ``R ⊕ e`` differs from ``R``, whether it is inexact, and ``g``."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    body = _retyped_body(body, xs)
+    r0 = evaluate_tree(body, g, xs, es, with_init=False)
+    out_shape = np.shape(r0[0])
+    e_full = [np.broadcast_to(_lead_shaped(e, r, g), out_shape).astype(r.dtype)
+              for e, r in zip(es, r0)]
+    r1 = regions.evaluate(body, e_full + [np.asarray(r) for r in r0])
+    ee = regions.evaluate(body, [np.asarray(e) for e in es] + [np.asarray(e) for e in es])
+    idem = [_lead_shaped(~_bits_differ(e, np.asarray(v).astype(e.dtype)),
+                         np.zeros(out_shape, bool), g) for e, v in zip(es, ee)]
+    inexact = [element_type(e.dtype).is_float or element_type(e.dtype).is_complex
+               for e in es]
+    changed = [_bits_differ(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
+               for a, b in zip(r0, r1)]
+    independent = all(op is not None for op in components(body))
+    return g, r0, idem, inexact, changed, independent
+
+
+def _groups(n: int, independent: bool) -> list[list[int]]:
+    """The results judged together: each alone where they never meet in the body."""
+    return [[k] for k in range(n)] if independent else [list(range(n))] * n
+
+
 @condition("reduction_init_dependent")
 def init_dependent(spec_geometry, inputs, init_values, body, each: bool = False):
     """Result elements whose value depends on how many init values the tree holds.
@@ -756,49 +783,53 @@ def init_dependent(spec_geometry, inputs, init_values, body, each: bool = False)
     Read for a body that is associative and commutative (the other rules mask the rest):
     every tree then gives ``R ⊕ e^k`` (``R``: the leaves alone, ``e``: the init values,
     ``k >= 0``, ``k >= 1`` without leaves). Where ``e ⊕ e = e`` the results are ``R`` and
-    ``R ⊕ e``: masked where those differ (or, without leaves, never). Otherwise ``e``
+    ``R ⊕ e``: open where those differ (or, without leaves, never). Otherwise ``e``
     must leave ``R`` unchanged (``R ⊕ e = R``, then every ``k`` gives ``R``); for floats,
     whose ``⊕`` rounds, no such ``e`` is trusted but ±0 and the other idempotent ones,
-    and the whole result is masked.
+    and the whole result is open.
 
     ``each``: a list of one mask per result. Where every result ``k`` is one op of (arg
     k, arg N+k) (:func:`components`) the results never meet in the body, and result
     ``k``'s mask depends on its own leaves and init value only; otherwise every result
     gets the mask of them all."""
-    g, xs, es = _batched(spec_geometry, inputs, init_values)
-    body = _retyped_body(body, xs)
-    r0 = evaluate_tree(body, g, xs, es, with_init=False)
+    g, r0, idem_k, inexact_k, changed_k, independent = _init_analysis(
+        spec_geometry, inputs, init_values, body)
     out_shape = np.shape(r0[0])
-    lead = out_shape[:1]
-    e_full = [np.broadcast_to(_lead_shaped(e, r, g), out_shape).astype(r.dtype)
-              for e, r in zip(es, r0)]
-    r1 = regions.evaluate(body, e_full + [np.asarray(r) for r in r0])
-    ee = regions.evaluate(body, [np.asarray(e) for e in es] + [np.asarray(e) for e in es])
-    idem_k = [~_bits_differ(e, np.asarray(v).astype(e.dtype)) for e, v in zip(es, ee)]
-    inexact_k = [element_type(e.dtype).is_float or element_type(e.dtype).is_complex
-                 for e in es]
-    changed_k = [_bits_differ(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
-                 for a, b in zip(r0, r1)]
 
     def mask(ks) -> np.ndarray:
-        idempotent = np.ones(lead, bool)
-        changed = np.zeros(out_shape, bool)
-        for k in ks:
-            idempotent &= idem_k[k]
-            changed |= changed_k[k]
-        idem = _lead_shaped(idempotent, changed, g)
+        idem = np.logical_and.reduce([idem_k[k] for k in ks])
+        changed = np.logical_or.reduce([changed_k[k] for k in ks])
         if g.size == 0:
             return np.broadcast_to(~idem, out_shape).copy()
         if any(inexact_k[k] for k in ks):
             return np.where(idem, changed, True)
         return changed
 
-    every = range(len(es))
     if not each:
-        return mask(every)
-    if all(op is not None for op in components(body)):
-        return [mask([k]) for k in every]
-    return [mask(every)] * len(es)
+        return mask(range(len(r0)))
+    return [mask(ks) for ks in _groups(len(r0), independent)]
+
+
+@condition("reduction_init_unbounded")
+def init_unbounded(spec_geometry, inputs, init_values, body) -> list[np.ndarray]:
+    """Per result: where the number of init values is open and the results it gives are
+    no finite set: ``e ⊕ e != e``, so ``R ⊕ e^k`` is another value for every ``k`` (an
+    integer sum with init 3). Where ``e ⊕ e = e`` the spec allows exactly ``R`` and
+    ``R ⊕ e`` (:func:`without_init` and the oracle's value)."""
+    g, r0, idem_k, inexact_k, changed_k, independent = _init_analysis(
+        spec_geometry, inputs, init_values, body)
+    open_ = init_dependent(spec_geometry, inputs, init_values, body, each=True)
+    return [m & ~np.logical_and.reduce([idem_k[k] for k in ks])
+            for m, ks in zip(open_, _groups(len(r0), independent))]
+
+
+@alternative("reduction_without_init")
+def without_init(spec_geometry, inputs, init_values, body) -> list[np.ndarray]:
+    """``R``, every result of the reduction with no init value in the tree (a result
+    without leaves: its init value, once, as no tree has fewer)."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    return [np.asarray(r) for r in evaluate_tree(_retyped_body(body, xs), g, xs, es,
+                                                 with_init=False)]
 
 
 @condition("reduction_nan_forced")

@@ -418,6 +418,37 @@ def test_per_result_init_value_count_masks_only_its_own_result():
     assert classes_of_one(wrong, sig, stacked) == {"value": 1}
 
 
+def test_an_idempotent_init_value_allows_exactly_r_or_r_with_it():
+    """maximum with init 5 and leaves below 5: the spec allows R (no init value in the
+    tree) or R ⊕ 5 = 5 (any number of them), nothing else: a backend that gives the
+    leaves' maximum passes (and is recorded as 'without_init'); one that gives another
+    value there (a pooling kernel that starts from -inf and then clamps at 4) fails."""
+    sig = reduce_sig((2, 3), "f32", "maximum(arg0, arg1)", [1])
+    stacked = [np.array([[[1.0, 2.0, 3.0], [6.0, 1.0, 2.0]]], np.float32),
+               np.array([5.0], np.float32)]
+    spec = load_spec("reduce")
+    check = SignatureCheck(spec, sig, [TreeBackend("left", init_count=0)])
+    check.compile()
+    batch = check.run_batch(0, stacked)
+    verdict = batch.results["tree"].verdict
+    assert verdict.counts() == {"pass": 1}
+    assert verdict.impl_defined["init_value_count"]["alternatives"] == {"without_init": 1}
+
+    def clamp_at_4(out, leaves):
+        return [np.where(out[0] < 5, np.float32(4.0), out[0])]
+    wrong = TreeBackend("left", init_count=0, wrong=clamp_at_4, name="clamped")
+    assert classes_of_one(wrong, sig, stacked) == {"value": 1}
+
+
+def test_a_non_idempotent_init_value_leaves_the_result_open():
+    """An integer sum with init 3: R + 3k for any k >= 0, no finite set: masked, so
+    two init values in the tree pass."""
+    sig = reduce_sig((2, 3), "si32", "add(arg0, arg1)", [1])
+    stacked = [np.array([[[1, 2, 3], [4, 5, 6]]], np.int32), np.array([3], np.int32)]
+    assert classes_of_one(TreeBackend("left", init_count=2), sig, stacked) == {"pass": 1}
+    assert classes_of_one(TreeBackend("left", init_count=0), sig, stacked) == {"pass": 1}
+
+
 def test_a_per_result_rule_must_give_one_mask_per_result():
     from conformance.oracles import _per_result
     from conformance.oracles.registry import OracleError
