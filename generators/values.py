@@ -179,6 +179,8 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     # element type alone (draw_array) as the default.
     "identity": _default_sources,
     "exact_sums": _default_sources,
+    "linalg_hermitian": _default_sources,
+    "linalg_triangular": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -190,6 +192,9 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
 SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "identity": "reduction:identity_values",
     "exact_sums": "reduction:exact_values",
+    # matrices of a chosen condition number (generators/linalg.py)
+    "linalg_hermitian": "linalg:hermitian_values",
+    "linalg_triangular": "linalg:triangular_values",
 }
 
 
