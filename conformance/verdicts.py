@@ -278,8 +278,13 @@ def bounded(j: Judgement) -> BatchVerdict:
 # ---------------------------------------------------------------------------
 
 #: name -> function(judgement) -> (residual per case, allowed per case), float64 of
-#: shape (batch,). A case passes when residual <= allowed.
-RESIDUALS: dict[str, Callable[[Judgement], tuple[np.ndarray, np.ndarray]]] = {}
+#: shape (batch,), and optionally a third array: int8 per case, a class (compare's codes)
+#: that overrides the residual's where it is not PASS (a structural check that failed: a
+#: Cholesky factor's diagonal that is not positive, a NaN the result dropped). A case
+#: passes when residual <= allowed. The function reads ``j.masks`` for what the spec leaves
+#: open inside a case; a case whose every result element lies under some rule is masked
+#: here.
+RESIDUALS: dict[str, Callable[[Judgement], tuple]] = {}
 
 
 residual_function = _registrar(RESIDUALS, "residual function")
@@ -302,9 +307,12 @@ def residual(j: Judgement) -> BatchVerdict:
     """The named residual (e.g. ‖L·Lᴴ − A‖ / ‖A‖ for a Cholesky factor) within its
     allowed size passes, whatever the result's bits: sound where the spec can ask only
     for a backward-stable answer. Beyond it: ``bound``; a NaN residual where the oracle's
-    result is finite: ``value``."""
-    res, allowed = RESIDUALS[j.accuracy.options.get("residual")](j)
-    res, allowed = np.asarray(res, np.float64), np.asarray(allowed, np.float64)
+    result is finite: ``value``; a class the function gives (a structural check) wins.
+    A case whose every result element an implementation-defined rule covers passes
+    (masked), and what the backend gave under each rule is recorded."""
+    out = RESIDUALS[j.accuracy.options.get("residual")](j)
+    res, allowed = np.asarray(out[0], np.float64), np.asarray(out[1], np.float64)
+    override = np.asarray(out[2], np.int8) if len(out) > 2 else None
     finite_expected = np.ones(j.batch, bool)
     for e in j.expected:
         e = np.asarray(e)
@@ -315,7 +323,51 @@ def residual(j: Judgement) -> BatchVerdict:
     cls[~(res <= allowed)] = BOUND
     cls[np.isnan(res) & finite_expected] = VALUE
     cls[np.isnan(res) & ~finite_expected] = PASS
-    return _case_verdict(j, cls)
+    if override is not None:
+        cls = np.where(override != PASS, override, cls).astype(np.int8)
+    masked, stats = _residual_masks(j)
+    cls[masked] = PASS
+    verdict = _case_verdict(j, cls)
+    verdict.impl_defined.update(stats)
+    return verdict
+
+
+def _residual_masks(j: Judgement) -> tuple[np.ndarray, dict[str, dict]]:
+    """Cases whose every result element some implementation-defined rule covers (a
+    matrix the spec leaves undefined), and per rule what the backend gave at its
+    elements: how many (``elements``), how many the oracle's values bit for bit or both
+    NaN (``conventional``), and by kind (``alternatives``: nan, inf, finite)."""
+    from conformance.core.numerics import same_bits_or_nan
+    masked = np.zeros(j.batch, bool)
+    stats: dict[str, dict] = {}
+    for rule, m in (j.masks or {}).items():
+        if np.asarray(m).dtype.kind != "b":
+            continue
+        covered = np.ones(j.batch, bool)
+        st = {"elements": 0, "conventional": 0, "alternatives": {}, "outside": 0}
+        for i, (a, e) in enumerate(zip(j.actual, j.expected)):
+            a, e = np.asarray(a), np.asarray(e)
+            mi = j.masks.for_result(rule, i) if hasattr(j.masks, "for_result") else m
+            mi = np.broadcast_to(np.asarray(mi, bool), a.shape)
+            if a.size:
+                covered &= mi.reshape(j.batch, -1).all(axis=1)
+            st["elements"] += int(np.count_nonzero(mi))
+            st["conventional"] += int(np.count_nonzero(mi & same_bits_or_nan(a, e)))
+            if element_type(a.dtype).is_float or element_type(a.dtype).is_complex:
+                with np.errstate(invalid="ignore"):
+                    w = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+                    nan = np.isnan(w)
+                    inf = np.isinf(w) & ~nan
+                alts = st["alternatives"]
+                for name, k in (("nan", nan), ("inf", inf), ("finite", ~nan & ~inf)):
+                    n = int(np.count_nonzero(mi & k))
+                    if n:
+                        alts[name] = alts.get(name, 0) + n
+        if any(np.asarray(x).size for x in j.actual):
+            masked |= covered
+        if st["elements"]:
+            stats[rule] = st
+    return masked, stats
 
 
 # ---------------------------------------------------------------------------
