@@ -181,6 +181,8 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "exact_sums": _default_sources,
     "linalg_hermitian": _default_sources,
     "linalg_triangular": _default_sources,
+    "fft_signal": _default_sources,
+    "batch_norm": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -195,6 +197,10 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     # matrices of a chosen condition number (generators/linalg.py)
     "linalg_hermitian": "linalg:hermitian_values",
     "linalg_triangular": "linalg:triangular_values",
+    # signals by kind, Hermitian half spectra for IRFFT (generators/fft.py)
+    "fft_signal": "fft:signal_values",
+    # features with chosen means and spreads, zero variance (generators/batch_norm.py)
+    "batch_norm": "batch_norm:feature_values",
 }
 
 
