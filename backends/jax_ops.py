@@ -30,7 +30,7 @@ Builder = Callable[[Signature], Callable[..., Any]]
 DIRECT: dict[str, Callable[..., Any]] = {
     "abs": lax.abs, "add": lax.add, "and": lax.bitwise_and, "atan2": lax.atan2,
     "cbrt": lax.cbrt, "ceil": lax.ceil, "clamp": lax.clamp, "complex": lax.complex,
-    "cosine": lax.cos, "count_leading_zeros": lax.clz, "divide": lax.div,
+    "cosine": lax.cos, "count_leading_zeros": lax.clz, "divide": lax.div, "erf": lax.erf,
     "exponential": lax.exp, "exponential_minus_one": lax.expm1, "floor": lax.floor,
     "imag": lax.imag, "is_finite": lax.is_finite, "log": lax.log, "log_plus_one": lax.log1p,
     "logistic": lax.logistic, "maximum": lax.max, "minimum": lax.min, "multiply": lax.mul,

@@ -1,5 +1,5 @@
 """atan2, cbrt, cosine, sine, tan, tanh, exponential, exponential_minus_one, log,
-log_plus_one, logistic, rsqrt, sqrt.
+log_plus_one, logistic, rsqrt, sqrt, and XLA's erf.
 
 Float results are computed in float64 and rounded to the result type: correctly
 rounded for sqrt (IEEE squareRoot is exact, and float64 is wide enough for every
@@ -132,6 +132,30 @@ _UNARY = {
 
 for _op, _fn in _UNARY.items():
     register(_op)(lambda inputs, attrs, types, _fn=_fn: float_map(_fn, types[0], inputs[0]))
+
+
+def _erf_f64(x: np.ndarray) -> np.ndarray:
+    """erf at 80 bits (mpmath), for f64 results: float64's own erf is not more accurate
+    than the backend under test. Element by element, but only f64 cases come here."""
+    import mpmath
+
+    def one(v: float) -> float:
+        if v == 0 or np.isnan(v):
+            return v                        # +-0 and NaN unchanged
+        if np.isinf(v):
+            return float(np.sign(v))
+        return float(mpmath.erf(mpmath.mpf(float(v))))
+    with mpmath.workprec(80):
+        return np.asarray(np.frompyfunc(one, 1, 1)(x), np.float64)
+
+
+@register("erf")
+def erf(inputs, attrs, types):
+    """float64 erf rounded once for types up to f32 (its error is far below their half
+    ULP); 80-bit mpmath for f64. erf is odd, so erf(-0) = -0 (kept by both)."""
+    from scipy.special import erf as erf64
+    fn = _erf_f64 if types[0].element_type.name == "f64" else erf64
+    return float_map(fn, types[0], inputs[0])
 
 
 @register("atan2")

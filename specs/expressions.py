@@ -193,6 +193,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "epsilon": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).eps),
     "ln": lambda x: float(np.log(x)),
     "atanh": lambda x: float(np.arctanh(x)),
+    "erfc_inverse": lambda x: _erfc_inverse(x),
     "min_value": lambda t: _as_type(t).int_min,
     "max_value": lambda t: _as_type(t).int_max,
     "same_type": _same(_type_key),
@@ -338,6 +339,12 @@ def _alternative(name, *args):
         raise ExpressionError(f"unknown alternative {name!r}; registered: "
                               f"{sorted(ALTERNATIVES)}")
     return fn(*args)
+
+
+def _erfc_inverse(x: float) -> float:
+    """The x with erfc(x) = ``x`` (where erf rounds to one: a value-generation boundary)."""
+    from scipy.special import erfcinv
+    return float(erfcinv(x))
 
 
 def _saturate(x, t) -> np.ndarray:
