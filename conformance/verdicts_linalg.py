@@ -94,8 +94,8 @@ def cholesky_residual(j: Judgement) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     same product): real part > 0, and an imaginary part within what the rounding of
     a_ii − Σ|f_ij|² (at most (n+1)·u·a_ii, Thm 10.3) leaves after the square root:
     |Im f_ii|·Re f_ii ≤ c·(n+1)·u·a_ii (complex arithmetic that forms f·conj(f) with a
-    fused multiply-add leaves such a part; F·Fᴴ's diagonal, Σ|f_ij|², cannot show it). The opposite
-    triangle is never read (implementation-defined). A NaN in F gives a NaN residual
+    fused multiply-add leaves such a part; F·Fᴴ's diagonal, Σ|f_ij|², cannot show it).
+    The opposite triangle is never read (implementation-defined). A NaN in F gives a NaN residual
     (``value`` where the oracle's result is finite)."""
     (a,), (f,) = j.inputs, j.actual
     a, f = np.asarray(a), np.asarray(f)
