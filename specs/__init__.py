@@ -509,6 +509,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         key = f"attributes[{i}]"
         if a["kind"] == "enum" and not a.get("values"):
             raise _fail(path, f"{key}.values", "an enum attribute needs its values")
+        if a["kind"] == "float" and not a.get("values") and "value" not in a:
+            raise _fail(path, f"{key}.values", "a float attribute needs its values or a value")
         if a["kind"] in ("integer", "integer_list") and "range" not in a and "value" not in a:
             raise _fail(path, f"{key}.range", "an integer attribute needs a generation range "
                                               "or a value")
@@ -667,6 +669,18 @@ def load_spec(name: str) -> OpSpec:
     if not path.exists():
         raise UnknownOp(f"unknown op {name!r}; known ops: {', '.join(op_names())}")
     return load_file(path)
+
+
+def _op_accepts(op: str, t) -> bool:
+    """``op_accepts(op, T)`` of the expression language: whether StableHLO op ``op``
+    takes element type ``T`` as its first operand's (its spec's Type column), so that
+    an XLA form built on that op allows what the op allows. (Defined here, where the
+    specs are loaded, and added to the expression functions below.)"""
+    name = t.element_type.name if isinstance(t, TensorType) else element_type(t).name
+    return any(et.name == name for et in load_spec(op).inputs[0].types)
+
+
+ex.FUNCTIONS["op_accepts"] = _op_accepts
 
 
 def resolve_op(name: str) -> str:

@@ -30,6 +30,9 @@ class OpSyntax:
     name: str                                   # MLIR name: stablehlo.add
     attributes: tuple[tuple[str, str], ...]     # (MLIR attribute name, format string)
     fields: tuple[frozenset[str], ...]          # spec attributes each format names
+    # spec attributes the op's name names (chlo.broadcast_{operation}: XLA's binary ops
+    # with broadcast_dimensions are one spec, one CHLO op per operation)
+    name_fields: frozenset[str] = frozenset()
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -71,8 +74,13 @@ def syntax_of(spec) -> OpSyntax:
                                   f"attributes of {op} (it has {sorted(spec_attrs)})")
         attrs.append((mlir_name, fmt))
         names_per_attr.append(names)
-    unused = spec_attrs - set().union(*names_per_attr)
+    name_fields = fields(data["op"], f"{spec.path}: mlir.op")
+    if name_fields - spec_attrs:
+        raise MlirSyntaxError(f"{spec.path}: mlir.op: {data['op']!r} names "
+                              f"{sorted(name_fields - spec_attrs)}, which are not attributes "
+                              f"of {op}")
+    unused = spec_attrs - set().union(name_fields, *names_per_attr)
     if unused:
         raise MlirSyntaxError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the "
                               f"spec attribute(s) {sorted(unused)}")
-    return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr))
+    return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields)

@@ -36,7 +36,13 @@ def _verify(sig: Signature) -> None:
 @pytest.mark.parametrize("op", op_names())
 def test_every_spec_names_a_registered_op(op):
     syntax = emitter.op_syntax(op)
-    assert emitter.context().is_registered_operation(syntax.name), syntax.name
+    names = [syntax.name]
+    if syntax.name_fields:      # chlo.broadcast_{operation}: every value of the attribute
+        (field,) = syntax.name_fields
+        (attr,) = [a for a in load_spec(op).attributes if a.name == field]
+        names = [syntax.name.format(**{field: v}) for v in attr.values]
+    for name in names:
+        assert emitter.context().is_registered_operation(name), name
 
 
 def _spec_data(op):

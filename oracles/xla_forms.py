@@ -1,0 +1,61 @@
+"""XLA's own forms that are not single StableHLO ops (issue 21): the binary element-wise
+ops with ``broadcast_dimensions``.
+
+The oracle broadcasts explicitly, as XLA's broadcasting page defines it (rank expansion
+of the lower-rank operand onto ``broadcast_dimensions``, then degenerate dimensions of
+either side), and applies the StableHLO op's own oracle to the broadcast operands.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from conformance.core.case import Signature
+from conformance.core.types import TensorType, element_type
+from conformance.specs.expressions import condition
+
+from .registry import oracle_for, register
+
+
+def broadcast_operands(lhs: np.ndarray, rhs: np.ndarray, dims: Sequence[int],
+                       lead: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands at the result's shape. ``lead`` leading axes (a batch) are carried
+    through on both; ``dims`` maps the lower-rank operand's dimensions (lhs where the
+    ranks are equal) onto the higher-rank one's, in increasing order."""
+    lo_is_lhs = lhs.ndim <= rhs.ndim
+    low, high = (lhs, rhs) if lo_is_lhs else (rhs, lhs)
+    rank = high.ndim - lead
+    expanded = [1] * rank
+    for j, d in enumerate(dims):
+        expanded[d] = low.shape[lead + j]
+    low = low.reshape(low.shape[:lead] + tuple(expanded))
+    shape = np.broadcast_shapes(low.shape, high.shape)
+    low, high = np.broadcast_to(low, shape), np.broadcast_to(high, shape)
+    return (low, high) if lo_is_lhs else (high, low)
+
+
+@register("binary_with_broadcast_dimensions")
+def binary_with_broadcast_dimensions(inputs, attrs, types):
+    lhs, rhs = (np.asarray(x) for x in inputs)
+    a, b = broadcast_operands(lhs, rhs, attrs["broadcast_dimensions"])
+    op = attrs["operation"]
+    out = oracle_for(op)([np.ascontiguousarray(a), np.ascontiguousarray(b)], {}, list(types))
+    return out
+
+
+@condition("broadcast_operation_rules")
+def operation_rules(operation: str, lhs, rhs, dims, result) -> np.ndarray:
+    """The StableHLO op's implementation-defined elements (any of its rules) on the
+    broadcast operands; the inputs carry a leading batch axis."""
+    from conformance import oracles
+    a, b = broadcast_operands(np.asarray(lhs), np.asarray(rhs), list(dims), lead=1)
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    r = np.asarray(result)
+    et = element_type(a.dtype)
+    sig = Signature.make(operation, [TensorType(a.shape[1:], et)] * 2,
+                         [TensorType(r.shape[1:], element_type(r.dtype))])
+    hit = np.zeros(r.shape, bool)
+    for mask in oracles.implementation_defined(sig, [a, b], expected=[r]).values():
+        hit |= np.broadcast_to(np.asarray(mask) > 0, r.shape)
+    return hit
