@@ -230,11 +230,12 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
                       moves_values)
     impl_stats: dict[str, dict] = dict(group_stats)
     if impl_masks:
-        shape = element_classes[0].shape
-        passed = [np.zeros(shape, bool) for _ in element_classes]
+        # each result's own shape (results of an op may differ in shape:
+        # batch_norm_training's output and its per-feature statistics)
+        passed = [np.zeros(c.shape, bool) for c in element_classes]
         for rule, mask in impl_masks.items():
-            each = [np.broadcast_to(result_mask(rules, rule, mask, i), shape)
-                    for i in range(len(element_classes))]
+            each = [np.broadcast_to(result_mask(rules, rule, mask, i), c.shape)
+                    for i, c in enumerate(element_classes)]
             kind = rules.allowed(rule) if rules is not None else "any"
             conventional = [m & (c == PASS) for m, c in zip(each, element_classes)]
             st = {"elements": sum(int(np.count_nonzero(m)) for m in each),

@@ -110,11 +110,12 @@ def _allowed(example: Example, actual: Sequence[np.ndarray]
             continue
         kind = rules.allowed(rule)
         for i, a in enumerate(actual):
-            m = np.broadcast_to(mask, passed[i].shape)
+            # result i's own mask (a per_result rule's; results may differ in shape)
+            m = np.broadcast_to(np.asarray(rules.for_result(rule, i))[0], passed[i].shape)
             if kind != "set":
                 passed[i] |= m
                 continue
-            anywhere = rules.anywhere(rule)
+            anywhere = rules.anywhere(rule, i)
             if anywhere is not None:
                 passed[i] |= m & np.broadcast_to(anywhere[0], m.shape)
             for candidates in rules.alternatives(rule).values():

@@ -200,6 +200,8 @@ def _attribute(chooser: Chooser, a, env):
         return chooser.choice(ex.evaluate(a.choose, env) if a.choose else list(a.values))
     if a.kind == "boolean":
         return chooser.choice([False, True])
+    if a.kind == "float":
+        return float(chooser.choice(list(a.values)))
     lo, hi = (ex.evaluate(b, env) if isinstance(b, str) else b for b in a.range)
     return chooser.integer(lo, hi)
 

@@ -156,9 +156,9 @@ class RuleMasks(dict):
                 for name, text in self.rules[rule].alternatives.items():
                     value = ex.evaluate(text, self._env)
                     if name == "any" and self.rules[rule].per_result:
-                        anywhere = [_to_result_shape(m, self._shapes[0]) for m in
-                                    _per_result(value, len(self._shapes),
-                                                f"{rule}.allowed.any")]
+                        anywhere = [_to_result_shape(m, shape) for m, shape in
+                                    zip(_per_result(value, len(self._shapes),
+                                                    f"{rule}.allowed.any"), self._shapes)]
                     elif name == "any":
                         m = np.asarray(value).astype(bool)
                         anywhere = _to_result_shape(m, self._shapes[0]) if m.ndim \
@@ -245,9 +245,14 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
             if rule.per_result:
                 ms = _per_result(m, len(expected), f"{sig.op}: {rule.id}.when")
                 if any(x.any() for x in ms):
-                    each = [_to_result_shape(x, out_shape) for x in ms]
+                    # each result's own shape (batch_norm_training: an operand-shaped
+                    # output beside per-feature statistics); the union over the results
+                    # of the first one's shape
+                    each = [_to_result_shape(x, np.shape(e)) for x, e in zip(ms, expected)]
                     masks.per_result[rule.id] = each
-                    masks[rule.id] = np.logical_or.reduce(each)
+                    same = [x for x in each if x.shape == out_shape]
+                    masks[rule.id] = np.logical_or.reduce(same) if same else \
+                        np.zeros(out_shape, bool)
                 continue
             if np.asarray(m).dtype.kind in "iu":
                 # Integer labels instead of booleans: permutation groups (compare_batch

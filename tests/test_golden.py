@@ -19,7 +19,11 @@ def test_example_on_oracle(ex):
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.id)
 def test_example_on_jax(ex):
-    out = get_backend("jax").run(ex.case)
+    from conformance.backends import Unsupported
+    try:
+        out = get_backend("jax").run(ex.case)
+    except Unsupported as e:        # an op jax cannot express (the batch_norm ops)
+        pytest.skip(str(e))
     assert golden.mismatch(ex, out) is None
 
 
