@@ -377,7 +377,7 @@ def test_generated_signatures_are_valid_and_cover_every_kind_of_length():
     from hypothesis import HealthCheck, given, settings
     seen = {"fft_types": set(), "lengths": set(), "ranks": set()}
 
-    @settings(max_examples=250, database=None, deadline=None,
+    @settings(max_examples=250, database=None, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(signatures("fft"))
     def draw(sig):
