@@ -70,8 +70,10 @@ class Backend:
 
         The default runs the single-case executable once per case.
         """
-        single = self.executable(signature)
+        return self._per_case(self.executable(signature), signature)
 
+    def _per_case(self, single: Executable, signature: Signature) -> Executable:
+        """A batch executable running the single-case executable once per case."""
         def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
             batch = stacked[0].shape[0] if stacked else 1
             per_case = [[np.asarray(r) for r in single([x[b] for x in stacked])]
@@ -92,6 +94,14 @@ class Backend:
         if exe is None:
             exe = self._batch_cache[signature] = self.compile_batch(signature)
         return exe
+
+    def fresh_batch_executable(self, signature: Signature) -> Executable:
+        """A batch executable compiled anew, bypassing the cache (the ``property`` verdicts
+        that ask whether separate compiles agree: rng_bit_generator's determinism). A
+        backend with the default compile_batch gets a new ``compile(signature)``."""
+        if type(self).compile_batch is Backend.compile_batch:
+            return self._per_case(self.compile(signature), signature)
+        return self.compile_batch(signature)
 
     def clear_cache(self) -> None:
         """Drop every compiled signature. The runner calls it when an op is done, so

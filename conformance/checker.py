@@ -93,7 +93,9 @@ def check_case(backend: Backend, case: Case, accuracy: Accuracy | None = None) -
                                   expected, actual, masks,
                                   lambda xs: oracles.evaluate_batch(sig, xs, spec),
                                   lambda: [np.asarray(a)[None] for a in backend.run(case)],
-                                  rules_on=_rules_on(sig, spec)))
+                                  rules_on=_rules_on(sig, spec),
+                                  run_on=lambda xs: backend.batch_executable(sig)(xs),
+                                  run_fresh=lambda xs: backend.fresh_batch_executable(sig)(xs)))
     return CaseResult(verdict.case_class_names()[0], [e[0] for e in expected],
                       [a[0] for a in actual], verdict.type_message or "")
 
@@ -243,7 +245,10 @@ class SignatureCheck:
                                             r.actual, masks,
                                             lambda xs: oracles.evaluate_batch(sig, xs, spec),
                                             lambda exe=exe: exe(stacked),
-                                            rules_on=_rules_on(sig, spec)))
+                                            rules_on=_rules_on(sig, spec),
+                                            run_on=exe,
+                                            run_fresh=lambda xs, b=self.backends[name]:
+                                                b.fresh_batch_executable(sig)(xs)))
             batch = Batch(index, stacked, expected, masks, results)
             batch.suspects = self._cross(batch)
         return batch

@@ -66,6 +66,8 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
                 result: Any = None
             elif request == "run_batch":
                 result = [np.asarray(x) for x in backend.batch_executable(sig)(payload)]
+            elif request == "run_fresh":
+                result = [np.asarray(x) for x in backend.fresh_batch_executable(sig)(payload)]
             elif request == "run":
                 result = [np.asarray(x) for x in backend.executable(sig)(payload)]
             elif request == "clear":
@@ -211,6 +213,11 @@ class IsolatedBackend(Backend):
     def compile_batch(self, signature: Signature):
         self._request("compile", signature, True)
         return lambda stacked: self._request("run_batch", signature,
+                                             [np.asarray(x) for x in stacked])
+
+    def fresh_batch_executable(self, signature: Signature):
+        """Compiled anew in the child (bypassing its cache) for each call."""
+        return lambda stacked: self._request("run_fresh", signature,
                                              [np.asarray(x) for x in stacked])
 
     def run(self, case: Case) -> Sequence[np.ndarray]:

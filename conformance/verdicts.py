@@ -60,6 +60,11 @@ class Judgement:
     #: the implementation-defined rules on other inputs and their oracle results
     #: (conformance.oracles.implementation_defined): what the spec allows on flushed inputs
     rules_on: Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], Any] | None = None
+    #: runs the same executable on other (batched) inputs: an rng state chain
+    run_on: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
+    #: compiles the signature anew and runs that on (batched) inputs: determinism across
+    #: separate compiles
+    run_fresh: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
 
     @property
     def batch(self) -> int:
@@ -110,7 +115,9 @@ def check_known(accuracy: Accuracy, where: str) -> None:
     or property function) that is not registered."""
     table = {"bound": BOUNDS, "residual": RESIDUALS}.get(accuracy.kind)
     if accuracy.kind not in VERDICTS or (table is not None and
-                                         accuracy.options.get(accuracy.kind) not in table):
+                                         accuracy.options.get(accuracy.kind) not in table) or (
+            accuracy.kind == "property" and
+            not set(_property_names(accuracy)) <= set(PROPERTIES)):
         _load_extensions()
     if accuracy.kind not in VERDICTS:
         raise UnknownVerdict(f"{where}: unknown verdict kind {accuracy.kind!r}; known: "
@@ -374,7 +381,10 @@ def _residual_masks(j: Judgement) -> tuple[np.ndarray, dict[str, dict]]:
 # property: named checks where the spec fixes no values
 # ---------------------------------------------------------------------------
 
-#: name -> function(judgement) -> bool per case (True: the property holds).
+#: name -> function(judgement) -> bool per case (True: the property holds), or (bool per
+#: case, records): records is rule name -> statistics in the implementation-defined
+#: table's form ({elements, conventional, alternatives: {name: count}}), what a property
+#: measured where the spec leaves the choice to the backend.
 PROPERTIES: dict[str, Callable[[Judgement], np.ndarray]] = {}
 
 
@@ -440,10 +450,17 @@ def properties(j: Judgement) -> BatchVerdict:
     """Every named property must hold for a case (class ``property`` otherwise); the
     result's type and shape are checked by :func:`judge` for every kind."""
     ok = np.ones(j.batch, bool)
+    records: dict[str, dict] = {}
     for name in _property_names(j.accuracy):
-        ok &= np.asarray(PROPERTIES[name](j), bool)
+        out = PROPERTIES[name](j)
+        if isinstance(out, tuple):
+            out, more = out
+            records.update(more)
+        ok &= np.asarray(out, bool)
     cls = np.where(ok, PASS, PROPERTY).astype(np.int8)
-    return _case_verdict(j, cls)
+    verdict = _case_verdict(j, cls)
+    verdict.impl_defined.update(records)
+    return verdict
 
 
 def describe(accuracy: Accuracy) -> dict[str, Any]:

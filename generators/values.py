@@ -183,6 +183,9 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "linalg_triangular": _default_sources,
     "fft_signal": _default_sources,
     "batch_norm": _default_sources,
+    "rng_state": _default_sources,
+    "rng_shape": _default_sources,
+    "rng_params": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -201,6 +204,10 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "fft_signal": "fft:signal_values",
     # features with chosen means and spreads, zero variance (generators/batch_norm.py)
     "batch_norm": "batch_norm:feature_values",
+    # states, rng's shape operand and (a, b) pairs (generators/rng.py)
+    "rng_state": "rng:state_values",
+    "rng_shape": "rng:shape_values",
+    "rng_params": "rng:param_values",
 }
 
 

@@ -1,0 +1,460 @@
+"""``property`` verdicts of the rng ops (registered into conformance.verdicts.PROPERTIES).
+
+The spec fixes no value of ``rng_bit_generator`` or ``rng`` (003: THREE_FRY and PHILOX are
+"implementation-defined variants", DEFAULT an implementation-defined algorithm; rng's
+values "may or may not be deterministic"), so a value oracle cannot judge them. What it
+does promise is checked here, each check with its false-alarm rate: the probability that
+a generator with exactly the spec's behaviour fails it, at most ``alpha`` (the spec
+entry's ``alpha:``, 1e-6) per batch (``rng_bit_generator``) or per case (``rng``). The
+thresholds come from distribution-free tail bounds (Hoeffding, Dvoretzky-Kiefer-Wolfowitz
+with Massart's constant) or, where noted, a normal approximation at sample sizes where it
+holds; a family of tests shares ``alpha`` by Bonferroni. No check draws random numbers:
+each is a function of the case's inputs (its seed and case id reproduce it) and of what
+the backend returns.
+
+rng_bit_generator (results: output_state, output):
+
+- ``rng_deterministic_across_compiles``: a fresh compile of the signature
+  (``Judgement.run_fresh``) on the same states gives the same bits. False alarms: none.
+- ``rng_state_determines_output``: cases of the batch with the same initial_state (the
+  generator plants repeats) give the same bits. False alarms: none.
+- ``rng_state_advances``: output_state != initial_state where the output is non-empty (a
+  zero-sized output draws nothing; whether it moves the state is recorded). False alarms:
+  none for a generator whose state is a counter (a random 64-bit state would repeat with
+  probability 2^-64).
+- ``rng_states_do_not_repeat``: output_state fed back as initial_state ``CHAIN`` times in
+  the same executable (``Judgement.run_on``): no state of a case's chain equals an earlier
+  one, and no output of at least 64 bits does. False alarms: at most C(17, 2)·2^-64 per
+  case.
+- ``rng_uniform_bits``: the chained outputs of the batch's distinct states, pooled (at most
+  2^22 elements): per-bit balance at each of the type's w bit positions (Hoeffding:
+  |ones - n/2| <= sqrt(n·ln(2w/α₁)/2)), chi-square of the 2^min(w,8) symbol values (bytes,
+  or the 4 bits of si4/ui4; when every bin expects 20 or more), lag-1 serial correlation
+  of the symbols (|r|·sqrt(n) <= z(α₃/2), n >= 4096); α₁ = α₂ = α₃ = α/3. One verdict for
+  every non-empty case of the batch (the generator is judged on the batch's stream).
+- ``rng_records_algorithm``: recording only: per algorithm, how many output elements equal
+  the oracle's conventional values (XLA's THREE_FRY / PHILOX variants), and which of them
+  DEFAULT matched (``default_is_philox``, ``default_is_three_fry``, ``other``).
+
+rng (a, b, shape -> result):
+
+- ``rng_uniform_range``: UNIFORM values lie in [a, b) (a <= x < b; NaN is not). False
+  alarms: none. Where a >= b (undefined behaviour, masked by the spec's rule) what the
+  backend gave is recorded: ``equal_a``, ``between`` (in [min, max] of a and b), ``nan``,
+  ``outside``.
+- ``rng_uniform_distribution``: for a case of 64 or more values, the Kolmogorov-Smirnov
+  distance of (x - a) / (b - a) to U(0, 1) is at most sqrt(ln(2/α)/(2n)) (DKW) plus q, the
+  largest step between neighbouring values of the type in [a, b) over (b - a) (1 / (b - a)
+  for integers): any rounding of a continuous uniform to the type, or a discrete uniform
+  over the type's values, stays within q.
+- ``rng_normal_distribution``: for a case of 64 or more values with b > 0, the same for
+  (x - a) / b against N(0, 1), q = φ(0)·2·spacing / b (spacing of the type at |a| + 8b);
+  every value finite. b = 0: every value equals a within one spacing of a.
+- ``rng_records_repeatability``: recording only: whether running the same executable again
+  gives the same values (``repeats`` / ``differs``).
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from conformance.core.types import element_type
+from conformance.verdicts import Judgement, property_check
+
+__all__ = ["CHAIN", "bit_patterns", "uniform_bits_test", "ks_uniform", "ks_normal"]
+
+#: how many times rng_states_do_not_repeat feeds output_state back
+CHAIN = 16
+#: at most this many elements enter the pooled bit statistics
+POOL_LIMIT = 1 << 22
+
+
+def _alpha(j: Judgement) -> float:
+    return float(j.accuracy.options.get("alpha", 1e-6))
+
+
+def _case_bits(x: np.ndarray, batch: int) -> np.ndarray:
+    x = np.ascontiguousarray(x)
+    return x.view(np.uint8).reshape(batch, -1) if x.size else np.zeros((batch, 0), np.uint8)
+
+
+def _same_bits(a, b, batch: int) -> np.ndarray:
+    ok = np.ones(batch, bool)
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return np.zeros(batch, bool)
+        if x.size:
+            ok &= (_case_bits(x, batch) == _case_bits(y, batch)).all(axis=1)
+    return ok
+
+
+def bit_patterns(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """The elements of ``x`` as uint64 bit patterns and their width w (4 for si4/ui4)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    w = et.bits
+    if w < 8:
+        raw = np.asarray(x).astype(np.int16).astype(np.uint64) & np.uint64((1 << w) - 1)
+        return raw.reshape(-1), w
+    u = np.ascontiguousarray(x).view(np.dtype(f"u{x.dtype.itemsize}"))
+    return u.reshape(-1).astype(np.uint64), w
+
+
+def _nonempty(j: Judgement) -> np.ndarray:
+    out = np.asarray(j.actual[-1])
+    return np.full(j.batch, out.size > 0, bool)
+
+
+# ---------------------------------------------------------------------------
+# rng_bit_generator
+# ---------------------------------------------------------------------------
+
+@property_check("rng_deterministic_across_compiles")
+def deterministic_across_compiles(j: Judgement) -> np.ndarray:
+    if j.run_fresh is None:
+        return np.ones(j.batch, bool)
+    again = j.run_fresh(list(j.inputs))
+    return _same_bits(j.actual, again, j.batch)
+
+
+@property_check("rng_state_determines_output")
+def state_determines_output(j: Judgement) -> np.ndarray:
+    ok = np.ones(j.batch, bool)
+    states = _case_bits(np.asarray(j.inputs[0]), j.batch)
+    first: dict[bytes, int] = {}
+    for c in range(j.batch):
+        key = states[c].tobytes()
+        if key not in first:
+            first[key] = c
+            continue
+        f = first[key]
+        for a in j.actual:
+            a = np.asarray(a)
+            if a.size and not np.array_equal(_case_bits(a, j.batch)[c],
+                                             _case_bits(a, j.batch)[f]):
+                ok[c] = ok[f] = False
+    return ok
+
+
+@property_check("rng_state_advances")
+def state_advances(j: Judgement):
+    init = _case_bits(np.asarray(j.inputs[0]), j.batch)
+    new = np.asarray(j.actual[0])
+    if new.shape != np.asarray(j.inputs[0]).shape:
+        return np.zeros(j.batch, bool)
+    moved = (_case_bits(new, j.batch) != init).any(axis=1)
+    nonempty = _nonempty(j)
+    records = {}
+    if not nonempty.all():
+        empty = ~nonempty
+        records["rng_zero_sized_output_state"] = {
+            "elements": int(empty.sum()), "conventional": int((empty & ~moved).sum()),
+            "alternatives": {k: v for k, v in (("unchanged", int((empty & ~moved).sum())),
+                                               ("advanced", int((empty & moved).sum()))) if v}}
+    return moved | ~nonempty, records
+
+
+def _chain(j: Judgement) -> list[list[np.ndarray]] | None:
+    """[(output_state, output) of step k] for k = 0 (the case itself) .. CHAIN, each step
+    the same executable on the previous step's output_state; cached on the judgement."""
+    cached = j.__dict__.get("_rng_chain")
+    if cached is not None or j.run_on is None:
+        return cached
+    steps = [[np.asarray(a) for a in j.actual]]
+    for _ in range(CHAIN):
+        steps.append([np.asarray(a) for a in j.run_on([steps[-1][0]])])
+    j.__dict__["_rng_chain"] = steps
+    return steps
+
+
+@property_check("rng_states_do_not_repeat")
+def states_do_not_repeat(j: Judgement) -> np.ndarray:
+    steps = _chain(j)
+    if steps is None:
+        return np.ones(j.batch, bool)
+    ok = np.ones(j.batch, bool)
+    states = [_case_bits(np.asarray(j.inputs[0]), j.batch)] + \
+        [_case_bits(s[0], j.batch) for s in steps]
+    out0 = np.asarray(steps[0][1])
+    wide = out0.size and out0.nbytes // j.batch >= 8 and element_type(out0.dtype).bits * \
+        (out0.size // j.batch) >= 64
+    outs = [_case_bits(s[1], j.batch) for s in steps] if wide else []
+    if not out0.size:
+        return ok       # nothing drawn: the state may stay (rng_state_advances records it)
+    for c in range(j.batch):
+        seen: set[bytes] = set()
+        for s in states:
+            key = s[c].tobytes()
+            if key in seen:
+                ok[c] = False
+            seen.add(key)
+        if outs:
+            got = [o[c].tobytes() for o in outs]
+            if len(set(got)) != len(got):
+                ok[c] = False
+    return ok
+
+
+def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
+    """Per-bit balance, symbol chi-square and lag-1 serial correlation of ``values`` (an
+    array of one integer or float type; its bit patterns): (passes, statistics). The
+    three share ``alpha`` (alpha / 3 each); see the module docstring for the bounds."""
+    from scipy.stats import chi2, norm
+    bits, w = bit_patterns(values)
+    bits = bits[:POOL_LIMIT]
+    n = bits.size
+    stats: dict = {"elements": int(n), "width": w}
+    if n < 64:
+        return True, stats
+    a = alpha / 3
+    ok = True
+    ones = np.array([int(np.count_nonzero((bits >> np.uint64(p)) & np.uint64(1)))
+                     for p in range(w)])
+    dev = np.abs(ones - n / 2)
+    limit = math.sqrt(n * math.log(2 * w / a) / 2)
+    stats["max_bit_deviation"] = float(dev.max() / n)
+    if (dev > limit).any():
+        ok = False
+        stats["biased_bits"] = [int(p) for p in np.nonzero(dev > limit)[0]]
+    sym_bits = min(w, 8)
+    per = w // sym_bits
+    symbols = np.concatenate([(bits >> np.uint64(sym_bits * k)) & np.uint64((1 << sym_bits) - 1)
+                              for k in range(per)]) if per > 1 else bits
+    # interleave back into stream order (element 0's symbols, then element 1's, ...)
+    symbols = symbols.reshape(per, n).T.reshape(-1).astype(np.int64)
+    bins = 1 << sym_bits
+    m = symbols.size
+    if m >= 20 * bins:
+        counts = np.bincount(symbols, minlength=bins)
+        expect = m / bins
+        x2 = float(((counts - expect) ** 2 / expect).sum())
+        crit = float(chi2.isf(a, bins - 1))
+        stats["chi_square"] = [x2, crit]
+        ok &= x2 <= crit
+    if m >= 4096:
+        s = symbols.astype(np.float64)
+        s0, s1 = s[:-1] - s[:-1].mean(), s[1:] - s[1:].mean()
+        den = math.sqrt(float((s0 * s0).sum() * (s1 * s1).sum()))
+        r = float((s0 * s1).sum() / den) if den else 1.0
+        z = abs(r) * math.sqrt(m - 1)
+        crit = float(norm.isf(a / 2))
+        stats["serial_z"] = [z, crit]
+        ok &= z <= crit
+    return bool(ok), stats
+
+
+@property_check("rng_uniform_bits")
+def uniform_bits(j: Judgement) -> np.ndarray:
+    nonempty = _nonempty(j)
+    if not nonempty.any():
+        return np.ones(j.batch, bool)
+    steps = _chain(j) or [[np.asarray(a) for a in j.actual]]
+    states = _case_bits(np.asarray(j.inputs[0]), j.batch)
+    distinct = sorted({states[c].tobytes(): c for c in range(j.batch - 1, -1, -1)}.values())
+    pool = np.concatenate([np.asarray(s[-1])[distinct].reshape(-1) for s in steps])
+    ok, _ = uniform_bits_test(pool, _alpha(j))
+    return np.full(j.batch, ok, bool) | ~nonempty
+
+
+@property_check("rng_records_algorithm")
+def records_algorithm(j: Judgement):
+    from conformance.oracles.rng import bits_for
+    alg = j.sig.attributes.get("rng_algorithm", "DEFAULT")
+    out = np.asarray(j.actual[-1])
+    t = j.sig.result_types[-1]
+    states = np.asarray(j.inputs[0])
+    if out.size == 0 or out.shape[1:] != t.shape:
+        return np.ones(j.batch, bool), {}
+    same = {"philox": 0, "three_fry": 0}
+    elements = conventional = 0
+    for c in range(j.batch):
+        a = _case_bits(out[c:c + 1], 1)[0]
+        for name, variant in (("philox", "PHILOX"), ("three_fry", "THREE_FRY")):
+            if alg not in ("DEFAULT", variant):
+                continue
+            e = np.asarray(bits_for(variant, states[c], t)[1])
+            if np.array_equal(_case_bits(e[None], 1)[0], a):
+                same[name] += 1
+        e = np.asarray(j.expected[-1])[c]
+        elements += int(np.asarray(out[c]).size)
+        if e.shape == out[c].shape and e.dtype == out.dtype:
+            conventional += int(np.count_nonzero(bit_patterns(e)[0] ==
+                                                 bit_patterns(out[c])[0]))
+    if alg == "DEFAULT":
+        alts = {"default_is_philox": same["philox"], "default_is_three_fry": same["three_fry"],
+                "other": j.batch - max(same.values())}
+    else:
+        key = "philox" if alg == "PHILOX" else "three_fry"
+        alts = {f"xla_{key}": same[key], "other": j.batch - same[key]}
+    return np.ones(j.batch, bool), {f"rng_bit_generator_{alg}": {
+        "elements": elements, "conventional": conventional,
+        "alternatives": {k: v for k, v in alts.items() if v}}}
+
+
+# ---------------------------------------------------------------------------
+# rng
+# ---------------------------------------------------------------------------
+
+def _undefined(j: Judgement, rule: str) -> np.ndarray:
+    m = (j.masks or {}).get(rule)
+    if m is None:
+        return np.zeros(j.batch, bool)
+    m = np.asarray(m, bool)
+    return m.reshape(j.batch, -1).any(axis=1) if m.size else np.zeros(j.batch, bool)
+
+
+def _params(j: Judgement):
+    a = np.asarray(j.inputs[0]).reshape(j.batch)
+    b = np.asarray(j.inputs[1]).reshape(j.batch)
+    return a, b
+
+
+def _spacing(et, v: float) -> float:
+    """The gap between neighbouring values of float type ``et`` at magnitude ``v``."""
+    fi = ml_dtypes.finfo(et.dtype)
+    v = min(abs(float(v)), float(fi.max))
+    x = np.asarray(v, np.float64).astype(et.dtype)
+    up = (np.asarray(x).view(f"u{et.dtype.itemsize}") + 1).view(et.dtype)
+    gap = abs(float(up) - float(x))
+    return gap if math.isfinite(gap) else float(fi.max) - float(
+        np.nextafter(np.asarray(fi.max, et.dtype), np.asarray(0, et.dtype)))
+
+
+@property_check("rng_uniform_range")
+def uniform_range(j: Judgement):
+    if j.sig.attributes.get("rng_distribution") != "UNIFORM":
+        return np.ones(j.batch, bool)
+    x = np.asarray(j.actual[0])
+    a, b = _params(j)
+    undefined = _undefined(j, "uniform_empty_interval")
+    ok = np.ones(j.batch, bool)
+    et = element_type(x.dtype)
+    records = {"equal_a": 0, "between": 0, "nan": 0, "outside": 0}
+    elements = 0
+    for c in range(j.batch):
+        xc = x[c].reshape(-1)
+        if not xc.size:
+            continue
+        if et.is_float:
+            xc, ac, bc = xc.astype(np.float64), float(a[c]), float(b[c])
+        else:
+            ac, bc = a[c], b[c]
+        with np.errstate(invalid="ignore"):
+            inside = (xc >= ac) & (xc < bc)
+        if not undefined[c]:
+            ok[c] = bool(np.all(inside))
+            continue
+        elements += xc.size
+        nan = np.isnan(xc) if et.is_float else np.zeros(xc.shape, bool)
+        eq = (xc == ac) & ~nan
+        lo, hi = (ac, bc) if not (bc < ac) else (bc, ac)
+        with np.errstate(invalid="ignore"):
+            between = (xc >= lo) & (xc <= hi) & ~eq & ~nan
+        records["equal_a"] += int(eq.sum())
+        records["between"] += int(between.sum())
+        records["nan"] += int(nan.sum())
+        records["outside"] += int((~eq & ~between & ~nan).sum())
+    rec = {}
+    if elements:
+        rec["uniform_empty_interval"] = {"elements": elements, "conventional": records["equal_a"],
+                                         "alternatives": {k: v for k, v in records.items() if v}}
+    return ok, rec
+
+
+def _dkw(n: int, alpha: float) -> float:
+    return math.sqrt(math.log(2 / alpha) / (2 * n))
+
+
+def ks_uniform(u: np.ndarray) -> float:
+    """sup |F_n - F| of the sample u against U(0, 1)."""
+    u = np.sort(np.asarray(u, np.float64))
+    n = u.size
+    f = np.clip(u, 0, 1)
+    i = np.arange(1, n + 1)
+    return float(max((i / n - f).max(), (f - (i - 1) / n).max()))
+
+
+def ks_normal(z: np.ndarray) -> float:
+    from scipy.special import ndtr
+    z = np.sort(np.asarray(z, np.float64))
+    n = z.size
+    f = ndtr(z)
+    i = np.arange(1, n + 1)
+    return float(max((i / n - f).max(), (f - (i - 1) / n).max()))
+
+
+@property_check("rng_uniform_distribution")
+def uniform_distribution(j: Judgement) -> np.ndarray:
+    if j.sig.attributes.get("rng_distribution") != "UNIFORM":
+        return np.ones(j.batch, bool)
+    x = np.asarray(j.actual[0])
+    et = element_type(x.dtype)
+    a, b = _params(j)
+    undefined = _undefined(j, "uniform_empty_interval")
+    alpha = _alpha(j)
+    ok = np.ones(j.batch, bool)
+    for c in range(j.batch):
+        xc = x[c].reshape(-1)
+        n = xc.size
+        if n < 64 or undefined[c]:
+            continue
+        if et.is_float:
+            ac, bc = float(a[c]), float(b[c])
+            width = bc - ac
+            if not math.isfinite(width) or width <= 0:
+                continue
+            u = (xc.astype(np.float64) - ac) / width
+            q = _spacing(et, max(abs(ac), abs(bc))) / width
+        else:
+            ac, bc = int(a[c]), int(b[c])
+            width = bc - ac
+            u = (np.array([int(v) for v in xc], dtype=object) - ac).astype(np.float64) / width
+            q = 1.0 / width
+        if not np.isfinite(u).all():
+            ok[c] = False
+            continue
+        ok[c] = ks_uniform(u) <= _dkw(n, alpha) + q
+    return ok
+
+
+@property_check("rng_normal_distribution")
+def normal_distribution(j: Judgement) -> np.ndarray:
+    if j.sig.attributes.get("rng_distribution") != "NORMAL":
+        return np.ones(j.batch, bool)
+    x = np.asarray(j.actual[0])
+    et = element_type(x.dtype)
+    a, b = _params(j)
+    undefined = _undefined(j, "normal_negative_deviation")
+    alpha = _alpha(j)
+    ok = np.ones(j.batch, bool)
+    for c in range(j.batch):
+        xc = x[c].reshape(-1).astype(np.float64)
+        n = xc.size
+        if not n or undefined[c]:
+            continue
+        ac, bc = float(a[c]), float(b[c])
+        if not np.isfinite(xc).all():
+            ok[c] = False
+            continue
+        if bc == 0:
+            ok[c] = bool(np.all(np.abs(xc - ac) <= _spacing(et, ac)))
+            continue
+        if n < 64:
+            continue
+        q = 0.3989 * 2 * _spacing(et, abs(ac) + 8 * bc) / bc
+        ok[c] = ks_normal((xc - ac) / bc) <= _dkw(n, alpha) + q
+    return ok
+
+
+@property_check("rng_records_repeatability")
+def records_repeatability(j: Judgement):
+    if j.rerun is None:
+        return np.ones(j.batch, bool), {}
+    same = _same_bits(j.actual, j.rerun(), j.batch)
+    return np.ones(j.batch, bool), {"rng_repeatable": {
+        "elements": int(j.batch), "conventional": int(same.sum()),
+        "alternatives": {k: v for k, v in (("repeats", int(same.sum())),
+                                           ("differs", int((~same).sum()))) if v}}}

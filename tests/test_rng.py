@@ -1,0 +1,380 @@
+"""rng_bit_generator and rng: the property verdicts fail planted generators with realistic
+bugs and pass legal ones that differ from XLA's; the conventional values (oracles/rng.py)
+agree with XLA bit for bit; the statistics' false-alarm rates."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+import pytest
+
+from conformance import oracles
+from conformance.backends import Backend
+from conformance.checker import SignatureCheck
+from conformance.core.case import Case, Signature
+from conformance.oracles import rng as rng_oracle
+from conformance.plan import batch_for
+from conformance.specs import load_spec
+from conformance.specs.validity import violations
+from conformance.verdicts_rng import ks_normal, ks_uniform, uniform_bits_test
+
+
+def rbg_sig(alg="THREE_FRY", out="tensor<256xui32>", n=2):
+    return Signature.make("rng_bit_generator", [f"tensor<{n}xui64>"],
+                          [f"tensor<{n}xui64>", out], {"rng_algorithm": alg})
+
+
+def rng_sig(dist, et, shape):
+    return Signature.make("rng", [f"tensor<{et}>", f"tensor<{et}>", f"tensor<{len(shape)}xsi64>"],
+                          [f"tensor<{'x'.join(map(str, shape))}x{et}>" if shape else f"tensor<{et}>"],
+                          {"rng_distribution": dist})
+
+
+# ---------------------------------------------------------------------------
+# planted generators
+# ---------------------------------------------------------------------------
+
+class Generator(Backend):
+    """A generator written in numpy: ``bits(state, n_words)`` -> (new state, uint32 words);
+    the output is the low bits of one word per element (two per 64-bit element)."""
+
+    isolate = False
+    name = "planted"
+
+    def bits(self, state, n):           # the conventional generator
+        raise NotImplementedError
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        out_t = sig.result_types[1]
+        et = out_t.element_type
+        per = 2 if et.bits == 64 else 1
+        size = int(np.prod(out_t.shape, dtype=np.int64))
+        salt = self.salt()
+
+        def run(inputs):
+            (state,) = inputs
+            new, words = self.bits(np.array(state, np.uint64), size * per, salt)
+            words = np.asarray(words, np.uint64)[:size * per]
+            if per == 2:
+                words = (words[1::2] << np.uint64(32)) | words[0::2]
+            if et.bits < 8:
+                v = (words & np.uint64(15)).astype(np.int16)
+                v = np.where(et.is_signed & (v >= 8), v - 16, v)
+                return [new, v.astype(et.dtype).reshape(out_t.shape)]
+            u = words.astype(np.dtype(f"u{et.dtype.itemsize}"))
+            return [new, u.view(et.dtype).reshape(out_t.shape)]
+        return run
+
+    def salt(self):
+        return 0
+
+
+class HashCounter(Generator):
+    """A legal generator unlike XLA's: blake2b of (key word, counter) per 32-bit word,
+    the state's counter word advanced by the words drawn."""
+
+    def bits(self, state, n, salt):
+        key, ctr = int(state[0]), int(state[1])
+        words = []
+        for i in range(-(-n // 16)):
+            h = hashlib.blake2b(f"{key}:{ctr + i}:{salt}".encode(), digest_size=64).digest()
+            words.extend(np.frombuffer(h, np.uint32))
+        new = state.copy()
+        new[1] = np.uint64((ctr + max(-(-n // 16), 0)) % 2**64)
+        return new, words
+
+
+class Constant(HashCounter):
+    def bits(self, state, n, salt):
+        new, _ = super().bits(state, n, salt)
+        return new, np.full(n, 0x5A5A5A5A, np.uint64)
+
+
+class RepeatsState(HashCounter):
+    def bits(self, state, n, salt):
+        _, words = super().bits(state, n, salt)
+        return state.copy(), words
+
+
+class IgnoresCounter(HashCounter):
+    """The output reads only the key word: the counter part of the state is ignored."""
+
+    def bits(self, state, n, salt):
+        new, _ = super().bits(state, n, salt)
+        _, words = super().bits(np.array([state[0], 0], np.uint64), n, salt)
+        return new, words
+
+
+class BiasedBit(HashCounter):
+    """Bit 5 of every element is 1 three times in four."""
+
+    def bits(self, state, n, salt):
+        new, words = super().bits(state, n, salt)
+        words = np.asarray(words, np.uint64)
+        extra = (np.asarray(super().bits(state[::-1].copy(), n, salt)[1], np.uint64)
+                 & np.uint64(1)) << np.uint64(5)
+        return new, words | extra
+
+
+class NewSaltPerCompile(HashCounter):
+    """Deterministic within one compile, another stream after each compile."""
+
+    count = itertools.count(1)
+
+    def salt(self):
+        return next(self.count)
+
+
+class NondeterministicRuns(HashCounter):
+    counter = itertools.count(1)
+
+    def bits(self, state, n, salt):
+        return super().bits(state, n, next(self.counter))
+
+
+class ConventionalXla(Generator):
+    """The oracle's conventional values (XLA's variants)."""
+
+    def compile(self, sig):
+        def run(inputs):
+            return list(oracles.evaluate(sig.op, inputs, sig.attributes,
+                                         result_types=sig.result_types))
+        return run
+
+
+def check(backend, sig, batches=2, depth="default"):
+    spec = load_spec(sig.op)
+    chk = SignatureCheck(spec, sig, [backend])
+    chk.compile()
+    assert not chk.failed and not chk.unsupported, (chk.failed, chk.unsupported)
+    counts: dict[str, int] = {}
+    impl: dict = {}
+    for b in range(batches):
+        stacked = batch_for(0, depth, spec, sig.result_types[-1].element_type.name, 0, b, sig)
+        v = chk.run_batch(b, stacked).results[backend.name].verdict
+        for cls, k in v.counts().items():
+            counts[cls] = counts.get(cls, 0) + k
+        impl.update(v.impl_defined)
+    return counts, impl
+
+
+RBG_SIGS = [rbg_sig("THREE_FRY", "tensor<256xui32>"), rbg_sig("PHILOX", "tensor<3x5xf32>"),
+            rbg_sig("DEFAULT", "tensor<2xui8>"), rbg_sig("PHILOX", "tensor<1024xsi4>"),
+            rbg_sig("THREE_FRY", "tensor<0x3xui64>"), rbg_sig("PHILOX", "tensor<ui64>")]
+RBG_IDS = ["threefry-ui32", "philox-f32", "default-ui8", "philox-si4", "empty", "rank0"]
+
+
+@pytest.mark.parametrize("sig", RBG_SIGS, ids=RBG_IDS)
+@pytest.mark.parametrize("backend", [HashCounter, ConventionalXla], ids=["hash", "xla-variant"])
+def test_legal_generators_pass(backend, sig):
+    counts, _ = check(backend(), sig)
+    assert set(counts) == {"pass"}, counts
+
+
+@pytest.mark.parametrize("planted, sig", [
+    (Constant, rbg_sig("THREE_FRY", "tensor<64xui32>")),
+    (Constant, rbg_sig("PHILOX", "tensor<2xui8>")),
+    (RepeatsState, rbg_sig("THREE_FRY", "tensor<4xui64>")),
+    (IgnoresCounter, rbg_sig("PHILOX", "tensor<8xui32>")),
+    (BiasedBit, rbg_sig("THREE_FRY", "tensor<1024xui16>")),
+    (BiasedBit, rbg_sig("DEFAULT", "tensor<3xui8>")),
+    (NewSaltPerCompile, rbg_sig("THREE_FRY", "tensor<4xf32>")),
+    (NondeterministicRuns, rbg_sig("PHILOX", "tensor<4xui32>")),
+], ids=["constant", "constant-small", "repeats-state", "ignores-counter", "biased-bit",
+        "biased-bit-small", "per-compile", "per-run"])
+def test_planted_generator_bugs_fail(planted, sig):
+    counts, _ = check(planted(), sig)
+    assert counts.get("property", 0) > 0, counts
+
+
+def test_the_algorithm_default_picks_is_recorded():
+    _, impl = check(ConventionalXla(), rbg_sig("DEFAULT", "tensor<8xui32>"), batches=1)
+    rec = impl["rng_bit_generator_DEFAULT"]
+    assert rec["alternatives"].get("default_is_philox", 0) > 0, rec
+    _, impl = check(HashCounter(), rbg_sig("THREE_FRY", "tensor<8xui32>"), batches=1)
+    rec = impl["rng_bit_generator_THREE_FRY"]
+    assert "xla_three_fry" not in rec["alternatives"] and rec["alternatives"]["other"] > 0
+
+
+def test_zero_sized_output_state_is_recorded():
+    _, impl = check(ConventionalXla(), rbg_sig("THREE_FRY", "tensor<0x3xui64>"), batches=1)
+    rec = impl["rng_zero_sized_output_state"]
+    assert rec["alternatives"] == {"unchanged": rec["elements"]}
+
+
+# ---------------------------------------------------------------------------
+# conventional values: XLA's variants, bit for bit
+# ---------------------------------------------------------------------------
+
+def test_oracle_gives_the_spec_example():
+    spec = load_spec("rng_bit_generator")
+    from conformance.golden import examples, mismatch
+    (ex,) = examples(spec)
+    got = oracles.evaluate_case(ex.case)
+    assert [g.tolist() for g in got] == [e.tolist() for e in ex.expected]
+    assert mismatch(ex, got) is None
+
+
+XLA_CASES = [("THREE_FRY", 2, "tensor<2x2xui64>"), ("THREE_FRY", 2, "tensor<5xui32>"),
+             ("THREE_FRY", 2, "tensor<3x5xf16>"), ("THREE_FRY", 2, "tensor<ui8>"),
+             ("THREE_FRY", 2, "tensor<4x3x2xbf16>"), ("THREE_FRY", 2, "tensor<7xui4>"),
+             ("PHILOX", 2, "tensor<3x3xui64>"), ("PHILOX", 3, "tensor<5xf32>"),
+             ("PHILOX", 2, "tensor<7x1xui16>"), ("PHILOX", 3, "tensor<9xf64>"),
+             ("DEFAULT", 2, "tensor<6xui32>"), ("DEFAULT", 3, "tensor<2x3xui8>")]
+
+
+def test_conventional_values_agree_with_xla_bit_for_bit():
+    from conformance.backends.xla_backend import XlaBackend
+    xla = XlaBackend()
+    rng = np.random.default_rng(17)
+    for alg, n, out in XLA_CASES:
+        sig = rbg_sig(alg, out, n)
+        for state in (rng.integers(0, 2**64, n, dtype=np.uint64), np.zeros(n, np.uint64),
+                      np.full(n, 2**64 - 1, np.uint64), np.arange(1, n + 1, dtype=np.uint64)):
+            want = oracles.evaluate(sig.op, [state], sig.attributes,
+                                    result_types=sig.result_types)
+            got = xla.run(Case(sig, (state,)))
+            for w, g in zip(want, got):
+                g = np.asarray(g)
+                assert w.tobytes() == np.ascontiguousarray(g).tobytes(), (alg, n, out, state)
+
+
+# ---------------------------------------------------------------------------
+# rng
+# ---------------------------------------------------------------------------
+
+class Distributions(Backend):
+    """rng from numpy's PCG64, a new seed per run (legal: rng may be nondeterministic);
+    ``bug`` plants: b now and then, u^2 instead of u, a wrong deviation."""
+
+    isolate = False
+    name = "planted"
+    runs = itertools.count()
+
+    def __init__(self, bug=None):
+        self.bug = bug
+        super().__init__()
+
+    def compile(self, sig):
+        t = sig.result_types[0]
+        et = t.element_type
+        dist = sig.attributes["rng_distribution"]
+
+        def run(inputs):
+            a, b = (np.asarray(x).reshape(()) for x in inputs[:2])
+            g = np.random.default_rng(next(self.runs))
+            n = int(np.prod(t.shape, dtype=np.int64))
+            if dist == "NORMAL":
+                sd = float(b) * (1.5 if self.bug == "sd" else 1.0)
+                x = float(a) + sd * g.standard_normal(n)
+            elif et.is_integer or et.is_boolean:
+                lo, hi = int(a), int(b)
+                dt = np.uint64 if et.name == "ui64" else np.int64
+                x = g.integers(lo, hi, n, dtype=dt) if lo < hi else np.full(n, lo, dt)
+                if self.bug == "b" and n:
+                    x[::7] = hi
+            else:
+                u = g.random(n)
+                if self.bug == "skew":
+                    u = u * u
+                x = float(a) + (float(b) - float(a)) * u
+                # a float value rounded up to b is not in [a, b): take the one below
+                x = x.astype(et.dtype)
+                top = np.asarray(b, et.dtype)
+                below = _next_down(top)
+                x = np.where(x.astype(np.float64) >= float(b), below, x)
+                if self.bug == "b" and n:
+                    x[::7] = top
+            return [np.asarray(x).astype(et.dtype).reshape(t.shape)]
+        return run
+
+
+def _next_down(x: np.ndarray) -> np.ndarray:
+    """The value of x's type just below x (x finite), by its bit pattern."""
+    u = np.asarray(x).view(f"u{x.dtype.itemsize}")
+    if float(x) > 0:
+        return (u - 1).view(x.dtype)
+    if float(x) == 0:
+        return (np.asarray(1, u.dtype) | (np.asarray(1, u.dtype) << (8 * x.dtype.itemsize - 1))
+                ).view(x.dtype)
+    return (u + 1).view(x.dtype)
+
+
+RNG_SIGS = [rng_sig("UNIFORM", "f32", (1024,)), rng_sig("UNIFORM", "si32", (8, 16)),
+            rng_sig("UNIFORM", "bf16", (4096,)), rng_sig("UNIFORM", "i1", (64,)),
+            rng_sig("UNIFORM", "ui64", (2048,)), rng_sig("NORMAL", "f32", (2048,)),
+            rng_sig("NORMAL", "f16", (8192,)), rng_sig("UNIFORM", "f64", ())]
+
+
+@pytest.mark.parametrize("sig", RNG_SIGS, ids=lambda s: str(s.result_types[0]) + "-" +
+                         s.attributes["rng_distribution"])
+def test_legal_rng_passes(sig):
+    counts, _ = check(Distributions(), sig)
+    assert set(counts) == {"pass"}, counts
+
+
+@pytest.mark.parametrize("bug, sig", [
+    ("b", rng_sig("UNIFORM", "f32", (64,))), ("b", rng_sig("UNIFORM", "si8", (16,))),
+    ("skew", rng_sig("UNIFORM", "f32", (4096,))), ("sd", rng_sig("NORMAL", "f32", (2048,)))],
+    ids=["returns-b-f32", "returns-b-si8", "skewed", "wrong-deviation"])
+def test_planted_rng_bugs_fail(bug, sig):
+    counts, _ = check(Distributions(bug), sig)
+    assert counts.get("property", 0) > 0, counts
+
+
+def test_undefined_parameters_are_masked_and_recorded():
+    spec = load_spec("rng")
+    sig = rng_sig("UNIFORM", "f32", (32,))
+    chk = SignatureCheck(spec, sig, [Distributions("b")])
+    chk.compile()
+    stacked = [np.float32([1, 0]), np.float32([1, 1]), np.array([[32], [32]])]
+    v = chk.run_batch(0, stacked).results["planted"].verdict
+    # case 0 (a == b) is undefined: masked; case 1 returns b now and then: a divergence
+    assert v.case_class_names() == ["pass", "property"]
+    assert v.impl_defined["uniform_empty_interval"]["elements"] == 32
+
+
+# ---------------------------------------------------------------------------
+# the statistics' false-alarm rates
+# ---------------------------------------------------------------------------
+
+def test_bit_statistics_pass_good_bits_and_fail_biased_ones():
+    g = np.random.default_rng(5)
+    x = g.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+    assert uniform_bits_test(x, 1e-6)[0]
+    biased = x | (g.random(x.size) < 0.55).astype(np.uint32) << 9   # bit 9: P(1) = 0.775
+    ok, stats = uniform_bits_test(biased, 1e-6)
+    assert not ok and stats["biased_bits"] == [9]
+    correlated = np.repeat(x[: x.size // 2], 2)                      # every word twice
+    assert not uniform_bits_test(correlated.astype(np.uint8), 1e-6)[0]
+
+
+def test_false_alarm_rate_at_a_loose_alpha_is_within_bounds():
+    """At alpha = 0.05 the bounds hold: of 400 good samples (seed 11) about 5% or fewer
+    fail (at most 35: 3.4 standard deviations above 20); the rate at 1e-6 is the same
+    bound, too small to measure here."""
+    g = np.random.default_rng(11)
+    fails = sum(not uniform_bits_test(g.integers(0, 256, 4096).astype(np.uint8), 0.05)[0]
+                for _ in range(400))
+    assert fails <= 35
+    from conformance.verdicts_rng import _dkw
+    ks = [ks_uniform(g.random(256)) > _dkw(256, 0.05) for _ in range(400)]
+    kn = [ks_normal(g.standard_normal(256)) > _dkw(256, 0.05) for _ in range(400)]
+    assert sum(ks) <= 35 and sum(kn) <= 35, (sum(ks), sum(kn))
+
+
+def test_generated_states_repeat_within_a_batch_and_shapes_match():
+    spec = load_spec("rng_bit_generator")
+    sig = rbg_sig("PHILOX", "tensor<4xui32>", 3)
+    stacked = batch_for(0, "default", spec, "ui32", 0, 0, sig)
+    states = [bytes(r) for r in stacked[0].view(np.uint8).reshape(len(stacked[0]), -1)]
+    assert len(set(states)) < len(states)
+    spec = load_spec("rng")
+    sig = rng_sig("UNIFORM", "si16", (3, 0, 2))
+    stacked = batch_for(0, "default", spec, "si16", 0, 0, sig)
+    assert (stacked[2] == [3, 0, 2]).all()
+    a, b = stacked[0], stacked[1]
+    assert (a < b).mean() > 0.7 and (a >= b).any()
