@@ -378,3 +378,15 @@ def test_generated_states_repeat_within_a_batch_and_shapes_match():
     assert (stacked[2] == [3, 0, 2]).all()
     a, b = stacked[0], stacked[1]
     assert (a < b).mean() > 0.7 and (a >= b).any()
+
+
+def test_jax_backend_runs_rng_bit_generator_per_case_not_under_vmap():
+    """jax's vmap rule of rng_bit_generator draws every case from the first case's key;
+    the jax mapping refuses vmap, so each case's bits are its own state's."""
+    from conformance.backends.jax_backend import JaxBackend
+    sig = rbg_sig("THREE_FRY", "tensor<4xui32>")
+    states = np.array([[7, 9], [1, 2], [7, 9]], np.uint64)
+    new, bits = JaxBackend().batch_executable(sig)(list([states]))
+    assert (bits[0] == bits[2]).all() and (new[0] == new[2]).all()
+    want = oracles.evaluate(sig.op, [states[1]], sig.attributes, result_types=sig.result_types)
+    assert (bits[1] == want[1]).all() and (new[1] == want[0]).all()
