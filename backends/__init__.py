@@ -29,6 +29,7 @@ BUILTIN: dict[str, Callable[[], Backend]] = {
     "xla": lambda: _xla("cpu"),
     "xla-gpu": lambda: _xla("gpu"),
     "interpreter": lambda: _interpreter(),
+    "iree": lambda: _iree(),
 }
 ENTRY_POINT_GROUP = "conformance.backends"
 
@@ -51,6 +52,11 @@ def _xla(platform: str) -> Backend:
 def _interpreter() -> Backend:
     from .interpreter_backend import InterpreterBackend
     return InterpreterBackend()
+
+
+def _iree() -> Backend:
+    from .iree_backend import IreeBackend
+    return IreeBackend()
 
 
 def _instantiate(obj, where: str) -> Backend:

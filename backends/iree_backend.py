@@ -1,0 +1,145 @@
+"""The IREE backend: each case's canonical StableHLO module compiled by IREE for the
+``llvm-cpu`` target and run with IREE's runtime (issue 22) — a compiler that shares no
+code with XLA. Optional: ``pip install 'stablehlo-conformance[iree]'`` installs
+``iree-base-compiler`` and ``iree-base-runtime``.
+
+How the canonical text meets IREE (what a vendor writing such an adapter needs to know):
+
+- the module is ``module { func.func public @main(...) }`` (conformance.emitter);
+  IREE names the compiled module ``module``, so the entry is ``module.main``;
+- inputs are numpy arrays of the case's element types, 0-d arrays included; bf16, the
+  fp8 types, i1 and the complex types cross as they are (ml_dtypes arrays);
+- IREE demotes f64 to f32 and i64 to i32 unless told not to: both are turned off
+  (:data:`FLAGS`), so every type is compiled at its own width;
+- si4/ui4 tensors whose size is not a whole number of bytes do not compile
+  ("does not have integral number of total bytes"): ``Unsupported`` with that reason;
+- IREE reports only text diagnostics: a compile error of a valid program is a backend
+  error (its first diagnostic line), of an invalid program the right answer (a
+  rejection); only the byte-count refusal above counts as ``Unsupported``.
+
+It runs in a child process by default (``isolate``), as xla and interpreter do.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.core.case import Signature
+
+from .base import Backend, BackendLoadError, Unsupported
+
+#: iree-compile flags: the llvm-cpu target for this machine, no demotion of f64/i64.
+FLAGS = ("--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false",
+         "--iree-llvmcpu-target-cpu=host")
+TARGET = "llvm-cpu"
+DRIVER = "local-sync"
+
+
+class IreeError(RuntimeError):
+    """IREE refused or failed a program (its diagnostics, on one line)."""
+
+
+def _first_diagnostic(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if "error:" in ln]
+    return (lines[0] if lines else " ".join(str(e).split()))[:500]
+
+
+class IreeBackend(Backend):
+    name = "iree"
+    isolate = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            import iree.compiler as compiler
+            import iree.runtime as runtime
+        except ImportError as e:
+            raise BackendLoadError(
+                f"iree backend: {e.name or 'iree'} is not installed (pip install "
+                "'stablehlo-conformance[iree]' installs iree-base-compiler and "
+                "iree-base-runtime)") from None
+        self.compiler, self.runtime = compiler, runtime
+        from importlib import metadata
+        self.versions = {p: metadata.version(p) for p in ("iree-base-compiler",
+                                                         "iree-base-runtime")}
+        self.config = runtime.Config(DRIVER)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, **self.versions, "platform": TARGET, "driver": DRIVER,
+                "flags": list(FLAGS)}
+
+    def compile(self, sig: Signature):
+        from conformance.emitter import EmitError, module_text
+        try:
+            text = module_text(sig)
+        except EmitError as e:
+            raise Unsupported(f"no StableHLO text for {sig.op}: {e}") from None
+        try:
+            vmfb = self.compiler.compile_str(text, target_backends=[TARGET],
+                                             input_type="stablehlo", extra_args=list(FLAGS))
+        except self.compiler.CompilerToolError as e:
+            said = _first_diagnostic(e)
+            if "does not have integral number of total bytes" in said and not sig.invalid:
+                raise Unsupported(f"IREE cannot hold this int4 tensor: {said}") from None
+            raise IreeError(f"iree-compile: {said}") from None
+        rt = self.runtime
+        ctx = rt.SystemContext(config=self.config)
+        ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
+        entry = ctx.modules.module["main"]
+        device = self.config.device
+        put = [self._putter(t.element_type) for t in sig.input_leaves]
+        outs_t = list(sig.result_leaves)
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            out = entry(*(p(np.asarray(x)) for p, x in zip(put, inputs)))
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            return [_to_numpy(o, t) for o, t in zip(outs, outs_t)]
+        self._device = device
+        return execute
+
+    def _putter(self, et):
+        """A function from a numpy array of ``et`` to an IREE buffer view of its element
+        type and shape (0-d included: the runtime's own conversion makes a 0-d array
+        1-d, which a tensor<T> parameter refuses)."""
+        rt = self.runtime
+        if et.name in ("si4", "ui4"):
+            raise Unsupported("the IREE Python runtime cannot map int4 numpy arrays (IREE "
+                              "packs two per byte); not packed here yet")
+        hal_type = getattr(rt.HalElementType, _HAL_TYPES[et.name])
+        device = self.config.device
+        raw = np.dtype(f"u{et.dtype.itemsize}") if et.name not in (
+            "complex<f32>", "complex<f64>") else et.dtype
+
+        def put(x: np.ndarray):
+            x = np.array(x, dtype=et.dtype, order="C", copy=True).view(raw)
+            return device.allocator.allocate_buffer_copy(
+                memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+                device=device, buffer=x, element_type=hal_type)
+        return put
+
+
+#: element type -> IREE HAL element type name
+_HAL_TYPES = {
+    "i1": "BOOL_8", "si8": "SINT_8", "si16": "SINT_16", "si32": "SINT_32", "si64": "SINT_64",
+    "ui8": "UINT_8", "ui16": "UINT_16", "ui32": "UINT_32", "ui64": "UINT_64",
+    "f16": "FLOAT_16", "bf16": "BFLOAT_16", "f32": "FLOAT_32", "f64": "FLOAT_64",
+    "f8E4M3FN": "FLOAT_8_E4M3_FN", "f8E5M2": "FLOAT_8_E5M2",
+    "complex<f32>": "COMPLEX_64", "complex<f64>": "COMPLEX_128",
+}
+
+
+def _to_numpy(o, t) -> np.ndarray:
+    """A result's bytes as an array of the declared type and IREE's shape (a wrong
+    shape is the backend's answer, reported as a type divergence)."""
+    view = o._buffer_view if hasattr(o, "_buffer_view") else o
+    shape = tuple(view.shape)
+    dt = t.element_type.dtype
+    mapped = view.map()
+    nbytes = int(view.byte_length)
+    raw = np.array(mapped.asarray([nbytes], np.dtype(np.uint8)), copy=True)
+    n = int(np.prod(shape, dtype=np.int64))
+    if nbytes != n * dt.itemsize:
+        raise IreeError(f"IREE returned {nbytes} bytes for a result of shape {list(shape)} "
+                        f"and type {t.element_type}")
+    return raw.view(dt).reshape(shape)

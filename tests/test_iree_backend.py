@@ -1,0 +1,68 @@
+"""The iree backend (issue 22): IREE compiles the canonical StableHLO text for llvm-cpu and
+its runtime runs it. Needs the optional extra (pip install 'stablehlo-conformance[iree]');
+skipped without it, with the reason."""
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+pytest.importorskip("iree.compiler", reason="the iree extra is not installed")
+pytest.importorskip("iree.runtime", reason="the iree extra is not installed")
+
+from conformance.backends import Unsupported, get_backend  # noqa: E402
+from conformance.backends.iree_backend import FLAGS, IreeBackend  # noqa: E402
+from conformance.core.case import Signature  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def iree():
+    return IreeBackend()
+
+
+def _run(backend, sig, *xs):
+    return backend.compile(sig)([np.asarray(x) for x in xs])
+
+
+def test_found_by_short_name_and_describes_itself():
+    b = get_backend("iree")
+    d = b.describe()
+    assert d["name"] == "iree" and d["iree-base-compiler"] and d["flags"] == list(FLAGS)
+    assert b.isolate is True
+
+
+@pytest.mark.parametrize("et,dtype,values", [
+    ("f32", np.float32, [1.5, -2.0]), ("f64", np.float64, [1e300, 1 + 2.0**-40]),
+    ("si64", np.int64, [2**40, -3]), ("ui64", np.uint64, [2**63 + 5, 1]),
+    ("bf16", ml_dtypes.bfloat16, [1.0, 3.5]), ("f8E4M3FN", ml_dtypes.float8_e4m3fn, [1.0, 2.0]),
+    ("complex<f64>", np.complex128, [1 + 2j, -3j])])
+def test_every_width_crosses_unchanged(iree, et, dtype, values):
+    """f64 and i64 are not demoted (FLAGS), bf16/fp8/complex cross as raw bits: an
+    identity (x + 0 with x's own type's zero) gives the input back bit for bit."""
+    x = np.array(values, dtype)
+    sig = Signature.make("add", [f"tensor<2x{et}>"] * 2, [f"tensor<2x{et}>"])
+    (out,) = _run(iree, sig, x, np.zeros_like(x))
+    assert out.dtype == x.dtype and out.shape == (2,)
+    assert out.tobytes() == (x + np.zeros_like(x)).tobytes()
+
+
+def test_rank_0_inputs_and_results_stay_rank_0(iree):
+    sig = Signature.make("add", ["tensor<si32>"] * 2, ["tensor<si32>"])
+    (out,) = _run(iree, sig, np.array(5, np.int32), np.array(7, np.int32))
+    assert out.shape == () and out == 12
+
+
+def test_int4_is_unsupported_with_the_reason(iree):
+    sig = Signature.make("add", ["tensor<3xsi4>"] * 2, ["tensor<3xsi4>"])
+    with pytest.raises(Unsupported, match="int4"):
+        iree.compile(sig)([np.zeros(3, ml_dtypes.int4)] * 2)
+
+
+def test_an_invalid_program_is_rejected_at_compile_time(iree):
+    sig = Signature.make("add", ["tensor<2xf32>", "tensor<2xf64>"], ["tensor<2xf32>"])
+    sig = dataclasses.replace(sig, invalid="C1")
+    with pytest.raises(Exception) as e:
+        iree.compile(sig)
+    assert not isinstance(e.value, Unsupported)
