@@ -7,7 +7,10 @@ Element classes (DESIGN.md "Comparing results"):
 - ``signed_zero``: +0 where -0 was due, or the reverse;
 - ``accuracy``: beyond the op's ULP (or complex relative-error) bound;
 - ``subnormal_flush``: the difference disappears when subnormal inputs and
-  results are flushed to zero, i.e. the backend runs with FTZ/DAZ.
+  results are flushed to zero, i.e. the backend runs with FTZ/DAZ;
+- ``precision``: beyond the op's error bound under a ``precision_config`` below
+  HIGHEST, whose meaning the spec leaves open (#755): a reduced-precision pass the
+  backend chose, which an expectations file can accept (verdicts_contraction.py).
 A case's class is the worst class among its elements; ``type`` is a result of
 the wrong shape or element type. Elements the spec leaves implementation-defined
 are masked: not counted as divergences, but whether the backend gave the
@@ -30,17 +33,18 @@ from conformance.specs import Accuracy
 from conformance.core.types import element_type, type_of
 
 # Outcome classes. Element-level ones first, in increasing severity.
-PASS, SUBNORMAL_FLUSH, ACCURACY, BOUND, SIGNED_ZERO, NAN, VALUE, PROPERTY = range(8)
-ELEMENT_CLASSES = ["pass", "subnormal_flush", "accuracy", "bound", "signed_zero", "nan", "value",
-                   "property"]
+PASS, SUBNORMAL_FLUSH, PRECISION, ACCURACY, BOUND, SIGNED_ZERO, NAN, VALUE, PROPERTY = range(9)
+ELEMENT_CLASSES = ["pass", "subnormal_flush", "precision", "accuracy", "bound", "signed_zero",
+                   "nan", "value", "property"]
 # Case-level outcomes beyond the element classes.
 CASE_OUTCOMES = ELEMENT_CLASSES + ["type", "backend_error", "crash", "timeout", "unsupported",
                                    "accepted_invalid", "rejected"]
 DIVERGENCES = ["value", "nan", "signed_zero", "accuracy", "bound", "property",
-               "subnormal_flush", "type",
+               "subnormal_flush", "precision", "type",
                "accepted_invalid", "backend_error", "crash", "timeout"]
 SEVERITY = {name: i for i, name in enumerate(
-    ["pass", "rejected", "unsupported", "subnormal_flush", "accuracy", "bound", "signed_zero",
+    ["pass", "rejected", "unsupported", "subnormal_flush", "precision", "accuracy", "bound",
+     "signed_zero",
      "nan", "value", "property", "type", "accepted_invalid", "backend_error", "timeout", "crash"])}
 
 # ULP histogram buckets: upper bounds (inclusive); the last bucket is "more".

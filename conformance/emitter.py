@@ -123,12 +123,16 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
 class _AttributeFormatter(string.Formatter):
     """Placeholders print spec attribute values with :func:`attribute_value`; the
     format spec ``i64array`` prints an integer list as MLIR's dense i64 array
-    (``array<i64: 1, 2>``, or ``array<i64>`` when empty)."""
+    (``array<i64: 1, 2>``, or ``array<i64>`` when empty); ``precision`` prints a list of
+    precision names as ``[#stablehlo<precision DEFAULT>, ...]`` (precision_config)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if format_spec == "i64array":
             items = ", ".join(attribute_value(v) for v in value)
             return f"array<i64: {items}>" if items else "array<i64>"
+        if format_spec == "precision":
+            items = ", ".join(f"#stablehlo<precision {attribute_value(v)}>" for v in value)
+            return f"[{items}]"
         if format_spec:
             raise EmitError(f"unknown attribute format spec {format_spec!r}")
         return attribute_value(value)

@@ -100,6 +100,13 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = [not current]
         elif a.kind == "integer_list":
             alternatives = list(_list_mutations(list(current or [])))
+        elif a.kind == "enum_list":
+            # one item changed (to each other value, or to one outside the enum), the list
+            # one longer or one shorter
+            xs = list(current or [])
+            alternatives = [xs[:i] + [v] + xs[i + 1:] for i in range(len(xs))
+                            for v in (*a.values, "UNKNOWN") if v != xs[i]]
+            alternatives += [xs + [a.values[0]]] + ([xs[:-1]] if xs else [])
         elif a.kind == "tensor":
             alternatives = list(_tensor_attribute_mutations(current))
         else:

@@ -198,6 +198,10 @@ def _attribute(chooser: Chooser, a, env):
         return dense_text(draw_array(et, shape, rng, a.distribution or "default"))
     if a.kind == "enum":
         return chooser.choice(ex.evaluate(a.choose, env) if a.choose else list(a.values))
+    if a.kind == "enum_list":
+        lo, hi = (ex.evaluate(b, env) if isinstance(b, str) else b for b in a.range)
+        options = ex.evaluate(a.choose, env) if a.choose else list(a.values)
+        return [chooser.choice(list(options)) for _ in range(chooser.integer(lo, hi))]
     if a.kind == "boolean":
         return chooser.choice([False, True])
     if a.kind == "float":

@@ -23,6 +23,8 @@ LOOKS: dict[str, Look] = {
     "pass": Look("#66bb6a", "#000", "ok", "every case agrees with the oracle"),
     "subnormal_flush": Look("#fdd835", "#000", "ftz",
                             "differs only where subnormals are flushed to zero"),
+    "precision": Look("#cddc39", "#000", "prec",
+                      "beyond the bound under precision_config below HIGHEST (spec #755)"),
     "accuracy": Look("#fb8c00", "#000", "acc", "beyond the op's ULP / error bound"),
     "bound": Look("#ffb74d", "#000", "bnd",
                   "beyond the error bound every order the spec allows keeps"),

@@ -507,8 +507,11 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     attributes = []
     for i, a in enumerate(data.get("attributes", [])):
         key = f"attributes[{i}]"
-        if a["kind"] == "enum" and not a.get("values"):
+        if a["kind"] in ("enum", "enum_list") and not a.get("values"):
             raise _fail(path, f"{key}.values", "an enum attribute needs its values")
+        if a["kind"] == "enum_list" and "range" not in a and "value" not in a:
+            raise _fail(path, f"{key}.range", "an enum_list attribute needs a length range "
+                                              "or a value")
         if a["kind"] == "float" and not a.get("values") and "value" not in a:
             raise _fail(path, f"{key}.values", "a float attribute needs its values or a value")
         if a["kind"] in ("integer", "integer_list") and "range" not in a and "value" not in a:

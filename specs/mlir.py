@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["MlirSyntaxError", "OpSyntax", "FORMAT_SPECS", "fields", "syntax_of"]
 
 #: the format specs a placeholder may carry (``{dims:i64array}``)
-FORMAT_SPECS = ("", "i64array")
+FORMAT_SPECS = ("", "i64array", "precision")
 
 
 class MlirSyntaxError(ValueError):

@@ -41,6 +41,10 @@ def checks(spec: OpSpec) -> list[Check]:
         if a.kind == "enum":
             out.append(Check(a.label or a.name, f"`{a.name}` is one of {', '.join(a.values)}",
                              "attribute_value"))
+        elif a.kind == "enum_list":
+            out.append(Check(a.label or a.name,
+                             f"every item of `{a.name}` is one of {', '.join(a.values)}",
+                             "attribute_value"))
     out += [Check(c.id, c.text, "constraint") for c in spec.constraints]
     for i, t in enumerate(spec.outputs):
         out.append(Check(f"O{i + 1}", f"`{t.name}` is a {t.type_text or 'tensor'}", "output_type"))
@@ -113,6 +117,9 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
         if a.name not in attrs:
             broken.append(a.label or a.name)
         elif a.kind == "enum" and attrs[a.name] not in a.values:
+            broken.append(a.label or a.name)
+        elif a.kind == "enum_list" and (not isinstance(attrs[a.name], (list, tuple)) or
+                                        any(v not in a.values for v in attrs[a.name])):
             broken.append(a.label or a.name)
         elif a.kind == "tensor" and tensor_attribute(attrs[a.name]) is None:
             broken.append(a.label or a.name)

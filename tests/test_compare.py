@@ -13,8 +13,8 @@ EXACT, BITS = Accuracy("exact"), Accuracy("bits")
 
 def cls_names(actual, expected, acc=EXACT):
     c, _ = classify(np.asarray(actual), np.asarray(expected), acc)
-    names = ["pass", "subnormal_flush", "accuracy", "bound", "signed_zero", "nan", "value",
-             "property"]
+    names = ["pass", "subnormal_flush", "precision", "accuracy", "bound", "signed_zero", "nan",
+             "value", "property"]
     return [names[i] for i in c.reshape(-1)]
 
 
@@ -22,7 +22,7 @@ def test_element_class_codes_rise_with_severity():
     # A case's class is the largest code among its elements: the codes must order the
     # classes as SEVERITY does, or a case would be reported by a milder class.
     from conformance.compare import ELEMENT_CLASSES, SEVERITY
-    assert ELEMENT_CLASSES == ["pass", "subnormal_flush", "accuracy", "bound",
+    assert ELEMENT_CLASSES == ["pass", "subnormal_flush", "precision", "accuracy", "bound",
                                "signed_zero", "nan", "value", "property"]
     assert sorted(ELEMENT_CLASSES, key=SEVERITY.__getitem__) == ELEMENT_CLASSES
 

@@ -7,7 +7,7 @@ import pytest
 
 from conformance import verdicts
 from conformance.checker import SignatureCheck
-from conformance.compare import BOUND, PASS, PROPERTY, VALUE
+from conformance.compare import BOUND, NAN, PASS, PROPERTY, SIGNED_ZERO, VALUE
 from conformance.core.case import Signature
 from conformance.plan import batch_for
 from conformance.specs import Accuracy, SpecError, load_spec, parse_accuracy
@@ -81,7 +81,7 @@ def test_bound_keeps_nan_and_signed_zero_exact():
     expected = [np.array([[np.nan, -0.0, 2.0]], np.float32)]
     actual = [np.array([[1.0, 0.0, 2.0]], np.float32)]
     v = verdicts.judge(verdicts.Judgement(sig, spec, ACCUMULATION, [a, b], expected, actual, {}))
-    assert v.element_classes[0].tolist() == [[5, 4, PASS]]   # nan, signed_zero, pass
+    assert v.element_classes[0].tolist() == [[NAN, SIGNED_ZERO, PASS]]
 
 
 # -- residual ------------------------------------------------------------------------
