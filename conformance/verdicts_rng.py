@@ -27,7 +27,7 @@ rng_bit_generator (results: output_state, output):
   one, and no output of at least 64 bits does. False alarms: at most C(17, 2)·2^-64 per
   case.
 - ``rng_uniform_bits``: the chained outputs of the batch's distinct states, pooled (at most
-  2^22 elements): per-bit balance at each of the type's w bit positions (Hoeffding:
+  2^20 elements): per-bit balance at each of the type's w bit positions (Hoeffding:
   |ones - n/2| <= sqrt(n·ln(2w/α₁)/2)), chi-square of the 2^min(w,8) symbol values (bytes,
   or the 4 bits of si4/ui4; when every bin expects 20 or more), lag-1 serial correlation
   of the symbols (|r|·sqrt(n) <= z(α₃/2), n >= 4096); α₁ = α₂ = α₃ = α/3. One verdict for
@@ -68,7 +68,7 @@ __all__ = ["CHAIN", "bit_patterns", "uniform_bits_test", "ks_uniform", "ks_norma
 #: how many times rng_states_do_not_repeat feeds output_state back
 CHAIN = 16
 #: at most this many elements enter the pooled bit statistics
-POOL_LIMIT = 1 << 22
+POOL_LIMIT = 1 << 20
 
 
 def _alpha(j: Judgement) -> float:
@@ -211,8 +211,8 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
         return True, stats
     a = alpha / 3
     ok = True
-    ones = np.array([int(np.count_nonzero((bits >> np.uint64(p)) & np.uint64(1)))
-                     for p in range(w)])
+    planes = np.ascontiguousarray(bits).view(np.uint8).reshape(n, 8)[:, :max(w // 8, 1)]
+    ones = np.unpackbits(planes, axis=1, bitorder="little").sum(axis=0, dtype=np.int64)[:w]
     dev = np.abs(ones - n / 2)
     limit = math.sqrt(n * math.log(2 * w / a) / 2)
     stats["max_bit_deviation"] = float(dev.max() / n)
@@ -220,11 +220,8 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
         ok = False
         stats["biased_bits"] = [int(p) for p in np.nonzero(dev > limit)[0]]
     sym_bits = min(w, 8)
-    per = w // sym_bits
-    symbols = np.concatenate([(bits >> np.uint64(sym_bits * k)) & np.uint64((1 << sym_bits) - 1)
-                              for k in range(per)]) if per > 1 else bits
-    # interleave back into stream order (element 0's symbols, then element 1's, ...)
-    symbols = symbols.reshape(per, n).T.reshape(-1).astype(np.int64)
+    # the symbols in stream order: each element's bytes, low byte first (or its 4 bits)
+    symbols = (planes.reshape(-1) if w >= 8 else bits).astype(np.int64)
     bins = 1 << sym_bits
     m = symbols.size
     if m >= 20 * bins:
