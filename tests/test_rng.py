@@ -390,3 +390,44 @@ def test_jax_backend_runs_rng_bit_generator_per_case_not_under_vmap():
     assert (bits[0] == bits[2]).all() and (new[0] == new[2]).all()
     want = oracles.evaluate(sig.op, [states[1]], sig.attributes, result_types=sig.result_types)
     assert (bits[1] == want[1]).all() and (new[1] == want[0]).all()
+
+
+class InterpreterWithoutAbortList(Backend):
+    """The interpreter with its list of aborting ops emptied (in the child process that
+    loads it by locator): what running an rng case on it does."""
+
+    isolate = True
+    name = "interpreter-raw"
+
+    def __init__(self):
+        from conformance.backends import interpreter_backend as ib
+        ib.ABORTS.clear()
+        self.inner = ib.InterpreterBackend()
+        super().__init__()
+
+    def compile(self, sig):
+        return self.inner.compile(sig)
+
+
+def test_the_interpreter_aborts_on_rng_ops_one_crash_case_and_declares_them_unsupported(
+        monkeypatch):
+    """One rng case run in an isolated interpreter kills its process (a crash, not the
+    run's end); the shipped backend declares the ops Unsupported with that reason instead
+    of one crash per signature."""
+    import os
+    from pathlib import Path
+    from conformance.backends import Unsupported
+    from conformance.backends.interpreter_backend import InterpreterBackend
+    from conformance.isolation import BackendCrash, IsolatedBackend
+    sig = rbg_sig("THREE_FRY", "tensor<2xui32>")
+    case = Case(sig, (np.array([1, 2], np.uint64),))
+    with pytest.raises(Unsupported, match="aborts the process"):
+        InterpreterBackend().run(case)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    backend = IsolatedBackend("test_rng:InterpreterWithoutAbortList", timeout=60)
+    try:
+        with pytest.raises(BackendCrash):
+            backend.run(case)
+    finally:
+        backend.close()
