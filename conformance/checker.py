@@ -96,8 +96,9 @@ def check_case(backend: Backend, case: Case, accuracy: Accuracy | None = None) -
                                   rules_on=_rules_on(sig, spec),
                                   run_on=lambda xs: backend.batch_executable(sig)(xs),
                                   run_fresh=lambda xs: backend.fresh_batch_executable(sig)(xs)))
+    notes = getattr(verdict, "notes", None) or [""]     # (property verdicts say which)
     return CaseResult(verdict.case_class_names()[0], [e[0] for e in expected],
-                      [a[0] for a in actual], verdict.type_message or "")
+                      [a[0] for a in actual], verdict.type_message or notes[0])
 
 
 def _rules_on(sig: Signature, spec: OpSpec):
@@ -375,7 +376,8 @@ class SignatureCheck:
                            [np.asarray(e[c]) for e in batch.expected],
                            [np.asarray(a[c]) for a in actual] if not verdict.type_message
                            else [np.asarray(a) for a in actual],
-                           verdict.type_message or "", count)
+                           verdict.type_message or (getattr(verdict, "notes", None) or
+                                                    [""] * (c + 1))[c], count)
         d.arbiter = self._arbitrate(d)
         return d
 

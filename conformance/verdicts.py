@@ -451,15 +451,21 @@ def properties(j: Judgement) -> BatchVerdict:
     result's type and shape are checked by :func:`judge` for every kind."""
     ok = np.ones(j.batch, bool)
     records: dict[str, dict] = {}
+    failed: list[list[str]] = [[] for _ in range(j.batch)]
     for name in _property_names(j.accuracy):
         out = PROPERTIES[name](j)
         if isinstance(out, tuple):
             out, more = out
             records.update(more)
-        ok &= np.asarray(out, bool)
+        holds = np.broadcast_to(np.asarray(out, bool), (j.batch,))
+        for c in np.nonzero(~holds)[0]:
+            failed[c].append(name)
+        ok &= holds
     cls = np.where(ok, PASS, PROPERTY).astype(np.int8)
     verdict = _case_verdict(j, cls)
     verdict.impl_defined.update(records)
+    # per case, which properties failed (what a divergence's message says)
+    verdict.notes = [f"property failed: {', '.join(f)}" if f else "" for f in failed]
     return verdict
 
 

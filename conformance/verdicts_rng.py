@@ -408,7 +408,10 @@ def uniform_distribution(j: Judgement) -> np.ndarray:
         else:
             ac, bc = int(a[c]), int(b[c])
             width = bc - ac
-            u = (np.array([int(v) for v in xc], dtype=object) - ac).astype(np.float64) / width
+            if et.bits < 64:
+                u = (xc.astype(np.int64) - ac).astype(np.float64) / width
+            else:
+                u = (np.array([int(v) for v in xc], dtype=object) - ac).astype(np.float64) / width
             q = 1.0 / width
         if not np.isfinite(u).all():
             ok[c] = False

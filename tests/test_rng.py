@@ -431,3 +431,12 @@ def test_the_interpreter_aborts_on_rng_ops_one_crash_case_and_declares_them_unsu
             backend.run(case)
     finally:
         backend.close()
+
+
+def test_a_property_divergence_says_which_property_failed():
+    from conformance.checker import check_case
+    sig = rng_sig("UNIFORM", "f32", (64,))
+    case = Case(sig, (np.float32(0), np.float32(1), np.array([64])))
+    r = check_case(Distributions("b"), case)
+    assert r.cls == "property" and r.message == "property failed: rng_uniform_range"
+    assert check_case(Distributions(), case).message == ""
