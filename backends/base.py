@@ -96,12 +96,11 @@ class Backend:
         return exe
 
     def fresh_batch_executable(self, signature: Signature) -> Executable:
-        """A batch executable compiled anew, bypassing the cache (the ``property`` verdicts
-        that ask whether separate compiles agree: rng_bit_generator's determinism). A
-        backend with the default compile_batch gets a new ``compile(signature)``."""
-        if type(self).compile_batch is Backend.compile_batch:
-            return self._per_case(self.compile(signature), signature)
-        return self.compile_batch(signature)
+        """A batch executable compiled anew, bypassing the cache: a new
+        ``compile(signature)`` run once per case (the ``property`` verdicts that ask
+        whether separate compiles agree: rng_bit_generator's determinism). A backend
+        whose compiler caches by program text (jax's jit) may still share its work."""
+        return self._per_case(self.compile(signature), signature)
 
     def clear_cache(self) -> None:
         """Drop every compiled signature. The runner calls it when an op is done, so
