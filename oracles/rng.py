@@ -116,13 +116,15 @@ def _threefry_bits(state: np.ndarray, shape: tuple[int, ...], bits: int
     counter = int(state[1])
     if bits == 64:
         n = int(np.prod(shape, dtype=np.int64))
-        ctr = (np.uint64(counter) + np.arange(n, dtype=np.uint64))
+        with np.errstate(over="ignore"):
+            ctr = (np.uint64(counter) + np.arange(n, dtype=np.uint64))
         y0, y1 = threefry2x32(key, ctr & _M32, ctr >> np.uint64(32))
         out = ((y1 << np.uint64(32)) | y0).reshape(shape)
     else:
         half, split = _halves(shape)
         n = int(np.prod(half, dtype=np.int64))
-        ctr = (np.uint64(counter) + np.arange(n, dtype=np.uint64))
+        with np.errstate(over="ignore"):
+            ctr = (np.uint64(counter) + np.arange(n, dtype=np.uint64))
         y0, y1 = threefry2x32(key, ctr & _M32, ctr >> np.uint64(32))
         out = _combine(y0, y1, shape, split)
     new = state.copy()
@@ -140,9 +142,9 @@ def _philox_bits(state: np.ndarray, shape: tuple[int, ...], bits: int
     n_out = int(np.prod(shape, dtype=np.int64))
     per = 2 if bits == 64 else 4
     n = -(-n_out // per)
-    ctr = (hi << 64 | lo) + np.arange(n, dtype=object)
-    ctr_lo = np.array([int(c) & (2**64 - 1) for c in ctr], np.uint64)
-    ctr_hi = np.array([(int(c) >> 64) & (2**64 - 1) for c in ctr], np.uint64)
+    with np.errstate(over="ignore"):
+        ctr_lo = np.uint64(lo) + np.arange(n, dtype=np.uint64)        # wraps mod 2^64
+        ctr_hi = np.uint64(hi) + (ctr_lo < np.uint64(lo)).astype(np.uint64)
     y = philox4x32(key, [ctr_lo & _M32, ctr_lo >> np.uint64(32),
                          ctr_hi & _M32, ctr_hi >> np.uint64(32)])
     if bits == 64:
