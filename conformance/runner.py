@@ -288,7 +288,7 @@ class Runner:
                 "case": case_record(d.small),
                 "expected": [_enc(x) for x in d.expected],
                 "actual": [_enc(x) for x in d.actual] if d.actual is not None else None,
-                "message": verdict.type_message,
+                "message": verdict.type_message or d.message or None,
                 "stablehlo": case_record(d.small)["stablehlo"],
                 "repro": str(folder.relative_to(Path(self.config.out))),
                 "batch_count": d.batch_count,
