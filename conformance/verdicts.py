@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.compare import (BOUND, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE, BatchVerdict,
-                                compare_batch)
+                                _reduce_to_cases, compare_batch)
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type, type_of
 from conformance.specs import Accuracy, OpSpec
@@ -187,6 +187,15 @@ FLUSH_ALLOWANCES: dict[str, Callable[[Judgement], list[np.ndarray]]] = {}
 
 flush_allowance = _registrar(FLUSH_ALLOWANCES, "flush allowance")
 
+#: name of a bound function -> function(judgement) -> None (no such latitude here), or
+#: (class code, one float64 array per result): a looser bound within which a finite
+#: difference beyond the bound (class ``bound``, or ``value`` beyond a bound of 0) gets
+#: that class instead, where the spec leaves the precision itself open (dot_general's
+#: precision_config below HIGHEST: ``precision``). Optional.
+LOOSER_BOUNDS: dict[str, Callable[[Judgement], "tuple[int, list[np.ndarray]] | None"]] = {}
+
+looser_bound = _registrar(LOOSER_BOUNDS, "looser bound")
+
 
 def unit_roundoff(et) -> float:
     """u = eps / 2 of a float (or complex component) type: round-to-nearest's relative
@@ -256,6 +265,8 @@ def bounded(j: Judgement) -> BatchVerdict:
     name = j.accuracy.options.get("bound")
     limits = BOUNDS[name](j)
     flushes = FLUSH_ALLOWANCES[name](j) if name in FLUSH_ALLOWANCES else None
+    looser = LOOSER_BOUNDS[name](j) if name in LOOSER_BOUNDS else None
+    diffs: dict[int, np.ndarray] = {}
 
     def allowance(i: int, a: np.ndarray, e: np.ndarray, cls: np.ndarray) -> np.ndarray:
         lim = np.broadcast_to(np.asarray(limits[i], np.float64), cls.shape)
@@ -263,6 +274,7 @@ def bounded(j: Judgement) -> BatchVerdict:
             aw = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
             ew = e.astype(np.complex128 if np.iscomplexobj(e) else np.float64)
             diff = np.abs(aw - ew)
+        diffs[i] = diff
         finite = np.isfinite(diff)
         cls = cls.copy()
         wrong = (cls == VALUE) & finite
@@ -275,9 +287,21 @@ def bounded(j: Judgement) -> BatchVerdict:
             cls[wrong & (diff > lim) & (diff <= lim + extra)] = SUBNORMAL_FLUSH
         return cls
 
-    return compare_batch(j.expected, j.actual, Accuracy("exact"), j.masks, j.inputs,
-                         j.reevaluate, allowance=allowance, rules_on=j.rules_on,
-                         moves_values=j.spec.moves_values)
+    verdict = compare_batch(j.expected, j.actual, Accuracy("exact"), j.masks, j.inputs,
+                            j.reevaluate, allowance=allowance, rules_on=j.rules_on,
+                            moves_values=j.spec.moves_values)
+    if looser is not None and verdict.type_message is None:
+        code, wide = looser
+        for i, cls in enumerate(verdict.element_classes):
+            if i not in diffs:
+                continue
+            lim = np.broadcast_to(np.asarray(wide[i], np.float64), cls.shape)
+            d = diffs[i]
+            cls[((cls == BOUND) | (cls == VALUE)) & np.isfinite(d) & (d <= lim)] = code
+        verdict.case_classes = np.zeros(j.batch, np.int8)
+        for cls in verdict.element_classes:
+            verdict.case_classes = np.maximum(verdict.case_classes, _reduce_to_cases(cls))
+    return verdict
 
 
 # ---------------------------------------------------------------------------
@@ -487,5 +511,6 @@ def _tuple(v: Any) -> Any:
 
 
 __all__ = ["Judgement", "VERDICTS", "BOUNDS", "RESIDUALS", "PROPERTIES", "verdict_kind",
-           "bound_function", "residual_function", "property_check", "judge", "check_known",
+           "bound_function", "looser_bound", "residual_function", "property_check", "judge",
+           "check_known",
            "UnknownVerdict", "gamma", "unit_roundoff", "describe", "from_record"]
