@@ -4,6 +4,8 @@
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
                     [--jobs N] [--resume | --force] [--no-replay]
     conformance repro CASE_ID [--backend jax] [--save DIR]
+    conformance fuzz (--for 8h | --cases N) [--backend ...] [--ops ...] [--seed N]
+                     [--out DIR] [--fresh]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
     conformance expectations update RESULTS.jsonl FILE [--also RESULTS.jsonl ...]
@@ -225,6 +227,40 @@ def _parser() -> argparse.ArgumentParser:
                            help="known divergences (YAML, or a shipped file by name: jax-cpu): "
                                 "show the CI gate in the report (the exit code stays 0; "
                                 "`conformance expectations check` gates)"), "expectations")
+
+    fz = sub.add_parser("fuzz", help="campaign mode: draw new seeds for a time or a case "
+                                     "budget, keep one reproducer per distinct divergence")
+    _kind(fz.add_argument("--backend", default="jax", metavar="BACKENDS",
+                          help="comma list of backends (as for run; default: jax)"), "backends")
+    _kind(fz.add_argument("--ops", help="comma list of ops (default: all)"), "ops")
+    _kind(fz.add_argument("--family", metavar="FAMILIES", help="comma list of op families"),
+          "families")
+    _kind(fz.add_argument("--types", help="comma list of element types"), "types")
+    fz.add_argument("--depth", choices=["quick", "default", "deep"], default="quick",
+                    help="depth of each draw (default: quick: more seeds per hour)")
+    fz.add_argument("--seed", type=_Int(0), default=0, metavar="N",
+                    help="campaign seed: the sequence of draws is a function of it")
+    _kind(fz.add_argument("--for", dest="duration", metavar="DURATION",
+                          help="how long: 30s, 90m, 8h, 1h30m (stops at the next record)"),
+          "duration")
+    fz.add_argument("--cases", type=_Int(1), metavar="N",
+                    help="value-case budget: no new draw once this session checked N cases")
+    _kind(fz.add_argument("--out", default="conformance-fuzz", metavar="DIR",
+                          help="campaign folder: corpus/, campaign.json, log.jsonl (default: "
+                               "conformance-fuzz); the same command again resumes"), "out_dir")
+    fz.add_argument("--max-repros", type=_Int(1), default=2, metavar="N",
+                    help="reproducers minimised per backend, op, type and class in one draw")
+    _kind(fz.add_argument("--tolerances", metavar="FILE", help="tolerance profile (YAML)"),
+          "tolerances")
+    fz.add_argument("--no-invalid", action="store_true", help="skip the invalid programs")
+    fz_iso = fz.add_mutually_exclusive_group()
+    fz_iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
+                        help="run every backend in a child process")
+    fz_iso.add_argument("--no-isolate", dest="isolate", action="store_false")
+    fz.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=60.0, metavar="SECONDS",
+                    help="seconds an isolated backend may take per compile or batch")
+    fz.add_argument("--fresh", action="store_true",
+                    help="start the draws again from 0 (the corpus is kept)")
 
     ls = sub.add_parser("list", help="list ops, families, element types or backends")
     ls.add_argument("what", nargs="?", default="ops",
@@ -660,6 +696,41 @@ def cmd_expectations(args) -> int:
     return EXIT_OK
 
 
+def cmd_fuzz(args) -> int:
+    """``conformance fuzz``: see conformance.fuzz."""
+    from conformance.backends import get_backend
+    from conformance.fuzz import CampaignConfig, main_loop, parse_duration, summary_lines
+    backend_names = _backend_locators(args.backend, "--backend")
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = parse_duration(args.duration)
+        except ValueError as e:
+            raise UsageError(f"--for: {e}") from None
+    if duration is None and args.cases is None:
+        raise UsageError("--for: give --for DURATION or --cases N (or both)")
+    ops = _list_option(args.ops, "--ops")
+    families = _list_option(args.family, "--family")
+    types = _list_option(args.types, "--types")
+    tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
+    specs = _select(ops, families, types)
+    out = _output_dir(args.out, "--out")
+    config = CampaignConfig(backends=backend_names, ops=[s.name for s in specs],
+                            element_types=types, depth=args.depth, seed=args.seed, out=out,
+                            duration=duration, cases=args.cases, max_repros=args.max_repros,
+                            tolerances=tolerances, isolate=args.isolate, timeout=args.timeout,
+                            invalid=not args.no_invalid, fresh=args.fresh)
+    backends = [get_backend(b) for b in backend_names]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot create the folder: {e.strerror}") from None
+    result = main_loop(config, backends)
+    for line in summary_lines(result, out):
+        print(line)
+    return EXIT_DIVERGENCES if result["new"] else EXIT_OK
+
+
 def cmd_report(args) -> int:
     from conformance import reports
     _results(args.results)
@@ -764,7 +835,8 @@ def cmd_specs(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
-            "specs": cmd_specs, "expectations": cmd_expectations, "repro": cmd_repro}
+            "specs": cmd_specs, "expectations": cmd_expectations, "repro": cmd_repro,
+            "fuzz": cmd_fuzz}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

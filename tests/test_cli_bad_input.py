@@ -155,6 +155,10 @@ def ws(tmp_path_factory):
         ("expectations", "update"): ([str(w.results), str(w.upd / "new.yaml")],
                                      {"--backend": "numpy"}, []),
         ("specs", "validate"): ([str(w.spec)], {}, []),
+        ("fuzz",): ([], {"--backend": "numpy", "--ops": "abs", "--family": "arithmetic",
+                         "--types": "f32", "--depth": "quick", "--seed": "0", "--for": "2s",
+                         "--cases": "10", "--out": str(base / "fuzz"), "--max-repros": "2",
+                         "--tolerances": str(w.tol), "--timeout": "60"}, ["--no-invalid"]),
     }
     w.protected = [w.good, w.other, w.saved, w.upd, w.tol.parent]
     return w
@@ -346,7 +350,12 @@ def bad_out_file(action, ws):
                      st.builds(lambda: str(scratch(ws) / "no-such-folder" / "x.yaml")))
 
 
-BAD = {"int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
+def bad_duration(action, ws):
+    return st.sampled_from(["", " ", "0", "0s", "-1s", "abc", "5x", "1h-", "inf", "1e400",
+                            "s", "h1", "nan", "--"])
+
+
+BAD = {"duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
        "families": bad_families, "types": bad_types, "backends": bad_backends,
        "backend": bad_backend, "run_backend": bad_run_backend, "case_id": bad_case_id,
        "op": bad_op, "results": bad_results, "expectations": bad_expectations,
