@@ -79,6 +79,12 @@ def _rng(sig: Signature):
         raise Unsupported(f"rng: jax.lax has only rng_uniform (stablehlo.rng UNIFORM); "
                           f"no {dist}")
     et = sig.result_types[0].element_type
+    shape_t = sig.input_types[2] if len(sig.input_types) == 3 else None
+    if shape_t is None or shape_t.element_type.name != "si64" or \
+            shape_t.shape != (sig.result_types[0].rank,):
+        raise Unsupported(f"rng: jax's rng_uniform builds the shape operand itself (an si64 "
+                          f"constant of the result's shape); it cannot express "
+                          f"{shape_t if shape_t is not None else 'no shape operand'}")
     if et.name not in _XLA_RNG_TYPES:
         # XLA's text: "The CPU and GPU backends currently only support F64, F32, F16, BF16,
         # S64, U64, S32 and U32"; on others XLA CPU aborts the process (jaxlib 0.10.2:

@@ -306,6 +306,22 @@ def _allowed_set(rules, rule: str, masks: Sequence[np.ndarray], classes, actual,
     return {"alternatives": chosen, "outside": outside}
 
 
+#: a verdict's ``impl_defined`` entries named ``statistics:NAME`` are not rules but a
+#: statistical test a property verdict ran (conformance/verdicts_rng.py): {tests, failed,
+#: samples, worst (the largest statistic / threshold)}; the runner records them apart
+STATISTICS_PREFIX = "statistics:"
+
+
+def merge_statistics(into: dict, stats: dict) -> None:
+    """Add one batch's (or record's) statistical tests to a total: counts summed, the
+    worst ratio of statistic to threshold kept."""
+    for name, st in stats.items():
+        d = into.setdefault(name, {"tests": 0, "failed": 0, "samples": 0, "worst": 0.0})
+        for k in ("tests", "failed", "samples"):
+            d[k] += int(st.get(k, 0))
+        d["worst"] = max(float(d["worst"]), float(st.get("worst", 0.0)))
+
+
 def merge_impl_stats(into: dict, rule_stats: dict) -> None:
     """Add one batch's (or record's) per-rule implementation-defined counts to a total."""
     for rule, st in rule_stats.items():
