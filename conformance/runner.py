@@ -25,7 +25,8 @@ from conformance import golden, oracles, plan, verdicts
 from conformance.backends import Backend
 from conformance.checker import (Batch, BackendBatch, OracleFailure, SignatureCheck, accuracy_of,
                                  check_example, check_invalid, error_text)
-from conformance.compare import BatchVerdict, max_error, merge_impl_stats, ulp_histogram, worst
+from conformance.compare import (STATISTICS_PREFIX, BatchVerdict, max_error, merge_impl_stats,
+                                 merge_statistics, ulp_histogram, worst)
 from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
 from conformance.core.results import ResultsWriter, finite_or_none
@@ -345,6 +346,7 @@ class _Totals:
         self.hist = None
         self.max_err: float | None = None
         self.impl: dict[str, dict[str, int]] = {}
+        self.stats: dict[str, dict] = {}      # statistical tests of property verdicts
         self.error: str | None = None
         self.outcome: str | None = None      # set when the backend failed (error/crash/hang)
         self.type_message: str | None = None
@@ -357,7 +359,11 @@ class _Totals:
         m = max_error(v.errors)
         if m is not None:
             self.max_err = m if self.max_err is None else max(self.max_err, m)
-        merge_impl_stats(self.impl, v.impl_defined)
+        merge_impl_stats(self.impl, {k: st for k, st in v.impl_defined.items()
+                                     if not k.startswith(STATISTICS_PREFIX)})
+        merge_statistics(self.stats, {k[len(STATISTICS_PREFIX):]: st
+                                      for k, st in v.impl_defined.items()
+                                      if k.startswith(STATISTICS_PREFIX)})
         self.type_message = self.type_message or v.type_message
 
     def record(self) -> dict[str, Any]:
@@ -370,7 +376,8 @@ class _Totals:
             outcome = worst(list(diverging))
         return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
                 "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
-                "impl_defined": self.impl, "reason": self.error or self.type_message}
+                "impl_defined": self.impl, "reason": self.error or self.type_message,
+                **({"statistics": self.stats} if self.stats else {})}
 
 
 def _verifier_message(sig: Signature) -> str | None:

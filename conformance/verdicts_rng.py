@@ -10,7 +10,10 @@ thresholds come from distribution-free tail bounds (Hoeffding, Dvoretzky-Kiefer-
 with Massart's constant) or, where noted, a normal approximation at sample sizes where it
 holds; a family of tests shares ``alpha`` by Bonferroni. No check draws random numbers:
 each is a function of the case's inputs (its seed and case id reproduce it) and of what
-the backend returns.
+the backend returns. The statistical checks record what they measured (entries
+``statistics:NAME`` of the verdict's table: tests, failed, samples, the worst ratio of
+statistic to threshold), which the runner keeps apart from the implementation-defined
+counts and the report shows per generator and type ("Statistics measured").
 
 rng_bit_generator (results: output_state, output):
 
@@ -18,6 +21,10 @@ rng_bit_generator (results: output_state, output):
   (``Judgement.run_fresh``) on the same states gives the same bits. False alarms: none.
 - ``rng_state_determines_output``: cases of the batch with the same initial_state (the
   generator plants repeats) give the same bits. False alarms: none.
+- ``rng_distinct_states_distinct_outputs``: cases of the batch whose states differ (the
+  generator plants states that differ in one word only: the key, a counter word) give
+  different outputs of 64 bits or more: an output that ignores part of the state fails.
+  False alarms: at most C(batch, 2)·2^-64 per batch.
 - ``rng_state_advances``: output_state != initial_state where the output is non-empty (a
   zero-sized output draws nothing; whether it moves the state is recorded). False alarms:
   none for a generator whose state is a counter (a random 64-bit state would repeat with
@@ -60,6 +67,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from conformance.compare import STATISTICS_PREFIX
 from conformance.core.types import element_type
 from conformance.verdicts import Judgement, property_check
 
@@ -69,6 +77,8 @@ __all__ = ["CHAIN", "bit_patterns", "uniform_bits_test", "ks_uniform", "ks_norma
 CHAIN = 16
 #: at most this many elements enter the pooled bit statistics
 POOL_LIMIT = 1 << 20
+#: the largest statistic / threshold ratio recorded (a NaN or infinite value's is infinite)
+WORST_CAP = 1e6
 
 
 def _alpha(j: Judgement) -> float:
@@ -136,6 +146,23 @@ def state_determines_output(j: Judgement) -> np.ndarray:
             if a.size and not np.array_equal(_case_bits(a, j.batch)[c],
                                              _case_bits(a, j.batch)[f]):
                 ok[c] = ok[f] = False
+    return ok
+
+
+@property_check("rng_distinct_states_distinct_outputs")
+def distinct_states_distinct_outputs(j: Judgement) -> np.ndarray:
+    ok = np.ones(j.batch, bool)
+    out = np.asarray(j.actual[-1])
+    if not out.size or element_type(out.dtype).bits * (out.size // j.batch) < 64:
+        return ok           # too few bits: distinct states may give equal outputs
+    states = _case_bits(np.asarray(j.inputs[0]), j.batch)
+    outs = _case_bits(out, j.batch)
+    by_output: dict[bytes, tuple[bytes, int]] = {}
+    for c in range(j.batch):
+        key, state = outs[c].tobytes(), states[c].tobytes()
+        if key in by_output and by_output[key][0] != state:
+            ok[c] = ok[by_output[key][1]] = False
+        by_output.setdefault(key, (state, c))
     return ok
 
 
@@ -216,6 +243,7 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
     dev = np.abs(ones - n / 2)
     limit = math.sqrt(n * math.log(2 * w / a) / 2)
     stats["max_bit_deviation"] = float(dev.max() / n)
+    stats["tests"] = {"per-bit balance": float(dev.max() / limit)}
     if (dev > limit).any():
         ok = False
         stats["biased_bits"] = [int(p) for p in np.nonzero(dev > limit)[0]]
@@ -230,6 +258,7 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
         x2 = float(((counts - expect) ** 2 / expect).sum())
         crit = float(chi2.isf(a, bins - 1))
         stats["chi_square"] = [x2, crit]
+        stats["tests"][f"{bins}-symbol chi-square"] = x2 / crit
         ok &= x2 <= crit
     if m >= 4096:
         s = symbols.astype(np.float64)
@@ -239,6 +268,7 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
         z = abs(r) * math.sqrt(m - 1)
         crit = float(norm.isf(a / 2))
         stats["serial_z"] = [z, crit]
+        stats["tests"]["lag-1 serial correlation"] = z / crit
         ok &= z <= crit
     return bool(ok), stats
 
@@ -252,8 +282,12 @@ def uniform_bits(j: Judgement) -> np.ndarray:
     states = _case_bits(np.asarray(j.inputs[0]), j.batch)
     distinct = sorted({states[c].tobytes(): c for c in range(j.batch - 1, -1, -1)}.values())
     pool = np.concatenate([np.asarray(s[-1])[distinct].reshape(-1) for s in steps])
-    ok, _ = uniform_bits_test(pool, _alpha(j))
-    return np.full(j.batch, ok, bool) | ~nonempty
+    ok, stats = uniform_bits_test(pool, _alpha(j))
+    alg = j.sig.attributes.get("rng_algorithm", "DEFAULT")
+    records = {f"{STATISTICS_PREFIX}{alg} {name}": {
+        "tests": 1, "failed": int(ratio > 1), "samples": stats["elements"], "worst": ratio}
+        for name, ratio in stats.get("tests", {}).items()}
+    return np.full(j.batch, ok, bool) | ~nonempty, records
 
 
 @property_check("rng_records_algorithm")
@@ -331,6 +365,7 @@ def uniform_range(j: Judgement):
     et = element_type(x.dtype)
     records = {"equal_a": 0, "between": 0, "nan": 0, "outside": 0}
     elements = 0
+    checked = [0, 0]        # cases, values
     for c in range(j.batch):
         xc = x[c].reshape(-1)
         if not xc.size:
@@ -343,6 +378,8 @@ def uniform_range(j: Judgement):
             inside = (xc >= ac) & (xc < bc)
         if not undefined[c]:
             ok[c] = bool(np.all(inside))
+            checked[0] += 1
+            checked[1] += xc.size
             continue
         elements += xc.size
         nan = np.isnan(xc) if et.is_float else np.zeros(xc.shape, bool)
@@ -355,6 +392,10 @@ def uniform_range(j: Judgement):
         records["nan"] += int(nan.sum())
         records["outside"] += int((~eq & ~between & ~nan).sum())
     rec = {}
+    if checked[0]:
+        rec[f"{STATISTICS_PREFIX}UNIFORM values in [a, b)"] = {
+            "tests": checked[0], "failed": int((~ok).sum()), "samples": checked[1],
+            "worst": 0.0}
     if elements:
         rec["uniform_empty_interval"] = {"elements": elements, "conventional": records["equal_a"],
                                          "alternatives": {k: v for k, v in records.items() if v}}
@@ -393,6 +434,7 @@ def uniform_distribution(j: Judgement) -> np.ndarray:
     undefined = _undefined(j, "uniform_empty_interval")
     alpha = _alpha(j)
     ok = np.ones(j.batch, bool)
+    st = {"tests": 0, "failed": 0, "samples": 0, "worst": 0.0}
     for c in range(j.batch):
         xc = x[c].reshape(-1)
         n = xc.size
@@ -415,9 +457,20 @@ def uniform_distribution(j: Judgement) -> np.ndarray:
             q = 1.0 / width
         if not np.isfinite(u).all():
             ok[c] = False
+            _tally(st, n, False, np.inf)
             continue
-        ok[c] = ks_uniform(u) <= _dkw(n, alpha) + q
-    return ok
+        ratio = ks_uniform(u) / (_dkw(n, alpha) + q)
+        ok[c] = ratio <= 1
+        _tally(st, n, ok[c], ratio)
+    return ok, ({f"{STATISTICS_PREFIX}UNIFORM Kolmogorov-Smirnov": st} if st["tests"] else {})
+
+
+def _tally(st: dict, n: int, passed: bool, ratio: float) -> None:
+    st["tests"] += 1
+    st["failed"] += int(not passed)
+    st["samples"] += int(n)
+    # (capped at WORST_CAP: a non-finite value gives an infinite statistic)
+    st["worst"] = max(st["worst"], min(float(ratio), WORST_CAP))
 
 
 @property_check("rng_normal_distribution")
@@ -430,6 +483,7 @@ def normal_distribution(j: Judgement) -> np.ndarray:
     undefined = _undefined(j, "normal_negative_deviation")
     alpha = _alpha(j)
     ok = np.ones(j.batch, bool)
+    st = {"tests": 0, "failed": 0, "samples": 0, "worst": 0.0}
     for c in range(j.batch):
         xc = x[c].reshape(-1).astype(np.float64)
         n = xc.size
@@ -438,6 +492,7 @@ def normal_distribution(j: Judgement) -> np.ndarray:
         ac, bc = float(a[c]), float(b[c])
         if not np.isfinite(xc).all():
             ok[c] = False
+            _tally(st, n, False, np.inf)
             continue
         if bc == 0:
             ok[c] = bool(np.all(np.abs(xc - ac) <= _spacing(et, ac)))
@@ -445,8 +500,10 @@ def normal_distribution(j: Judgement) -> np.ndarray:
         if n < 64:
             continue
         q = 0.3989 * 2 * _spacing(et, abs(ac) + 8 * bc) / bc
-        ok[c] = ks_normal((xc - ac) / bc) <= _dkw(n, alpha) + q
-    return ok
+        ratio = ks_normal((xc - ac) / bc) / (_dkw(n, alpha) + q)
+        ok[c] = ratio <= 1
+        _tally(st, n, ok[c], ratio)
+    return ok, ({f"{STATISTICS_PREFIX}NORMAL Kolmogorov-Smirnov": st} if st["tests"] else {})
 
 
 @property_check("rng_records_repeatability")

@@ -3,7 +3,9 @@
 
 - ``rng_state``: initial states, one kind per row (``row % 8``): 0-3 random words, 4 all
   zero, 5 all ones, 6 a small counter (``[row, row + 1, ...]``), 7 the spec example's
-  ``[1, 2(, 3)]``; and every fourth row (``row % 4 == 3``, from row 3 on) repeats the state
+  ``[1, 2(, 3)]``; rows ``row % 8 == 2`` are the row before with one word's lowest bit
+  flipped (word ``(row // 8) % n``: states that differ in one word only, for
+  ``rng_distinct_states_distinct_outputs``); and every fourth row (``row % 4 == 3``, from row 3 on) repeats the state
   of row ``row // 2``, so that ``rng_state_determines_output`` sees the same state twice
   in a batch.
 - ``rng_shape``: ``rng``'s ``shape`` operand, equal to shape(result) (C3 by construction).
@@ -44,6 +46,10 @@ def state_values(sig: Signature, spec: OpSpec, index: int, k: int, et: ElementTy
             out[r] = np.arange(r, r + n, dtype=np.uint64)
         elif kind == 7:
             out[r] = np.arange(1, n + 1, dtype=np.uint64)
+    for r in range(1, batch):
+        if r % 8 == 2:              # the row before with one word changed: the first
+            out[r] = out[r - 1]
+            out[r, (r // 8) % n] ^= np.uint64(1)
     for r in range(3, batch, 4):
         out[r] = out[r // 2]
     return out

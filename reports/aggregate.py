@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.compare import merge_impl_stats, worst
+from conformance.compare import merge_impl_stats, merge_statistics, worst
 from conformance.core.results import read_results
 from conformance.core.types import ALL_ELEMENT_TYPES
 
@@ -73,6 +73,8 @@ class Cell:
     max_error: float | None = None
     ulp_hist: list[int] | None = None
     impl_defined: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    #: statistical tests of property verdicts (rng): name -> tests, failed, samples, worst
+    statistics: dict[str, dict] = dataclasses.field(default_factory=dict)
     reasons: list[str] = dataclasses.field(default_factory=list)     # deduplicated
     signatures: list[str] = dataclasses.field(default_factory=list)  # deduplicated
     type_keys: list[str] = dataclasses.field(default_factory=list)
@@ -91,6 +93,7 @@ class Cell:
             else:
                 self.ulp_hist = [a + int(b) for a, b in zip(self.ulp_hist, hist)]
         merge_impl_stats(self.impl_defined, rec.get("impl_defined") or {})
+        merge_statistics(self.statistics, rec.get("statistics") or {})
         _add_unique(self.reasons, rec.get("reason"))
         _add_unique(self.signatures, rec.get("signature"))
         _add_unique(self.type_keys, rec.get("type_key"))
@@ -105,6 +108,7 @@ class Cell:
             self.ulp_hist = (list(other.ulp_hist) if self.ulp_hist is None else
                              [a + b for a, b in zip(self.ulp_hist, other.ulp_hist)])
         merge_impl_stats(self.impl_defined, other.impl_defined)
+        merge_statistics(self.statistics, other.statistics)
         for r in other.reasons:
             _add_unique(self.reasons, r)
         for s in other.signatures:

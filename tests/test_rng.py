@@ -440,3 +440,54 @@ def test_a_property_divergence_says_which_property_failed():
     r = check_case(Distributions("b"), case)
     assert r.cls == "property" and r.message == "property failed: rng_uniform_range"
     assert check_case(Distributions(), case).message == ""
+
+
+def test_statistics_are_recorded_apart_and_shown_per_generator(tmp_path):
+    """A batch's statistical tests reach the signature record under ``statistics`` (not the
+    implementation-defined table) and the op's page shows them per type key."""
+    import json
+    from conformance.core.results import read_results  # noqa: F401 (the format's reader)
+    from conformance.reports import render
+    from conformance.runner import _Totals
+    sig = rbg_sig("THREE_FRY", "tensor<1024xui16>")
+    spec = load_spec(sig.op)
+    chk = SignatureCheck(spec, sig, [ConventionalXla()])
+    chk.compile()
+    totals = _Totals()
+    for b in range(2):
+        stacked = batch_for(0, "default", spec, "ui16", 0, b, sig)
+        totals.add(chk.run_batch(b, stacked).results["planted"].verdict)
+    rec = totals.record()
+    stats = rec["statistics"]
+    assert stats["THREE_FRY per-bit balance"]["tests"] == 2
+    assert stats["THREE_FRY 256-symbol chi-square"]["failed"] == 0
+    assert 0 < stats["THREE_FRY lag-1 serial correlation"]["worst"] < 1
+    assert not any(k.startswith("statistics:") for k in rec["impl_defined"])
+    rows = [{"kind": "run", "seed": 0, "depth": "default", "started": 0.0,
+             "backends": [{"name": "planted"}], "ops": [sig.op], "families": None,
+             "element_types": None},
+            {"kind": "signature", "op": sig.op, "family": "rng", "type_key": "ui16",
+             "backend": "planted", "signature": sig.key(), "index": 0, **rec}]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    render(path, tmp_path / "report")
+    page = (tmp_path / "report" / "ops" / "rng_bit_generator.html").read_text()
+    assert "Statistics measured on planted" in page
+    assert 'data-test="THREE_FRY per-bit balance"' in page
+
+
+class IgnoresKey(HashCounter):
+    """The output reads only the counter word: states that differ in their key word give
+    the same bits (while the chain's outputs still differ)."""
+
+    def bits(self, state, n, salt):
+        new, _ = super().bits(state, n, salt)
+        _, words = super().bits(np.array([0, state[1]], np.uint64), n, salt)
+        return new, words
+
+
+@pytest.mark.parametrize("sig", [rbg_sig("THREE_FRY", "tensor<4xui32>"),
+                                 rbg_sig("PHILOX", "tensor<ui64>")], ids=["ui32x4", "ui64"])
+def test_an_output_that_ignores_the_key_fails(sig):
+    counts, _ = check(IgnoresKey(), sig)
+    assert counts.get("property", 0) > 0, counts
