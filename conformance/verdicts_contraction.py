@@ -81,6 +81,10 @@ def limits(s: np.ndarray, k: "int | np.ndarray", y: np.ndarray, operand: Element
     acc = operand if (operand.is_float or operand.is_complex) else result
     if not (result.is_float or result.is_complex) or not (acc.is_float or acc.is_complex):
         return np.zeros(np.shape(y))
+    if _precision(result) < _precision(acc):
+        # a narrower result: the spec does not say where the conversion happens, so the
+        # products and sums may be taken at R (the reference interpreter converts first)
+        acc = result
     ue = unit_roundoff(acc) if u is None else max(u, unit_roundoff(acc))
     ur = unit_roundoff(result)
     k = np.asarray(k, np.float64)

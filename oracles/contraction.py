@@ -307,13 +307,16 @@ def magnitudes(lhs: np.ndarray, rhs: np.ndarray, lb=(), rb=(), lc=(), rc=(), *,
     def mag(x):
         x = np.asarray(x)
         et = element_type(x.dtype)
-        if et.is_complex:
-            m = np.abs(x.astype(np.complex128))
-        elif et.is_float:
-            m = np.abs(x.astype(np.float64))
-        else:
-            m = np.abs(x.astype(np.float64))
-        return np.where(np.isfinite(m), m, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if et.is_complex:
+                w = x.astype(np.complex128)
+                finite = np.isfinite(w.real) & np.isfinite(w.imag)
+                # a modulus that overflows (max + max·i) counts as the largest finite
+                m = np.minimum(np.abs(w), np.finfo(np.float64).max)
+            else:
+                m = np.abs(x.astype(np.float64))
+                finite = np.isfinite(m)
+        return np.where(finite, m, 0.0)
     return contract(mag(lhs), mag(rhs), lb, rb, lc, rc, lead=lead, exact=False)
 
 
@@ -360,12 +363,26 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
     src = element_type(lhs.dtype)
     if not (src.is_float or src.is_complex):
         return np.zeros(Layout(lhs.shape, rhs.shape, lb, rb, lc, rc, lead).result_shape, bool)
-    big = min(float(ml_dtypes.finfo(src.component.dtype).max),
-              float(ml_dtypes.finfo(et.component.dtype).max)) if (et.is_float or et.is_complex) \
-        else float(ml_dtypes.finfo(src.component.dtype).max)
+    big_src = float(ml_dtypes.finfo(src.component.dtype).max)
+    big = min(big_src, float(ml_dtypes.finfo(et.component.dtype).max)) \
+        if (et.is_float or et.is_complex) else big_src
     with np.errstate(all="ignore"):
         s = magnitudes(lhs, rhs, lb, rb, lc, rc, lead=lead)
         out = s >= big * (1 - 2.0 ** -20)
+        if big < big_src:
+            # a narrower result type: operands converted to it first may overflow
+            def over(x):
+                x = np.asarray(x)
+                parts = [x.real, x.imag] if np.iscomplexobj(x) else [x]
+                o = np.zeros(x.shape, bool)
+                for q in parts:
+                    q = np.abs(q.astype(np.float64))
+                    o |= np.isfinite(q) & (q > big * (1 - 2.0 ** -20))
+                return o.astype(np.float64)
+            out |= contract(over(lhs), np.ones(rhs.shape), lb, rb, lc, rc, lead=lead,
+                            exact=False) > 0
+            out |= contract(np.ones(lhs.shape), over(rhs), lb, rb, lc, rc, lead=lead,
+                            exact=False) > 0
         if src.is_complex:
             nf = lambda x: (~np.isfinite(x.real) | ~np.isfinite(x.imag)).astype(np.float64)  # noqa
             out |= contract(nf(lhs), np.ones(rhs.shape), lb, rb, lc, rc, lead=lead,
@@ -375,17 +392,26 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
     return out
 
 
-def all_zero_terms(lhs, rhs, lb, rb, lc, rc, lead: int = 1) -> np.ndarray:
-    """Per (batched) result element: at least one term and every term ``a·b`` a zero (of
-    either sign). Where every term is -0 a tree without the init value (reduce's
-    "implementation-defined amount of init_values", none at all) gives -0, with it +0."""
+def all_zero_terms(lhs, rhs, lb, rb, lc, rc, lead: int = 1) -> "list[np.ndarray]":
+    """Per (batched) result element and per part (one array for real types; real and
+    imaginary part for complex): at least one term, and every real term of that part
+    (``a·b``; complex: ``ar·br``, ``ai·bi`` for the real part, ``ar·bi``, ``ai·br`` for
+    the imaginary part) a zero of either sign. Where every term is -0, a tree without
+    the init value (reduce's "implementation-defined amount of init_values": none at
+    all) gives -0; with it, +0."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+
     def nz(x):
         with np.errstate(invalid="ignore"):
             return (np.asarray(x) != 0).astype(np.float64)
     k = term_count(lhs.shape, lc, lead)
-    count = contract(nz(lhs), nz(rhs), lb, rb, lc, rc, lead=lead, exact=False)
-    return (count == 0) & (k > 0)
+    c = lambda a, b: contract(a, b, lb, rb, lc, rc, lead=lead, exact=False)  # noqa: E731
+    if np.iscomplexobj(lhs):
+        ar, ai, br, bi = nz(lhs.real), nz(lhs.imag), nz(rhs.real), nz(rhs.imag)
+        counts = [c(ar, br) + c(ai, bi), c(ar, bi) + c(ai, br)]
+    else:
+        counts = [c(nz(lhs), nz(rhs))]
+    return [(n == 0) & (k > 0) for n in counts]
 
 
 @condition("contraction_out_of_range")
@@ -394,31 +420,48 @@ def _out_of_range(lhs, rhs, lb, rb, lc, rc, result):
                              element_type(np.asarray(result).dtype))
 
 
+def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":
+    r = np.asarray(result)
+    parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
+    zero = all_zero_terms(lhs, rhs, lb, rb, lc, rc)
+    if len(zero) != len(parts):        # (a real dot with a complex result: not drawn)
+        return [np.zeros(r.shape, bool) for _ in parts]
+    return [z & (q == 0) for z, q in zip(zero, parts)]
+
+
 @condition("contraction_zero_terms")
 def _zero_terms(lhs, rhs, lb, rb, lc, rc, result):
     r = np.asarray(result)
     et = element_type(r.dtype)
     if not (et.is_float or et.is_complex) or r.size == 0:
         return np.zeros(r.shape, bool)
-    return all_zero_terms(lhs, rhs, lb, rb, lc, rc) & (r == 0)
+    out = np.zeros(r.shape, bool)
+    for z in _zero_parts(lhs, rhs, lb, rb, lc, rc, result):
+        out |= z
+    return out
 
 
 @alternative("contraction_negative_zero")
-def _negative_zero(result):
-    """The oracle's result with its zeros (parts) made -0: a tree without the init
-    value over terms that are all -0. Complex: each part's zero, and both."""
+def _negative_zero(lhs, rhs, lb, rb, lc, rc, result):
+    """The oracle's result with -0 in each part whose terms are all zeros (a tree without
+    the init value over -0 terms); for complex, each such part alone and both."""
     r = np.asarray(result)
-    if np.iscomplexobj(r):
-        re, im = r.real, r.imag
-        nre = np.where(re == 0, -0.0, re).astype(re.dtype)
-        nim = np.where(im == 0, -0.0, im).astype(im.dtype)
-        out = []
-        for x, y in ((nre, im), (re, nim), (nre, nim)):
-            c = np.empty(r.shape, r.dtype)
-            c.real, c.imag = x, y
-            out.append(c)
-        return out
-    return np.where(r == 0, -np.abs(r.astype(np.float64)), r).astype(r.dtype)
+    et = element_type(r.dtype)
+    if not (et.is_float or et.is_complex) or r.size == 0:
+        return r
+    zs = _zero_parts(lhs, rhs, lb, rb, lc, rc, result)
+    if not np.iscomplexobj(r):
+        return np.where(zs[0], -np.abs(r.astype(np.float64)), r).astype(r.dtype)
+    re = np.array(r.real)
+    im = np.array(r.imag)
+    nre = np.where(zs[0], -np.abs(re), re).astype(re.dtype)
+    nim = np.where(zs[1], -np.abs(im), im).astype(im.dtype)
+    out = []
+    for x, y in ((nre, im), (re, nim), (nre, nim)):
+        v = np.empty(r.shape, r.dtype)
+        v.real, v.imag = x, y
+        out.append(v)
+    return out
 
 
 @condition("contraction_widened_integer_sum")

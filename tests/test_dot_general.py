@@ -1,0 +1,409 @@
+"""dot_general: the oracle against the spec's formulas, the exact f64 product, integer
+wraparound, the ``contraction`` bound and the ``precision`` class with planted backends,
+the golden examples on every backend, and an invalid case for every constraint."""
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance import golden, oracles
+from conformance.backends import Backend, get_backend
+from conformance.checker import SignatureCheck
+from conformance.core.case import Signature
+from conformance.core.numerics import round_to
+from conformance.core.types import element_type
+from conformance.emitter import verifier_rejects
+from conformance.generators import breakable, candidates, canonical, unbreakable
+from conformance.oracles import contraction
+from conformance.plan import batch_for
+from conformance.specs import load_spec
+from conformance.specs.validity import violations
+
+SPEC = load_spec("dot_general")
+
+
+def dg_sig(lshape, rshape, et, lb, rb, lc, rc, precision=("HIGHEST", "HIGHEST"), rt=None):
+    lay = contraction.Layout(lshape, rshape, lb, rb, lc, rc)
+    t = lambda s, e: f"tensor<{'x'.join(map(str, s))}x{e}>" if s else f"tensor<{e}>"  # noqa
+    return Signature.make("dot_general", [t(lshape, et), t(rshape, et)],
+                          [t(lay.result_shape, rt or et)],
+                          {"lhs_batching_dimensions": list(lb), "rhs_batching_dimensions": list(rb),
+                           "lhs_contracting_dimensions": list(lc),
+                           "rhs_contracting_dimensions": list(rc),
+                           "precision_config": list(precision)})
+
+
+# ---------------------------------------------------------------------------
+# The oracle against the spec's "More formally", element by element
+# ---------------------------------------------------------------------------
+
+def naive(lhs, rhs, lb, rb, lc, rc):
+    """The spec's formulas with explicit loops: exact (Fraction / int) dot products."""
+    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
+    bsh = [lhs.shape[d] for d in lb]
+    out_shape = bsh + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree]
+    csh = [lhs.shape[d] for d in lc]
+    out = {}
+    for idx in itertools.product(*(range(n) for n in out_shape)):
+        bi, li, ri = idx[:len(lb)], idx[len(lb):len(lb) + len(lfree)], idx[len(lb) + len(lfree):]
+        total = 0
+        for ci in itertools.product(*(range(n) for n in csh)):
+            lidx, ridx = [0] * lhs.ndim, [0] * rhs.ndim
+            for d, i in zip(lb, bi):
+                lidx[d] = i
+            for d, i in zip(rb, bi):
+                ridx[d] = i
+            for d, i in zip(lfree, li):
+                lidx[d] = i
+            for d, i in zip(rfree, ri):
+                ridx[d] = i
+            for d, i in zip(lc, ci):
+                lidx[d] = i
+            for d, i in zip(rc, ci):
+                ridx[d] = i
+            a, b = lhs[tuple(lidx)], rhs[tuple(ridx)]
+            total += (Fraction(float(a)) * Fraction(float(b)) if lhs.dtype.kind == "f"
+                      else int(a) * int(b))
+        out[idx] = total
+    return out_shape, out
+
+
+def random_dims(rng):
+    nb, nc, nl, nr = (int(v) for v in rng.integers(0, 3, 4))
+    sizes = [int(v) for v in rng.integers(0, 4, nb + nc + nl + nr)]
+    lperm, rperm = rng.permutation(nb + nc + nl), rng.permutation(nb + nc + nr)
+    lb, lc, lf = list(lperm[:nb]), list(lperm[nb:nb + nc]), sorted(lperm[nb + nc:])
+    rb, rc, rf = list(rperm[:nb]), list(rperm[nb:nb + nc]), sorted(rperm[nb + nc:])
+    lshape = [0] * (nb + nc + nl)
+    for a, s in zip(lb + lc + lf, sizes[:nb + nc + nl]):
+        lshape[a] = s
+    rshape = [0] * (nb + nc + nr)
+    for a, s in zip(rb + rc + rf, sizes[:nb + nc] + sizes[nb + nc + nl:]):
+        rshape[a] = s
+    return lshape, rshape, [int(x) for x in lb], [int(x) for x in rb], \
+        [int(x) for x in lc], [int(x) for x in rc]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_oracle_is_the_spec_formulas_in_any_dimension_order(seed):
+    rng = np.random.default_rng(seed)
+    lshape, rshape, lb, rb, lc, rc = random_dims(rng)
+    lhs = rng.integers(-50, 50, lshape).astype(np.int32)
+    rhs = rng.integers(-50, 50, rshape).astype(np.int32)
+    shape, want = naive(lhs, rhs, lb, rb, lc, rc)
+    sig = dg_sig(lshape, rshape, "si32", lb, rb, lc, rc)
+    assert violations(sig) == []
+    (got,) = oracles.evaluate("dot_general", [lhs, rhs], sig.attributes,
+                              result_types=sig.result_types)
+    assert list(got.shape) == shape
+    for idx, v in want.items():
+        assert got[idx] == v, (idx, lshape, rshape, lb, rb, lc, rc)
+    # the same on floats, every product and sum exact in f32
+    (gotf,) = oracles.evaluate("dot_general", [lhs.astype(np.float32), rhs.astype(np.float32)],
+                               sig.attributes, result_types=[
+                                   sig.result_types[0].__class__(sig.result_types[0].shape,
+                                                                 element_type("f32"))])
+    assert np.array_equal(gotf, got.astype(np.float32))
+    assert not np.signbit(gotf[gotf == 0]).any()      # init value +0
+
+
+def test_f64_and_complex128_are_exact_to_the_last_bit():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 40)) * np.exp2(rng.integers(-40, 40, (3, 40)))
+    b = rng.standard_normal((40, 4)) * np.exp2(rng.integers(-40, 40, (40, 4)))
+    sig = dg_sig((3, 40), (40, 4), "f64", [], [], [1], [0])
+    (got,) = oracles.evaluate("dot_general", [a, b], sig.attributes, result_types=sig.result_types)
+    exact = [[float(sum(Fraction(x) * Fraction(y) for x, y in zip(a[i], b[:, j])))
+              for j in range(4)] for i in range(3)]
+    assert np.array_equal(got, np.array(exact))      # correctly rounded
+    assert not np.array_equal(a @ b, np.array(exact))   # (plain float64 BLAS is not)
+    ca = a[:, :20] + 1j * a[:, 20:]
+    cb = b[:20] - 1j * b[20:]
+    sig = dg_sig((3, 20), (20, 4), "complex<f64>", [], [], [1], [0])
+    (gc,) = oracles.evaluate("dot_general", [ca, cb], sig.attributes,
+                             result_types=sig.result_types)
+    for i, j in itertools.product(range(3), range(4)):
+        re = sum(Fraction(x.real) * Fraction(y.real) - Fraction(x.imag) * Fraction(y.imag)
+                 for x, y in zip(ca[i], cb[:, j]))
+        im = sum(Fraction(x.real) * Fraction(y.imag) + Fraction(x.imag) * Fraction(y.real)
+                 for x, y in zip(ca[i], cb[:, j]))
+        assert gc[i, j] == complex(float(re), float(im))
+
+
+def test_integers_wrap_and_booleans_are_or_of_and():
+    a = np.array([[100, 100, -128]], np.int8)
+    b = np.array([[3], [2], [1]], np.int8)
+    sig = dg_sig((1, 3), (3, 1), "si8", [], [], [1], [0])
+    (r,) = oracles.evaluate("dot_general", [a, b], sig.attributes, result_types=sig.result_types)
+    assert r.tolist() == [[((300 + 200 - 128 + 128) % 256) - 128]]
+    u = np.array([[2 ** 63, 3]], np.uint64)
+    v = np.array([[2 ** 62 + 1], [5]], np.uint64)
+    sig = dg_sig((1, 2), (2, 1), "ui64", [], [], [1], [0])
+    (r,) = oracles.evaluate("dot_general", [u, v], sig.attributes, result_types=sig.result_types)
+    assert int(r[0, 0]) == (2 ** 63 * (2 ** 62 + 1) + 15) % 2 ** 64
+    # a wider result: the sum at the result type, the operand-type sum allowed
+    sig = dg_sig((1, 3), (3, 1), "si8", [], [], [1], [0], rt="si32")
+    (r,) = oracles.evaluate("dot_general", [a, b], sig.attributes, result_types=sig.result_types)
+    assert r.tolist() == [[300 + 200 - 128]]
+    masks = oracles.implementation_defined(sig, [a[None], b[None]], SPEC, [r[None]])
+    assert masks["integer_result_type"].all()
+    assert masks.alternatives("integer_result_type")["at_operand_type"][0][0].tolist() == \
+        [[[116]]]
+
+
+# ---------------------------------------------------------------------------
+# Planted backends: accumulation precision, order, layout bugs, precision_config
+# ---------------------------------------------------------------------------
+
+class Planted(Backend):
+    """dot_general summed left to right (or right to left) with every product and partial
+    sum rounded to ``acc`` (an element type name; None: the oracle), then converted to the
+    result type; ``bug`` changes the operands first (a layout bug)."""
+
+    isolate = False
+
+    def __init__(self, acc=None, reverse=False, bug=None, name="planted"):
+        self.acc, self.reverse, self.bug, self.name = acc, reverse, bug, name
+        super().__init__()
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        a = sig.attributes
+        dims = [a[k] for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                               "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+        (rt,) = sig.result_types
+
+        def run(inputs):
+            lhs, rhs = (np.asarray(x) for x in inputs)
+            if self.bug is not None:
+                lhs, rhs = self.bug(lhs, rhs, dims)
+            if self.acc is None:
+                return [contraction.to_result(contraction.contract(lhs, rhs, *dims), rt)]
+            lay = contraction.Layout(lhs.shape, rhs.shape, *dims)
+            x, y = lay.operands(lhs.astype(np.float64), rhs.astype(np.float64))
+            rnd = lambda v: round_to(v, self.acc).astype(np.float64)      # noqa: E731
+            acc = np.zeros(x.shape[:-1] + (y.shape[-1],))
+            ks = range(x.shape[-1])
+            with np.errstate(all="ignore"):
+                for k in (reversed(ks) if self.reverse else ks):
+                    acc = rnd(acc + rnd(x[..., :, k, None] * y[..., None, k, :]))
+                out = acc + 0.0
+            return [round_to(lay.result(out), rt.element_type).reshape(rt.shape)]
+        return run
+
+
+class _Fixed(Backend):
+    """Gives one fixed result whatever the inputs."""
+
+    isolate = False
+    name = "fixed"
+
+    def __init__(self, out):
+        self.out = out
+        super().__init__()
+
+    def compile(self, sig):
+        return lambda inputs: [self.out]
+
+
+def classes(backend, sig, batches=2, inputs=None):
+    check = SignatureCheck(SPEC, sig, [backend])
+    check.compile()
+    assert not check.failed and not check.unsupported, (check.failed, check.unsupported)
+    counts: dict[str, int] = {}
+    key = f"{sig.input_types[0].element_type.name}->{sig.result_types[0].element_type.name}"
+    for b in range(batches):
+        stacked = inputs if inputs is not None else batch_for(0, "default", SPEC, key, 0, b, sig)
+        v = check.run_batch(b, stacked).results[backend.name].verdict
+        for cls, n in v.counts().items():
+            counts[cls] = counts.get(cls, 0) + n
+    return counts
+
+
+F32 = dg_sig((2, 3, 32), (2, 32, 4), "f32", [0], [0], [2], [1])
+F32_ODD = dg_sig((32, 3, 2), (4, 2, 32), "f32", [2], [1], [0], [2])     # out of order
+BF16 = dg_sig((3, 16, 2), (16, 3, 2), "bf16", [0], [1], [1], [0])
+BF16_F32 = dg_sig((3, 16, 2), (16, 3, 2), "bf16", [0], [1], [1], [0], rt="f32")
+F8 = dg_sig((2, 8, 3), (8, 2), "f8E4M3FN", [], [], [1], [0])
+F64 = dg_sig((3, 24), (24, 2), "f64", [], [], [1], [0])
+C64 = dg_sig((2, 12), (12, 2), "complex<f32>", [], [], [1], [0])
+
+
+@pytest.mark.parametrize("sig", [F32, F32_ODD, BF16, BF16_F32, F8, F64, C64],
+                         ids=["f32", "f32-odd", "bf16", "bf16-f32", "f8", "f64", "c64"])
+def test_other_orders_and_more_precise_accumulation_pass(sig):
+    et = sig.input_types[0].element_type
+    if et.is_complex:
+        # (complex: the oracle's own arithmetic, in another order of the terms)
+        assert set(classes(Planted(name="oracle"), sig)) <= {"pass"}
+        return
+    for backend in (Planted(acc=et.name, name="left"),
+                    Planted(acc=et.name, reverse=True, name="right"),
+                    Planted(acc="f64", name="f64-accumulate")):
+        assert set(classes(backend, sig)) <= {"pass"}, backend.name
+
+
+@pytest.mark.parametrize("sig, low", [(F32, "bf16"), (F32_ODD, "f16"), (BF16, "f8E5M2"),
+                                      (BF16_F32, "f8E5M2"), (F64, "f32")],
+                         ids=["f32-bf16", "f32odd-f16", "bf16-f8", "bf16f32-f8", "f64-f32"])
+def test_accumulating_below_the_element_type_under_highest_fails(sig, low):
+    counts = classes(Planted(acc=low, name="low"), sig)
+    assert counts.get("bound", 0) + counts.get("value", 0) > 0, counts
+    assert "precision" not in counts
+
+
+def test_default_precision_low_accumulation_is_class_precision():
+    sig = dg_sig((2, 3, 32), (2, 32, 4), "f32", [0], [0], [2], [1], ("DEFAULT", "HIGH"))
+    counts = classes(Planted(acc="bf16", name="low"), sig)
+    assert counts.get("precision", 0) > 0, counts
+    assert counts.get("bound", 0) == counts.get("value", 0) == 0, counts
+    # the same backend is fine where the inputs are exact in bf16 ... and still a layout
+    # bug under DEFAULT is no precision question
+    bad = classes(Planted(bug=_swap_rhs_free, name="swapped"), sig)
+    assert bad.get("bound", 0) + bad.get("value", 0) > 0, bad
+
+
+def _swap_rhs_free(lhs, rhs, dims):
+    """rhs's free dimension read in reverse: a wrong transposition."""
+    return lhs, np.flip(rhs, axis=-1)
+
+
+def _batch_mixed(lhs, rhs, dims):
+    """lhs's batching dimension read in reverse: the wrong batch paired."""
+    return np.flip(lhs, axis=dims[0][0]), rhs
+
+
+def _contract_wrong_axis(lhs, rhs, dims):
+    """rhs's contracting dimension read backwards (a transposed kernel)."""
+    return lhs, np.flip(rhs, axis=dims[3][0])
+
+
+@pytest.mark.parametrize("bug", [_swap_rhs_free, _batch_mixed, _contract_wrong_axis])
+@pytest.mark.parametrize("sig", [F32, BF16], ids=["f32", "bf16"])
+def test_layout_bugs_fail(bug, sig):
+    counts = classes(Planted(bug=bug, name="layout-bug"), sig)
+    assert counts.get("bound", 0) + counts.get("value", 0) > 0, counts
+
+
+def test_exact_value_inputs_are_checked_bit_for_bit_on_bf16_and_fp8():
+    """Where every order gives the exact result the bound is 0: one ulp off fails."""
+    from conformance.verdicts import Judgement
+    from conformance.verdicts_contraction import contraction_bound
+    for sig in (BF16, F8):
+        lt, rt = sig.input_types
+        lhs = (np.arange(lt.size).reshape((1,) + lt.shape) % 3 - 1.0).astype(lt.element_type.dtype)
+        rhs = (np.arange(rt.size).reshape((1,) + rt.shape) % 2 * 0.5).astype(rt.element_type.dtype)
+        expected = oracles.evaluate_batch(sig, [lhs, rhs], SPEC)
+        j = Judgement(sig, SPEC, SPEC.signature_accuracy(sig), [lhs, rhs], expected,
+                      expected, {})
+        (lim,) = contraction_bound(j)
+        assert (lim == 0).all(), sig.key()
+        # one ulp off anywhere fails as a value (no bound to hide in)
+        e = np.asarray(expected[0])
+        off = (e.astype(np.float64) * (1 + 2.0 ** -3) + 0.5).astype(e.dtype)
+        counts = classes(_Fixed(off[0]), sig, batches=1, inputs=[lhs, rhs])
+        assert counts.get("value", 0) == 1, counts
+
+
+# ---------------------------------------------------------------------------
+# Golden examples on the oracle, jax, xla and the interpreter
+# ---------------------------------------------------------------------------
+
+EXAMPLES = golden.examples(SPEC)
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.id)
+def test_examples_on_the_oracle_and_jax(ex):
+    assert golden.mismatch(ex, oracles.evaluate_case(ex.case)) is None
+    assert golden.mismatch(ex, get_backend("jax").run(ex.case)) is None
+
+
+@pytest.mark.parametrize("backend", ["xla", "interpreter"])
+def test_the_emitter_path_runs_the_spec_example(backend):
+    ex = EXAMPLES[0]
+    assert golden.mismatch(ex, get_backend(backend).run(ex.case)) is None
+
+
+# ---------------------------------------------------------------------------
+# Constraints: each breakable alone, the result type free, the verifier's errata
+# ---------------------------------------------------------------------------
+
+def test_every_constraint_has_an_invalid_case():
+    rules = breakable(SPEC)
+    assert {f"C{i}" for i in range(1, 14)} <= set(rules), unbreakable("dot_general")
+    valid = canonical(SPEC, {"E": "f32", "R": "f32"})
+    assert violations(valid) == []
+    for rule in rules:
+        found = candidates(SPEC, valid, rule)
+        assert found, rule
+        for bad in found[:5]:
+            assert rule in violations(bad)
+
+
+@pytest.mark.parametrize("rule, change", [
+    ("C1", {"types": ["tensor<2x3xf32>", "tensor<3x4xf64>"]}),
+    ("C2", {"lhs_batching_dimensions": [0]}),
+    ("C3", {"lhs_contracting_dimensions": []}),
+    ("C4", {"lhs_batching_dimensions": [1], "rhs_batching_dimensions": [0]}),
+    ("C6", {"lhs_batching_dimensions": [2], "rhs_batching_dimensions": [1]}),
+    ("C9", {"rhs_contracting_dimensions": [2]}),
+    ("C8", {"lhs_batching_dimensions": [0], "rhs_batching_dimensions": [-1]}),
+    ("C11", {"types": ["tensor<2x3xf32>", "tensor<2x4xf32>"]}),
+    ("C12", {"precision_config": ["DEFAULT"]}),
+    ("C13", {"result": "tensor<4x2xf32>"}),
+])
+def test_one_broken_constraint_is_named(rule, change):
+    attrs = {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
+             "lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0],
+             "precision_config": ["DEFAULT", "DEFAULT"]}
+    types = change.pop("types", ["tensor<2x3xf32>", "tensor<3x4xf32>"])
+    result = change.pop("result", "tensor<2x4xf32>")
+    attrs.update(change)
+    sig = Signature.make("dot_general", types, [result], attrs)
+    assert rule in violations(sig)
+
+
+def test_the_result_element_type_is_free_and_the_verifier_agrees():
+    """C13 fixes only the shape: f32 operands with an si32, bf16 or complex result are
+    valid programs (the suite does not draw cross-kind results: no conversion is said)."""
+    for rt in ("si32", "bf16", "f64", "complex<f32>"):
+        sig = Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf32>"],
+                             [f"tensor<2x4x{rt}>"],
+                             {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
+                              "lhs_contracting_dimensions": [1],
+                              "rhs_contracting_dimensions": [0],
+                              "precision_config": ["HIGH", "HIGHEST"]})
+        assert violations(sig) == []
+        assert verifier_rejects(sig) is None
+
+
+def test_verifier_errata_precision_config_size_and_mixed_operands():
+    """jaxlib's StableHLO verifier accepts a precision_config of size 0 or 1 (C12 says
+    2) and operands of different element types (C1): recorded in the YAML's C1/C12."""
+    base = {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
+            "lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0]}
+    for pc in ([], ["HIGH"]):
+        sig = Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf32>"],
+                             ["tensor<2x4xf32>"], {**base, "precision_config": pc})
+        assert violations(sig) == ["C12"] and verifier_rejects(sig) is None
+    sig = Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf32>"],
+                         ["tensor<2x4xf32>"], {**base, "precision_config": ["HIGH"] * 3})
+    assert "precision config" in verifier_rejects(sig)
+    mixed = Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf64>"],
+                           ["tensor<2x4xf32>"], {**base, "precision_config": ["HIGH"] * 2})
+    assert violations(mixed) == ["C1"] and verifier_rejects(mixed) is None
+    assert "erratum" in SPEC.constraint("C8").text.lower() if hasattr(SPEC, "constraint") \
+        else any("Erratum" in c.text for c in SPEC.constraints if c.id == "C8")
+
+
+def test_bad_oracle_input_is_one_clear_line():
+    with pytest.raises(oracles.OracleError, match="C10, C11"):
+        contraction.contract(np.zeros((2, 3)), np.zeros((4, 5)), [], [], [1], [0])
+    with pytest.raises(oracles.OracleError, match="out of range"):
+        contraction.contract(np.zeros((2, 3)), np.zeros((3, 5)), [], [], [2], [0])
