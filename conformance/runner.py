@@ -29,7 +29,7 @@ from conformance.compare import (STATISTICS_PREFIX, BatchVerdict, max_error, mer
                                  merge_statistics, ulp_histogram, worst)
 from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
-from conformance.core.results import ResultsWriter, finite_or_none
+from conformance.core.results import ResultsWriter, finite_or_none, merge_bound_hist
 from conformance.generators import breakable, unbreakable
 from conformance.plan import (DEPTHS, Depth, plan_signatures, select_bindings,  # noqa: F401
                               signatures_per_binding, stable_hash)
@@ -346,6 +346,7 @@ class _Totals:
         self.hist = None
         self.max_err: float | None = None
         self.impl: dict[str, dict[str, int]] = {}
+        self.bound_hist: dict[str, dict] = {}  # error / bound per element type (bound kind)
         self.stats: dict[str, dict] = {}      # statistical tests of property verdicts
         self.error: str | None = None
         self.outcome: str | None = None      # set when the backend failed (error/crash/hang)
@@ -364,6 +365,7 @@ class _Totals:
         merge_statistics(self.stats, {k[len(STATISTICS_PREFIX):]: st
                                       for k, st in v.impl_defined.items()
                                       if k.startswith(STATISTICS_PREFIX)})
+        merge_bound_hist(self.bound_hist, getattr(v, "bound_hist", None))
         self.type_message = self.type_message or v.type_message
 
     def record(self) -> dict[str, Any]:
@@ -377,7 +379,8 @@ class _Totals:
         return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
                 "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
                 "impl_defined": self.impl, "reason": self.error or self.type_message,
-                **({"statistics": self.stats} if self.stats else {})}
+                **({"statistics": self.stats} if self.stats else {}),
+                **({"bound_hist": self.bound_hist} if self.bound_hist else {})}
 
 
 def _verifier_message(sig: Signature) -> str | None:

@@ -301,7 +301,33 @@ def bounded(j: Judgement) -> BatchVerdict:
         verdict.case_classes = np.zeros(j.batch, np.int8)
         for cls in verdict.element_classes:
             verdict.case_classes = np.maximum(verdict.case_classes, _reduce_to_cases(cls))
+    if verdict.type_message is None:
+        # the report's histogram of the error as a fraction of the bound (the runner
+        # sums it into the signature record's ``bound_hist``)
+        verdict.bound_hist = bound_fractions(j, diffs, limits)
     return verdict
+
+
+def bound_fractions(j: Judgement, diffs: dict[int, np.ndarray],
+                    limits: Sequence[np.ndarray]) -> dict[str, dict]:
+    """Per result element type: |actual − oracle| / bound over the checked elements (finite
+    difference, not covered by an implementation-defined rule), as
+    conformance.core.results.bound_histogram counts them."""
+    from conformance.compare import result_mask
+    from conformance.core.results import bound_histogram, merge_bound_hist
+    rules = j.masks if hasattr(j.masks, "allowed") else None
+    out: dict[str, dict] = {}
+    for i, d in diffs.items():
+        et = element_type(np.asarray(j.expected[i]).dtype)
+        if not (et.is_float or et.is_complex):
+            continue
+        checked = np.isfinite(d)
+        for rule, m in (j.masks or {}).items():
+            if np.asarray(m).dtype.kind == "b":
+                checked &= ~np.broadcast_to(result_mask(rules, rule, m, i), d.shape)
+        lim = np.broadcast_to(np.asarray(limits[i], np.float64), d.shape)
+        merge_bound_hist(out, {et.name: bound_histogram(d[checked], lim[checked])})
+    return out
 
 
 # ---------------------------------------------------------------------------

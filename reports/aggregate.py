@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.compare import merge_impl_stats, merge_statistics, worst
-from conformance.core.results import read_results
+from conformance.core.results import merge_bound_hist, read_results
 from conformance.core.types import ALL_ELEMENT_TYPES
 
 #: Matrix columns: every spec element type, in spec order.
@@ -75,6 +75,9 @@ class Cell:
     impl_defined: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     #: statistical tests of property verdicts (rng): name -> tests, failed, samples, worst
     statistics: dict[str, dict] = dataclasses.field(default_factory=dict)
+    #: the error as a fraction of the bound (ops judged by a ``bound``), per element type:
+    #: counts per conformance.core.results.BOUND_BUCKET_LABELS, max, exact, exact_off
+    bound_hist: dict[str, dict] = dataclasses.field(default_factory=dict)
     reasons: list[str] = dataclasses.field(default_factory=list)     # deduplicated
     signatures: list[str] = dataclasses.field(default_factory=list)  # deduplicated
     type_keys: list[str] = dataclasses.field(default_factory=list)
@@ -94,6 +97,8 @@ class Cell:
                 self.ulp_hist = [a + int(b) for a, b in zip(self.ulp_hist, hist)]
         merge_impl_stats(self.impl_defined, rec.get("impl_defined") or {})
         merge_statistics(self.statistics, rec.get("statistics") or {})
+        if isinstance(rec.get("bound_hist"), dict):
+            merge_bound_hist(self.bound_hist, rec["bound_hist"])
         _add_unique(self.reasons, rec.get("reason"))
         _add_unique(self.signatures, rec.get("signature"))
         _add_unique(self.type_keys, rec.get("type_key"))
@@ -109,6 +114,7 @@ class Cell:
                              [a + b for a, b in zip(self.ulp_hist, other.ulp_hist)])
         merge_impl_stats(self.impl_defined, other.impl_defined)
         merge_statistics(self.statistics, other.statistics)
+        merge_bound_hist(self.bound_hist, other.bound_hist)
         for r in other.reasons:
             _add_unique(self.reasons, r)
         for s in other.signatures:
@@ -299,6 +305,9 @@ class OpData:
     valid: int = 0                            # ... of which satisfy every rule of the spec
     cross: dict[str, CrossCell] = dataclasses.field(default_factory=dict)   # by type key
     values: dict[str, Coverage] = dataclasses.field(default_factory=dict)   # by type key
+    #: ``probe`` records: what each backend evidently does where the spec leaves it open
+    #: (accumulation precision and order; conformance.probes)
+    probes: list[dict] = dataclasses.field(default_factory=list)
 
     def value_keys(self) -> list[str]:
         """Type keys with value coverage recorded, in matrix order."""
@@ -336,6 +345,15 @@ class OpData:
 
     def cross_keys(self) -> list[str]:
         return sorted(self.cross, key=_type_key_order)
+
+    def bound_hists(self, backend: str) -> dict[str, dict]:
+        """The error as a fraction of the bound on ``backend``, per result element type,
+        over every type key (empty where no verdict of the op is a ``bound``)."""
+        out: dict[str, dict] = {}
+        for (b, _), cell in self.cells.items():
+            if b == backend:
+                merge_bound_hist(out, cell.bound_hist)
+        return {k: out[k] for k in sorted(out, key=_type_key_order)}
 
     def cross_column(self, column: str) -> CrossCell | None:
         """Backends compared with each other over every type key under ``column``."""
@@ -474,6 +492,15 @@ class Report:
 
     def divergences(self) -> list[dict]:
         return [d for o in self.sorted_ops() for d in o.divergences]
+
+    def probes(self) -> list[dict]:
+        """The implementation-defined behaviour matrix: every ``probe`` record, by op,
+        backend (in run order), element type and precision_config."""
+        order = {b: i for i, b in enumerate(self.backends)}
+        return sorted((p for o in self.sorted_ops() for p in o.probes),
+                      key=lambda p: (str(p.get("op")), order.get(p.get("backend"), len(order)),
+                                     _type_key_order(str(p.get("element_type", ""))),
+                                     str(p.get("precision_config") or "")))
 
     @property
     def cross_run(self) -> bool:
@@ -628,6 +655,9 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
                 rep.op(rec["op"]).done = True
         elif kind == "replay":
             rep.replays.append(rec)
+        elif kind == "probe":
+            rep.backend(rec.get("backend"))
+            rep.op(rec.get("op", "?"), rec.get("family")).probes.append(rec)
         elif kind == "end":
             rep.end = rec
             for op in rec.get("ops") or []:

@@ -188,6 +188,7 @@ def _environment() -> jinja2.Environment:
                        abbrev=lambda o: style.look(o).abbrev, page=op_filename)
     env.globals.update(look=style.look, legend=style.LEGEND, looks=style.LOOKS,
                        outcome_css=style.stylesheet(), columns=COLUMNS, ulp_chart=svg.ulp_chart,
+                       bound_chart=svg.bound_chart,
                        cell_title=cell_title, cell_text=cell_text,
                        short_cell_text=short_cell_text, cross_title=cross_title,
                        cross_css=cross_css, pair_label=pair_label, percent=percent,

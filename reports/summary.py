@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from conformance.core.results import BOUND_BUCKET_LABELS
+
 from .aggregate import Cell, CrossCell, Report, pair_backends
 
 #: Bumped when the layout of summary.json changes. 2: ``cross`` (backends compared with
@@ -13,8 +15,15 @@ from .aggregate import Cell, CrossCell, Report, pair_backends
 #: ``disagreements``, ``oracle_suspects``, ``saved_oracle_suspects``. 3: ``gate`` (the CI
 #: gate against an expectations file; null when the report was rendered without one). 4:
 #: ``coverage`` (value coverage: special-value classes, pairs and targets met per op and
-#: type key, with what was missed).
-FORMAT_VERSION = 4
+#: type key, with what was missed). 5: ``bound_hist`` (the error as a fraction of the bound,
+#: per element type, in cells and per backend and op; ``bound_buckets`` names the
+#: buckets) and ``implementation_defined_behaviour`` (what each backend evidently does:
+#: accumulation precision and order, from ``probe`` records).
+FORMAT_VERSION = 5
+
+#: the keys of a ``probe`` record that summary.json keeps
+PROBE_KEYS = ("op", "backend", "element_type", "precision_config", "accumulation",
+              "precision_bits", "order", "in_index_order", "detail")
 
 
 def _error(x: float | None) -> float | str | None:
@@ -31,7 +40,7 @@ def _cell(c: Cell) -> dict[str, Any]:
     return {"outcome": c.outcome, "signatures": c.records, "unsupported_signatures": c.unsupported,
             "cases": c.cases, "counts": dict(sorted(c.counts.items())),
             "max_error": _error(c.max_error), "impl_defined": c.impl_defined,
-            "reasons": c.reasons}
+            "reasons": c.reasons, **({"bound_hist": c.bound_hist} if c.bound_hist else {})}
 
 
 def _cross_cell(c: CrossCell) -> dict[str, Any]:
@@ -99,6 +108,9 @@ def summary(report: Report) -> dict[str, Any]:
             if keys:
                 ops[op.name] = {"family": op.family,
                                 "type_keys": {k: _cell(op.cells[(b, k)]) for k in keys}}
+                hists = op.bound_hists(b)
+                if hists:
+                    ops[op.name]["bound_hist"] = hists
         backends[b] = {"info": report.backend_info.get(b, {}), "totals": report.totals(b),
                        "ops": ops}
         invalid[b] = {op.name: {**op.coverage(b),
@@ -116,6 +128,9 @@ def summary(report: Report) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "run": run, "totals": report.totals(),
             "backends": backends, "cross": cross(report), "coverage": coverage(report),
             "examples": examples,
+            "bound_buckets": BOUND_BUCKET_LABELS,
+            "implementation_defined_behaviour": [{k: p.get(k) for k in PROBE_KEYS}
+                                                 for p in report.probes()],
             "invalid": invalid, "divergences": divergences,
             "internal_errors": len(report.internal_errors),
             "gate": report.gate.summary() if report.gate is not None else None}

@@ -14,6 +14,7 @@ from typing import Sequence
 from markupsafe import Markup
 
 from conformance.compare import ULP_BUCKET_LABELS
+from conformance.core.results import BOUND_BUCKET_LABELS
 
 
 def _e(x: object) -> str:
@@ -21,8 +22,13 @@ def _e(x: object) -> str:
 
 
 def bar_chart(counts: Sequence[int], labels: Sequence[str], title: str = "",
-              bar_width: int = 46, height: int = 90) -> Markup:
-    """A labelled, log-scaled bar chart as an inline ``<svg>`` element."""
+              bar_width: int = 46, height: int = 90, unit: str = "ULP",
+              axis: str = "ULP error (elements, log scale)",
+              colours: Sequence[str] | None = None,
+              tips: Sequence[str] | None = None) -> Markup:
+    """A labelled, log-scaled bar chart as an inline ``<svg>`` element (``colours``: one
+    per bar; default green for the first, orange for the others; ``tips``: each bar's
+    tooltip label, default its label)."""
     counts = [int(c) for c in counts]
     labels = list(labels)[:len(counts)] + [""] * max(0, len(counts) - len(labels))
     top, bottom, left = 16, 30, 4
@@ -40,8 +46,9 @@ def bar_chart(counts: Sequence[int], labels: Sequence[str], title: str = "",
         x = left + i * bar_width
         h = round(height * math.log10(1 + n) / peak, 1) if n else 0
         y = top + height - h
-        colour = "#4caf50" if i == 0 else "#ef6c00"
-        parts.append(f'<g><title>{_e(label)} ULP: {n}</title>'
+        colour = colours[i] if colours else ("#4caf50" if i == 0 else "#ef6c00")
+        tip = tips[i] if tips and i < len(tips) else label
+        parts.append(f'<g><title>{_e(tip)} {_e(unit)}: {n}</title>'
                      f'<rect x="{x + 3}" y="{y}" width="{bar_width - 6}" height="{h}" '
                      f'fill="{colour}"/>')
         if n:
@@ -50,7 +57,7 @@ def bar_chart(counts: Sequence[int], labels: Sequence[str], title: str = "",
         parts.append(f'<text x="{x + bar_width / 2}" y="{top + height + 12}" font-size="9" '
                      f'text-anchor="middle">{_e(label)}</text></g>')
     parts.append(f'<text x="{width / 2}" y="{total_h - 3}" font-size="9" fill="#555" '
-                 f'text-anchor="middle">ULP error (elements, log scale)</text>')
+                 f'text-anchor="middle">{_e(axis)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -58,3 +65,20 @@ def bar_chart(counts: Sequence[int], labels: Sequence[str], title: str = "",
 def ulp_chart(hist: Sequence[int], title: str = "") -> Markup:
     """The ULP-error distribution of one (backend, type key), buckets from the comparator."""
     return bar_chart(hist, ULP_BUCKET_LABELS, title)
+
+
+def _short_bound_label(label: str) -> str:
+    """``≤2^-16`` as ``2⁻¹⁶`` (the chart's narrow bars)."""
+    sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return "2" + label[3:].translate(sup) if label.startswith("≤2^") else label
+
+
+def bound_chart(counts: Sequence[int], title: str = "") -> Markup:
+    """The error as a fraction of the bound of one (op, backend, element type): buckets
+    of |actual − oracle| / bound (conformance.core.results.BOUND_BUCKET_LABELS), the
+    last one (beyond the bound) in red."""
+    n = len(BOUND_BUCKET_LABELS)
+    colours = ["#4caf50"] + ["#ef6c00"] * (n - 2) + ["#c62828"]
+    return bar_chart(counts, [_short_bound_label(x) for x in BOUND_BUCKET_LABELS], title,
+                     bar_width=26, unit="of the bound", tips=BOUND_BUCKET_LABELS,
+                     axis="|actual − oracle| / bound (elements, log scale)", colours=colours)

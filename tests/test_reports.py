@@ -484,7 +484,7 @@ def test_crash_divergence_renders_without_actual_values(rendered):
 def test_summary_cross_and_oracle_suspects(rendered):
     out, recs, _ = rendered
     s = json.loads((out / "summary.json").read_text())
-    assert s["format_version"] == 4
+    assert s["format_version"] == 5
     assert s["totals"]["oracle_suspects"] == 1
     assert s["totals"]["saved_oracle_suspects"] == 2
     assert s["totals"]["compared_cases"] == 64

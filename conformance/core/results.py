@@ -9,7 +9,13 @@ Record kinds (the ``kind`` key):
 - ``validity``: for one op and type binding, how many generated signatures satisfy
   every rule of the spec (the generators' validity, measured).
 - ``signature``: one signature on one backend: case counts per outcome, ULP
-  histogram, implementation-defined statistics.
+  histogram, implementation-defined statistics, and for ops judged by a ``bound``
+  (float reductions, contractions) ``bound_hist``: per result element type, the error
+  as a fraction of the bound, |actual − oracle| / bound, over the checked elements
+  (:func:`bound_histogram`; absent in older files).
+- ``probe``: what one backend evidently does where the spec leaves it to the
+  implementation (conformance.probes): op, backend, element type, precision_config,
+  the evident accumulation precision and order (or ``undetermined``), and the evidence.
 - ``divergence``: one saved, minimised divergence with its reproducer path.
 - ``invalid``: one invalid signature on one backend: rejected / accepted_invalid /
   unsupported / crash / timeout, and what the StableHLO verifier says of the program
@@ -97,3 +103,64 @@ def finite_or_none(x: float | None) -> float | str | None:
     if np.isinf(x):
         return "inf" if x > 0 else "-inf"
     return float(x)
+
+
+# ---------------------------------------------------------------------------
+# The error as a fraction of the bound (``bound_hist`` of ``signature`` records)
+# ---------------------------------------------------------------------------
+
+#: Upper edges of the buckets of |actual − oracle| / bound, after the first bucket
+#: (exactly 0): (0, 2^-16], (2^-16, 2^-15], ..., (1/2, 1]; the last bucket is > 1
+#: (beyond the bound: a divergence unless a looser rule passed it).
+BOUND_FRACTION_EDGES: list[float] = [2.0 ** -k for k in range(16, -1, -1)]
+BOUND_BUCKET_LABELS: list[str] = (["0", "≤2^-16"] +
+                                  [f"≤2^-{k}" for k in range(15, 0, -1)] + ["≤1", ">1"])
+
+
+def bound_histogram(diff: np.ndarray, bound: np.ndarray) -> dict[str, Any]:
+    """One element type's entry of ``bound_hist``: ``counts`` per bucket of
+    ``diff / bound`` (:data:`BOUND_BUCKET_LABELS`) over the elements whose bound is > 0,
+    ``max`` (the largest fraction seen), ``exact`` (elements whose bound is 0: every legal
+    evaluation gives the oracle's value, checked bit for bit), ``exact_off`` (of
+    those, how many differed) and ``vacuous`` (elements whose bound is infinite: a sum
+    too long for the type's precision). ``diff`` and ``bound`` are the checked elements
+    only (finite, not masked)."""
+    diff = np.asarray(diff, np.float64).ravel()
+    bound = np.broadcast_to(np.asarray(bound, np.float64), np.shape(diff)).ravel() \
+        if np.ndim(bound) == 0 else np.asarray(bound, np.float64).ravel()
+    positive = (bound > 0) & np.isfinite(bound)
+    with np.errstate(all="ignore"):
+        frac = diff[positive] / bound[positive]
+    counts = np.zeros(len(BOUND_BUCKET_LABELS), np.int64)
+    if frac.size:
+        counts[0] = int(np.count_nonzero(frac == 0))
+        nz = frac[frac > 0]
+        idx = np.searchsorted(np.array(BOUND_FRACTION_EDGES), nz, side="left")
+        counts[1:] += np.bincount(idx, minlength=len(BOUND_BUCKET_LABELS) - 1)
+    return {"counts": counts.tolist(),
+            "max": float(frac.max()) if frac.size else 0.0,
+            "exact": int(np.count_nonzero(bound == 0)),
+            "exact_off": int(np.count_nonzero((bound == 0) & (diff > 0))),
+            "vacuous": int(np.count_nonzero(np.isinf(bound)))}
+
+
+def merge_bound_hist(into: dict[str, dict], other: "dict[str, dict] | None") -> dict:
+    """Add ``bound_hist`` entries (per element type) to a total; unknown or malformed
+    entries (a newer or older file's) are skipped."""
+    for et, h in (other or {}).items():
+        if not isinstance(h, dict) or not isinstance(h.get("counts"), list):
+            continue
+        counts = [int(c) for c in h["counts"]]
+        d = into.setdefault(str(et), {"counts": [0] * len(counts), "max": 0.0,
+                                      "exact": 0, "exact_off": 0, "vacuous": 0})
+        if len(d["counts"]) != len(counts):
+            continue
+        d["counts"] = [a + b for a, b in zip(d["counts"], counts)]
+        try:
+            d["max"] = max(float(d["max"]), float(h.get("max") or 0.0))
+        except (TypeError, ValueError):
+            pass
+        d["exact"] += int(h.get("exact") or 0)
+        d["exact_off"] += int(h.get("exact_off") or 0)
+        d["vacuous"] = d.get("vacuous", 0) + int(h.get("vacuous") or 0)
+    return into
