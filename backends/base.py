@@ -61,6 +61,16 @@ class Backend:
         return execute
 
     # -- optional ------------------------------------------------------------------------
+    def compile_program(self, program: Any) -> Executable:
+        """A whole program of several ops (``conformance.core.program.Program``, issue 19)
+        compiled once: a function from its arguments' arrays to its results' arrays (one
+        case). xla and interpreter compile the program's StableHLO text, jax composes its
+        op mappings under one jit (backends/programs.py); a backend without a program
+        path says so."""
+        raise Unsupported(f"{self.name}: this backend has no program path (it runs single "
+                          "ops only; a backend runs programs by implementing "
+                          "compile_program(program))")
+
     def describe(self) -> dict[str, Any]:
         """Versions and platform, recorded with every run."""
         return {"name": self.name}

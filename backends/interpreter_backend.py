@@ -92,6 +92,11 @@ class InterpreterBackend(Backend):
     def compile_text(self, text: str, sig: Signature):
         """Verify ``text`` (the canonical module of ``sig``) once; return a function
         that interprets it on input arrays."""
+        self._refuse(sig)
+        return self._interpret(text, sig.op)
+
+    def _refuse(self, sig: Signature) -> None:
+        """Unsupported where the interpreter cannot (or must not) run ``sig``'s op."""
         if sig.num_replicas * sig.num_partitions > 1:
             raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
                               "processes; eval_module interprets one")
@@ -103,11 +108,19 @@ class InterpreterBackend(Backend):
                               f"stablehlo ops only, not {op_syntax(sig.op).name}")
         if sig.op in ABORTS:
             raise Unsupported(f"{sig.op}: {ABORTS[sig.op]}")
+
+    def compile_program(self, program):
+        """The program's canonical text, every op refused as alone (backends/programs.py)."""
+        from .programs import program_text_or_unsupported
+        for o in program.operations:
+            self._refuse(o.signature)
+        return self._interpret(program_text_or_unsupported(program), "program")
+
+    def _interpret(self, text: str, op: str):
         self.parse(text)
         arena = self._arena
         lib = self.lib
         eval_module = lib.eval_module
-        op = sig.op
         parsed: list[Any] = [0, None]            # [arena generation, module]
 
         def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -105,6 +105,36 @@ class JaxBackend(Backend):
     def compile(self, signature: Signature):
         return self._compiled(signature, batched=False)
 
+    def compile_program(self, program):
+        """The program's ops composed from their jax.lax mappings under one jax.jit
+        (backends/programs.py); a result type jax infers otherwise is Unsupported."""
+        from .programs import jax_function
+        jax = self._jax
+        fn = jax_function(program)
+        specs = [jax.ShapeDtypeStruct(t.shape, t.element_type.dtype)
+                 for t in program.argument_types]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = jax.eval_shape(fn, *specs)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            raise Unsupported("jax.lax refuses an op of the program: "
+                              f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        inferred = [TensorType(o.shape, element_type(o.dtype)) for o in out]
+        if inferred != list(program.result_types):
+            raise Unsupported("jax.lax infers the program's result types "
+                              f"{', '.join(map(str, inferred))}, not "
+                              f"{', '.join(map(str, program.result_types))}")
+        jitted = jax.jit(fn)
+        device = self.device
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            with warnings.catch_warnings(), jax.default_device(device):
+                warnings.simplefilter("ignore")
+                out = jitted(*inputs)
+            return [np.asarray(o) for o in out]
+        return execute
+
     def compile_batch(self, signature: Signature):
         """jax.vmap of the op; where only vmap refuses (a batching rule that cannot take
         int4 start indices, a function of no inputs such as iota), the op compiled once

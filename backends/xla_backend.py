@@ -99,6 +99,17 @@ class XlaBackend(Backend):
             return run([put(np.ascontiguousarray(x)) for x in inputs])
         return execute
 
+    def compile_program(self, program):
+        """The program's canonical text compiled as one module (backends/programs.py)."""
+        from .programs import program_signature, program_text_or_unsupported
+        text = program_text_or_unsupported(program)
+        run = self.pjrt.loaded(self.compile_text(text, program_signature(program)))
+        put = self.pjrt.put
+
+        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            return run([put(np.ascontiguousarray(x)) for x in inputs])
+        return execute
+
     def compile_batch(self, signature: Signature):
         run = self._executable(signature)
         pjrt = self.pjrt
