@@ -37,7 +37,7 @@ import numpy as np
 from conformance.core.dense import parse_dense
 from conformance.core.numerics import to_wide
 from conformance.core.types import element_type
-from conformance.specs.expressions import condition
+from conformance.specs.expressions import alternative, condition
 
 from . import contraction
 from .registry import OracleError, register
@@ -316,16 +316,48 @@ def _out_of_range(lhs, rhs, attr_values, result):
     return from_groups(m, g)
 
 
-@condition("convolution_zero_terms")
-def _zero_terms(lhs, rhs, attr_values, result):
-    """Zero results where every product of the window is a zero of either sign (padding
-    and dilation holes included): without the init value the sum of -0 products is -0."""
+def _zero_parts(lhs, rhs, attr_values, result) -> list[np.ndarray]:
+    """Per part of the result (one for real types; real and imaginary for complex): zero
+    results where every real product of that part over the window is a zero of either sign
+    (padding and dilation holes included)."""
     lhs, rhs, r = np.asarray(lhs), np.asarray(rhs), np.asarray(result)
+    parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     g = geometry(lhs.shape, rhs.shape, _attrs(attr_values), lead=1)
     et = element_type(r.dtype)
     if _empty(g) or r.size == 0 or not (et.is_float or et.is_complex):
-        return np.zeros(r.shape, bool)
+        return [np.zeros(r.shape, bool) for _ in parts]
     a, b, _ = _wide(lhs, rhs)
     v, k, lb, rb, lc, rc = operands(a, b, g)
     zero = contraction.all_zero_terms(v, k, lb, rb, lc, rc, lead=1)
-    return from_groups(zero, g) & (r == 0)
+    return [from_groups(z, g) & (q == 0) for z, q in zip(zero, parts)]
+
+
+@condition("convolution_zero_terms")
+def _zero_terms(lhs, rhs, attr_values, result):
+    """Zero results (a part of them) whose every product is a zero: without the init
+    value 0 the sum of -0 products is -0."""
+    out = np.zeros(np.shape(result), bool)
+    for z in _zero_parts(lhs, rhs, attr_values, result):
+        out |= z
+    return out
+
+
+@alternative("convolution_negative_zero")
+def _negative_zero(lhs, rhs, attr_values, result):
+    """The oracle's result with -0 in each part whose products are all zeros (a tree
+    without the init value over -0 products); for complex, each such part alone and
+    both."""
+    r = np.asarray(result)
+    zs = _zero_parts(lhs, rhs, attr_values, result)
+    if not np.iscomplexobj(r):
+        return np.where(zs[0], -np.abs(r.astype(np.float64)), r.astype(np.float64)
+                        ).astype(r.dtype) if (element_type(r.dtype).is_float) else r
+    re, im = np.array(r.real), np.array(r.imag)
+    nre = np.where(zs[0], -np.abs(re), re).astype(re.dtype)
+    nim = np.where(zs[1], -np.abs(im), im).astype(im.dtype)
+    out = []
+    for x, y in ((nre, im), (re, nim), (nre, nim)):
+        c = np.empty(r.shape, r.dtype)
+        c.real, c.imag = x, y
+        out.append(c)
+    return out
