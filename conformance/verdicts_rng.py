@@ -33,7 +33,9 @@ rng_bit_generator (results: output_state, output):
   the same executable (``Judgement.run_on``): no state of a case's chain equals an earlier
   one, and no output of at least 64 bits does. False alarms: at most C(17, 2)·2^-64 per
   case.
-- ``rng_uniform_bits``: the chained outputs of the batch's distinct states, pooled (at most
+- ``rng_uniform_bits``: the chained outputs of the batch's far-apart states
+  (:func:`far_apart_states`: every word more than 2^32 from that of every other, so that
+  no two streams overlap), pooled (at most
   2^20 elements): per-bit balance at each of the type's w bit positions (Hoeffding:
   |ones - n/2| <= sqrt(n·ln(2w/α₁)/2)), chi-square of the 2^min(w,8) symbol values (bytes,
   or the 4 bits of si4/ui4; when every bin expects 20 or more), lag-1 serial correlation
@@ -273,15 +275,41 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
     return bool(ok), stats
 
 
+#: states closer than this in some word may share part of a counter-based stream
+STATE_GAP = 1 << 32
+
+
+def far_apart_states(states: np.ndarray) -> list[int]:
+    """The cases (rows of ``states``, uint64 words) whose streams the pooled statistics
+    may treat as independent: greedily, each state whose every word differs from that word
+    of every state taken by more than ``STATE_GAP`` (mod 2^64). Two states of a
+    counter-based generator then share neither key nor counter range: a chain advances a
+    counter by far less than 2^32. (States one bit apart, or small counters next to each
+    other, would repeat a stream shifted by a few elements and fail the chi-square.)"""
+    taken: list[int] = []
+    for c in range(states.shape[0]):
+        s = states[c].astype(np.uint64)
+        ok = True
+        for t in taken:
+            with np.errstate(over="ignore"):
+                d = s - states[t].astype(np.uint64)
+            gap = np.minimum(d, (~d) + np.uint64(1))
+            if (gap <= np.uint64(STATE_GAP)).any():
+                ok = False
+                break
+        if ok:
+            taken.append(c)
+    return taken
+
+
 @property_check("rng_uniform_bits")
 def uniform_bits(j: Judgement) -> np.ndarray:
     nonempty = _nonempty(j)
     if not nonempty.any():
         return np.ones(j.batch, bool)
     steps = _chain(j) or [[np.asarray(a) for a in j.actual]]
-    states = _case_bits(np.asarray(j.inputs[0]), j.batch)
-    distinct = sorted({states[c].tobytes(): c for c in range(j.batch - 1, -1, -1)}.values())
-    pool = np.concatenate([np.asarray(s[-1])[distinct].reshape(-1) for s in steps])
+    apart = far_apart_states(np.asarray(j.inputs[0]).reshape(j.batch, -1))
+    pool = np.concatenate([np.asarray(s[-1])[apart].reshape(-1) for s in steps])
     ok, stats = uniform_bits_test(pool, _alpha(j))
     alg = j.sig.attributes.get("rng_algorithm", "DEFAULT")
     records = {f"{STATISTICS_PREFIX}{alg} {name}": {
