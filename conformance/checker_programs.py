@@ -1,0 +1,288 @@
+"""Checking programs (issue 19): exactly against the program oracle, metamorphically
+where ops without one exact answer are involved, and minimising what diverges.
+
+:func:`check_program` judges one program on one backend for a batch of cases:
+
+1. **exact**: the whole program compiled once (``Backend.compile_program``); every result
+   element that depends only on ops with bit-exact verdicts (``exact``/``bits``) must
+   equal the program oracle's (conformance.oracles.programs) bit for bit (any NaN equals
+   any NaN, +0 and -0 differ), except elements an implementation-defined rule reaches.
+   An element that differs from the oracle but equals the FTZ/DAZ evaluation of the same
+   program is ``subnormal_flush``.
+2. **metamorphic**, where the program holds an op with an ``ulp``, ``rel_eps`` or
+   ``bound`` verdict: the program returning every value (``Program.exposed``) runs on the
+   backend; each operation that is not exact or reads such a value is judged by its own
+   verdict (conformance.verdicts.judge) against the oracle on the values the backend
+   itself gave its operands; an element that fails there but equals what the same backend
+   gives running that op alone on those operands (its single-op executable) passes: that
+   is the op's own conformance, which single-op runs judge. What is left is a change the
+   whole-program compile made beyond what the op's verdict allows.
+3. **attribution**: for a divergence of step 1 the backend also runs the program op by
+   op on its own intermediate values (backends.programs.op_by_op); where that gives the
+   same wrong value the divergence is the ops' own (``fusion: False``), otherwise the
+   program's compile caused it (``fusion: True``): what no single-op run shows.
+
+:func:`minimize` shrinks a diverging program: one case, then repeatedly drop a result or
+replace an operation's result by a new argument holding the oracle's value, keeping a
+change while the program still diverges with the same class.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance import oracles
+from conformance.backends.base import Backend, Unsupported
+from conformance.backends.programs import compile_program, op_by_op, run_batch
+from conformance.checker import error_text, failure_class
+from conformance.compare import ELEMENT_CLASSES, PASS, SUBNORMAL_FLUSH, classify, worst
+from conformance.core.numerics import same_bits_or_nan
+from conformance.core.program import Program
+from conformance.core.types import type_of
+from conformance.oracles.programs import ProgramValues, evaluate_program, exact_op
+from conformance.specs import Accuracy, load_spec
+from conformance.verdicts import Judgement, judge
+
+EXACT = Accuracy("exact")
+
+
+@dataclasses.dataclass
+class Finding:
+    """Where a program diverges: one value's elements of one class."""
+
+    value: str
+    op: str
+    check: str                 # exact | metamorphic
+    cls: str
+    elements: int
+    case: int                  # the first diverging case
+    index: tuple[int, ...]     # its first diverging element
+    expected: Any = None
+    actual: Any = None
+    fusion: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in dataclasses.asdict(self).items()}
+
+
+@dataclasses.dataclass
+class ProgramVerdict:
+    outcome: str               # pass, an element class, type, backend_error, crash, unsupported
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    message: str | None = None
+    checks: tuple[str, ...] = ()
+
+    @property
+    def diverges(self) -> bool:
+        return self.outcome not in ("pass", "unsupported")
+
+    @property
+    def fusion(self) -> bool | None:
+        flags = [f.fusion for f in self.findings if f.fusion is not None]
+        return any(flags) if flags else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "message": self.message, "checks": list(self.checks),
+                "fusion": self.fusion, "findings": [f.to_json() for f in self.findings]}
+
+
+def _scalar(x) -> Any:
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return [float(x.real), float(x.imag)]
+    if x.dtype.kind in "iub":
+        return x.item()
+    return repr(float(x))
+
+
+def _finding(value, op, check, cls_array, expected, actual) -> Finding | None:
+    bad = cls_array != PASS
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    cls = ELEMENT_CLASSES[int(cls_array[bad].max())]
+    return Finding(value, op, check, cls, int(bad.sum()), idx[0], idx[1:],
+                   _scalar(expected[idx]), _scalar(actual[idx]))
+
+
+def _exact_classes(actual, expected, flushed, skip) -> np.ndarray:
+    cls, _ = classify(actual, expected, EXACT)
+    cls = np.asarray(cls).copy()
+    cls[skip] = PASS
+    flush = (cls != PASS) & same_bits_or_nan(actual, flushed)
+    cls[flush] = SUBNORMAL_FLUSH
+    return cls
+
+
+def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarray],
+                  batch: int | None = None, oracle: ProgramValues | None = None,
+                  flushed: ProgramValues | None = None,
+                  metamorphic: bool = True) -> ProgramVerdict:
+    """Judge ``program`` on ``backend`` for the batched ``inputs`` (module docstring)."""
+    inputs = [np.asarray(x) for x in inputs]
+    if batch is None:
+        batch = inputs[0].shape[0] if inputs else 1
+    with np.errstate(all="ignore"):
+        oracle = oracle or evaluate_program(program, inputs, batch=batch)
+        flushed = flushed or evaluate_program(program, inputs, flush=True, batch=batch)
+        try:
+            exe = compile_program(backend, program)
+            actual = run_batch(exe, inputs, batch)
+        except Unsupported as e:
+            return ProgramVerdict("unsupported", message=str(e))
+        except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
+            return ProgramVerdict(failure_class(e), message=error_text(e))
+        want = [(batch,) + t.shape for t in program.result_types]
+        got = [type_of(a) for a in actual]
+        if len(actual) != len(want) or any(
+                g.shape != w or g.element_type != t.element_type
+                for g, w, t in zip(got, want, program.result_types)):
+            return ProgramVerdict("type", message=f"results are ({', '.join(map(str, got))}); "
+                                  f"expected {len(want)} of the program's result types")
+        producer = program.producer()
+        findings: list[Finding] = []
+        for r, a in zip(program.results, actual):
+            skip = oracle.masked[r] | oracle.inexact[r] | flushed.masked[r]
+            cls = _exact_classes(a, oracle.values[r], flushed.values[r], skip)
+            op = program.operations[producer[r][0]].op if r in producer else "argument"
+            f = _finding(r, op, "exact", cls, oracle.values[r], a)
+            if f is not None:
+                findings.append(f)
+        checks = ["exact"]
+        if findings:
+            _attribute(backend, program, inputs, actual, findings)
+        if metamorphic and any(not exact_op(o.signature) for o in program.operations):
+            checks.append("metamorphic")
+            try:
+                findings += _metamorphic(backend, program, inputs, batch, oracle)
+            except Unsupported as e:
+                return ProgramVerdict("unsupported", findings, str(e), tuple(checks))
+            except Exception as e:  # noqa: BLE001
+                return ProgramVerdict(failure_class(e), findings, error_text(e), tuple(checks))
+    outcome = worst([f.cls for f in findings]) if findings else "pass"
+    return ProgramVerdict(outcome, findings, None, tuple(checks))
+
+
+def _attribute(backend, program, inputs, actual, findings) -> None:
+    """Does the backend run op by op give the same wrong values? (module docstring, 3)"""
+    try:
+        run = op_by_op(backend, program)
+        per_case = [run([x[b] for x in inputs]) for b in range(len(actual[0]))]
+    except Exception:  # noqa: BLE001 - an op the backend cannot run alone: unknown
+        return
+    for f in findings:
+        i = program.results.index(f.value)
+        obo = np.stack([c[f.value] for c in per_case])
+        f.fusion = not bool(same_bits_or_nan(obo, np.asarray(actual[i])).all())
+
+
+def _metamorphic(backend, program, inputs, batch, oracle) -> list[Finding]:
+    exposed = program.exposed()
+    values = run_batch(compile_program(backend, exposed), inputs, batch)
+    env = {n: x for n, x in zip(program.argument_names, inputs)}
+    env.update(zip(exposed.results, values))
+    out: list[Finding] = []
+    for o in program.operations:
+        sig = o.signature
+        if not sig.input_types:
+            continue
+        tainted = any(oracle.inexact[v].any() for v in o.operands)
+        if exact_op(sig) and not tainted:
+            continue                        # judged exactly on the final results
+        spec = load_spec(sig.op)
+        xs = [env[v] for v in o.operands]
+        got = [env[r] for r in o.results]
+        expected = list(oracles.evaluate_batch(sig, xs, spec))
+        masks = oracles.implementation_defined(sig, xs, spec, expected)
+        verdict = judge(Judgement(sig, spec, spec.signature_accuracy(sig), xs, expected, got,
+                                  masks, lambda ys, sig=sig, spec=spec:
+                                  oracles.evaluate_batch(sig, ys, spec),
+                                  rules_on=lambda ys, zs, sig=sig, spec=spec:
+                                  oracles.implementation_defined(sig, ys, spec, zs)))
+        if verdict.type_message is not None:
+            out.append(Finding(o.name, o.op, "metamorphic", "type", 0, 0, (),
+                               verdict.type_message))
+            continue
+        if not verdict.diverging_cases().size:
+            continue
+        alone = run_batch(lambda ys: backend.executable(sig)(ys), xs, batch)
+        for r, cls, e, a, s in zip(o.results, verdict.element_classes, expected, got, alone):
+            cls = np.asarray(cls).copy()
+            cls[same_bits_or_nan(np.asarray(s), np.asarray(a))] = PASS
+            f = _finding(r, o.op, "metamorphic", cls, e, a)
+            if f is not None:
+                f.fusion = True
+                out.append(f)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Minimising
+# ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Minimized:
+    program: Program
+    inputs: list[np.ndarray]        # batched, batch 1
+    verdict: ProgramVerdict
+    steps: int
+
+
+def minimize(backend: Backend, program: Program, inputs: Sequence[np.ndarray],
+             verdict: ProgramVerdict, max_checks: int = 200) -> Minimized:
+    """The smallest program found that still diverges with ``verdict``'s class."""
+    target = verdict.outcome
+    inputs = [np.asarray(x) for x in inputs]
+    case = verdict.findings[0].case if verdict.findings else 0
+    cur_p, cur_x = program, [x[case:case + 1] for x in inputs]
+    cur_v = check_program(backend, cur_p, cur_x, batch=1)
+    if cur_v.outcome != target:             # the one case alone does not show it
+        cur_x = inputs
+        cur_v = verdict
+    checks, steps = 0, 0
+    changed = True
+    while changed and checks < max_checks:
+        changed = False
+        for cand_p, cand_x in _candidates(cur_p, cur_x):
+            checks += 1
+            v = check_program(backend, cand_p, cand_x,
+                              batch=cand_x[0].shape[0] if cand_x else cur_x[0].shape[0]
+                              if cur_x else 1)
+            if v.outcome == target:
+                cur_p, cur_x, cur_v = cand_p, cand_x, v
+                steps += 1
+                changed = True
+                break
+            if checks >= max_checks:
+                break
+    return Minimized(cur_p, cur_x, cur_v, steps)
+
+
+def _candidates(program: Program, inputs: list[np.ndarray]):
+    """Smaller programs: a result dropped; an operation's result made an argument."""
+    names = program.argument_names
+    by_name = dict(zip(names, inputs))
+    batch = inputs[0].shape[0] if inputs else 1
+
+    def keep(p: Program, extra: dict[str, np.ndarray] | None = None):
+        pool = {**by_name, **(extra or {})}
+        return p, [pool[n] for n in p.argument_names]
+
+    if len(program.results) > 1:
+        for i in range(len(program.results)):
+            p = program.with_results(program.results[:i] + program.results[i + 1:]).pruned()
+            yield keep(p)
+    if len(program.operations) > 1:
+        oracle = evaluate_program(program, inputs, batch=batch)
+        for o in program.operations:
+            if len(o.results) != 1 or not o.signature.input_types:
+                continue
+            p = program.cut_at(o.name)
+            if p.operations:
+                yield keep(p, {o.name: oracle.values[o.name]})
+
+
+__all__ = ["check_program", "ProgramVerdict", "Finding", "minimize", "Minimized"]
