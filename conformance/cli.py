@@ -296,6 +296,11 @@ def _parser() -> argparse.ArgumentParser:
     _kind(upd.add_argument("--backend", help="only this backend's divergences (a backend of "
                                              "the run)"), "run_backend")
 
+    pg = sub.add_parser("programs", help="generate multi-op programs from the specs and check "
+                                         "them on backends (issue 19): exit 1 on a divergence")
+    from conformance.programs import add_arguments as program_arguments
+    program_arguments(pg)
+
     sp = sub.add_parser("specs", help="work with the spec files")
     sp_sub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     v = sp_sub.add_parser("validate", help="validate spec files (default: all shipped specs)")
@@ -834,9 +839,16 @@ def cmd_specs(args) -> int:
     return EXIT_USAGE if errors else EXIT_OK
 
 
+def cmd_programs(args) -> int:
+    from conformance.programs import run
+    return run(args)
+
+
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
             "specs": cmd_specs, "expectations": cmd_expectations, "repro": cmd_repro,
             "fuzz": cmd_fuzz}
+
+COMMANDS["programs"] = cmd_programs
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("the shared vocabulary", ["conformance", "conformance.core.*"]),
     ("the op specs", ["conformance.specs.*"]),
     ("what stands on the specs", ["conformance.oracles.*", "conformance.generators.*",
-                                  "conformance.emitter", "conformance.golden"]),
+                                  "conformance.emitter", "conformance.golden",
+                                  "conformance.program_emit"]),
     ("backends", ["conformance.backends.*", "conformance.isolation"]),
     # plan: the depths, signature plans, value batches and case ids every front-end
     # checks; tolerances: profiles of verdict overrides, checked against the verdict kinds
@@ -38,6 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("front-ends", ["conformance.runner", "conformance.repro", "conformance.replay",
                     "conformance.cli", "conformance.__main__", "conformance.pytest_plugin",
                     "conformance.suite.*", "conformance.expectations", "conformance.reports.*",
+                    "conformance.programs",
                     # issue 20: campaigns
                     "conformance.fuzz"]),
 ]
