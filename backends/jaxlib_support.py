@@ -1,14 +1,20 @@
 """The one place where the ``xla`` and ``interpreter`` backends touch jax/jaxlib
-internals: a version pin, the PJRT client calls, an MLIR context, and exact
-numpy <-> ``DenseElementsAttr`` conversion for every StableHLO element type.
+internals: a supported version range, the PJRT client calls, an MLIR context, and
+exact numpy <-> ``DenseElementsAttr`` conversion for every StableHLO element type.
 
 Every name below that is not public jax API can change in any jaxlib release, so
 :func:`load` resolves all the names a backend needs when it is constructed, checks
-the installed versions against :data:`PINNED`, and raises :class:`BackendLoadError`
-with one line saying what is wrong ("xla backend: needs jaxlib 0.10.2 (found jax
-0.10.2, jaxlib 0.4.30): ...", "...: missing jax._src.lib.xla_client.DeviceList")
-instead of a traceback in the middle of a run. Set ``CONFORMANCE_UNPINNED_JAXLIB=1``
-to try an unpinned version anyway (missing names are still an error).
+the installed versions against :data:`REQUIREMENT` (the range pyproject.toml
+declares), and raises :class:`BackendLoadError` with one line saying what is wrong
+("xla backend: needs jax and jaxlib >=0.10.2,<0.13 (found jax 0.10.2, jaxlib
+0.4.30): ...", "...: missing jax._src.lib.xla_client.DeviceList") instead of a
+traceback in the middle of a run. Set ``CONFORMANCE_UNPINNED_JAXLIB=1`` to try a
+version outside the range anyway (missing names are still an error).
+
+Versions tried (the backend tests and a quick ``--backend jax,xla,interpreter`` run):
+:data:`TESTED`. Where a private API differs between them, :func:`shims` picks the
+branch from the installed versions, and each branch names the versions that take it
+(``tests/test_jaxlib_versions.py`` holds every tried version to its branches).
 
 What is used (``*`` = private, may break on any jaxlib upgrade):
 
@@ -53,10 +59,52 @@ from conformance.core.types import ElementType, element_type
 
 from .base import BackendLoadError
 
-#: The jax/jaxlib version these private APIs were tried with.
-PINNED = "0.10.2"
-#: Set to 1 to try an unpinned jax/jaxlib (missing names are still reported).
+#: The jax/jaxlib versions these private APIs were tried with (the oldest is the one
+#: CI runs, on Python 3.11; 0.11 and 0.12 exist for Python >= 3.12 only).
+TESTED = ("0.10.2", "0.11.2", "0.12.0.1")
+#: The supported range, as in pyproject.toml: MINIMUM <= version < BELOW.
+MINIMUM, BELOW = "0.10.2", "0.13"
+REQUIREMENT = f">={MINIMUM},<{BELOW}"
+#: The version CI runs (pyproject's lower bound).
+PINNED = MINIMUM
+#: Set to 1 to try a jax/jaxlib outside the range (missing names are still reported).
 UNPINNED_ENV = "CONFORMANCE_UNPINNED_JAXLIB"
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """The leading numeric release of a version string: "0.12.0.1" -> (0, 12, 0, 1),
+    "0.13.0.dev20260101" -> (0, 13, 0); () when there is none."""
+    m = re.match(r"\d+(?:\.\d+)*", version or "")
+    return tuple(int(p) for p in m.group(0).split(".")) if m else ()
+
+
+def supported(version: str | None) -> bool:
+    """Whether ``version`` lies in :data:`REQUIREMENT`."""
+    v = version_tuple(version)
+    return bool(v) and version_tuple(MINIMUM) <= v < version_tuple(BELOW)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shims:
+    """Which branch of each private API that differs between the tried versions.
+
+    ``result_handler_skip_checks``: ``xla_client.array_result_handler(aval, sharding,
+    committed, _skip_checks)`` takes a 4th argument up to jaxlib extension version 488
+    and only 3 from 489 on (jax's own array.py switches at 489 too). jaxlib 0.10.2
+    (extension 467) and 0.11.0 (477) take it; 0.11.2 (495) and 0.12.0.1 (505) reject
+    it with a TypeError.
+    """
+
+    result_handler_skip_checks: bool = True
+
+
+def shims(jaxlib_version: str | None, extension_version: int | None) -> Shims:
+    """The branches for a jaxlib version and its ``jaxlib_extension_version``
+    (``xla_client._version``); a missing extension version counts by release: the
+    newest branch from 0.11.2 on."""
+    if extension_version is None:
+        extension_version = 489 if version_tuple(jaxlib_version) >= (0, 11, 2) else 0
+    return Shims(result_handler_skip_checks=extension_version < 489)
 
 
 # What each backend needs: field -> (module, attribute path). "pjrt" is the xla
@@ -110,6 +158,7 @@ class Jaxlib:
     eval_module: Callable[..., Any] = None
     make_ir_context: Callable[[], Any] = None
     register_type_caster: Callable[..., Any] = None
+    shims: Shims = Shims()
 
 
 def _found(jax_version: str | None, jaxlib_version: str | None) -> str:
@@ -138,7 +187,7 @@ def _reset() -> None:
 
 
 def _resolve(who: str, group: str) -> Jaxlib:
-    needs = f"{who} backend: needs jaxlib {PINNED}"
+    needs = f"{who} backend: needs jax and jaxlib {REQUIREMENT}"
     try:
         import jax
         import jaxlib
@@ -147,10 +196,10 @@ def _resolve(who: str, group: str) -> Jaxlib:
     jax_v = getattr(jax, "__version__", None)
     jaxlib_v = getattr(jaxlib, "__version__", None)
     found = _found(jax_v, jaxlib_v)
-    if (jax_v, jaxlib_v) != (PINNED, PINNED) and os.environ.get(UNPINNED_ENV) != "1":
+    if not (supported(jax_v) and supported(jaxlib_v)) and os.environ.get(UNPINNED_ENV) != "1":
         raise BackendLoadError(
             f"{needs} (found {found}): its private PJRT/MLIR APIs were only tried with "
-            f"jax=={PINNED} jaxlib=={PINNED}; install those, or set {UNPINNED_ENV}=1 to "
+            f"{', '.join(TESTED)}; install one of those, or set {UNPINNED_ENV}=1 to "
             "try this version anyway")
     import importlib
     missing: list[str] = []
@@ -174,7 +223,10 @@ def _resolve(who: str, group: str) -> Jaxlib:
     if missing:
         raise BackendLoadError(f"{needs} (found {found}): missing "
                                + ", ".join(dict.fromkeys(missing)))
-    return Jaxlib(jax_version=jax_v, jaxlib_version=jaxlib_v, **api)
+    extension = getattr(importlib.import_module("jax._src.lib"), "jaxlib_extension_version",
+                        None)
+    return Jaxlib(jax_version=jax_v, jaxlib_version=jaxlib_v,
+                  shims=shims(jaxlib_v, extension), **api)
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,6 +270,12 @@ class Pjrt:
             aval = self.aval(array.shape, array.dtype)
         return self.lib.batched_device_put(aval, self.sharding, [array], [self.device], True,
                                            False, self.lib.immutable_during_call, True)
+
+    def result_handler(self, aval):
+        """A C++ handler that wraps one result buffer of ``aval`` (see :class:`Shims`)."""
+        if self.lib.shims.result_handler_skip_checks:
+            return self.lib.array_result_handler(aval, self.sharding, True, True)
+        return self.lib.array_result_handler(aval, self.sharding, True)
 
     def cannot_transfer(self, dtype: np.dtype) -> str | None:
         """Why arrays of ``dtype`` cannot go to this device (None if they can)."""
@@ -264,8 +322,8 @@ class Loaded:
             if all(tuple(o.shape) == a.shape and np.dtype(o.dtype) == a.dtype
                    for o, a in zip(outs, arrays)):
                 pjrt = self.pjrt
-                self._handlers = [pjrt.lib.array_result_handler(
-                    pjrt.aval(a.shape, a.dtype), pjrt.sharding, True, True) for a in arrays]
+                self._handlers = [pjrt.result_handler(pjrt.aval(a.shape, a.dtype))
+                                  for a in arrays]
         return arrays
 
 

@@ -40,6 +40,14 @@ def installed(tmp_path_factory) -> Path:
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True, timeout=300)
+    if sys.prefix != sys.base_prefix:
+        # Run from a venv (e.g. one with another jax): --system-site-packages sees the
+        # base interpreter's packages, not this environment's, so name them (.pth).
+        import site
+        purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
+                                  "print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        Path(purelib, "_outer_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     (wheel,) = whl.glob("*.whl")
     p = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-deps", "-q", str(wheel)],
                        capture_output=True, text=True, timeout=300)

@@ -94,7 +94,7 @@ def xla():
 def test_short_name_and_description(xla):
     assert xla.name == "xla" and xla.isolate
     info = xla.describe()
-    assert info["jaxlib"] == jaxlib_support.PINNED and info["platform"] == "cpu"
+    assert jaxlib_support.supported(info["jaxlib"]) and info["platform"] == "cpu"
 
 
 def test_compiles_hand_written_module_text(xla):
@@ -206,8 +206,15 @@ def test_known_divergence_xla_cpu_flushes_subnormals(xla):
 
 def test_known_divergence_bitcast_convert_i1_to_si4_has_the_wrong_shape(xla):
     """XLA treats i1 as 8 bits wide in bitcast_convert: tensor<4xi1> -> tensor<si4>
-    comes back as s4[4,2] (a type divergence); the backend returns what XLA gives."""
+    comes back as s4[4,2] (a type divergence); the backend returns what XLA gives.
+    From jaxlib 0.12 (0.12.0.1 tried; 0.11.2 still as above) the result's layout has
+    2 dimensions for a 0-d shape and fetching it fails (a backend error)."""
+    import jaxlib
     case = Case.make("bitcast_convert", [np.array([1, 0, 0, 0], bool)], ["tensor<si4>"])
+    if jaxlib_support.version_tuple(jaxlib.__version__) >= (0, 12):
+        with pytest.raises(RuntimeError, match="Dimensions size is 0, but layout size is 2"):
+            xla.run(case)
+        return
     (out,) = xla.run(case)
     assert out.shape == (4, 2)
     (batched,) = xla.batch_executable(case.signature)([np.array([[1, 0, 0, 0]] * 2, bool)])
@@ -247,6 +254,7 @@ def test_batches_run_the_same_executable_per_case(xla):
 
 
 def test_wrong_jaxlib_version_is_a_one_line_load_error(monkeypatch):
+    import jax
     import jaxlib
     monkeypatch.setattr(jaxlib, "__version__", "0.4.30")
     monkeypatch.delenv(jaxlib_support.UNPINNED_ENV, raising=False)
@@ -256,22 +264,25 @@ def test_wrong_jaxlib_version_is_a_one_line_load_error(monkeypatch):
             with pytest.raises(BackendLoadError) as e:
                 get_backend(name)
             msg = str(e.value)
-            assert msg.startswith(f"{name} backend: needs jaxlib {jaxlib_support.PINNED} "
-                                  "(found jax 0.10.2, jaxlib 0.4.30)"), msg
+            assert msg.startswith(f"{name} backend: needs jax and jaxlib "
+                                  f"{jaxlib_support.REQUIREMENT} (found jax "
+                                  f"{jax.__version__}, jaxlib 0.4.30)"), msg
             assert "\n" not in msg and e.value.__cause__ is None
     finally:
         jaxlib_support._reset()
 
 
 def test_missing_private_api_is_named_in_one_line(monkeypatch):
+    import jaxlib
     from jax._src.lib import xla_client
     monkeypatch.delattr(xla_client, "batched_device_put")
     jaxlib_support._reset()
     try:
         with pytest.raises(BackendLoadError) as e:
             get_backend("xla")
-        assert str(e.value) == (f"xla backend: needs jaxlib {jaxlib_support.PINNED} (found "
-                                f"{jaxlib_support.PINNED}): missing "
+        assert str(e.value) == (f"xla backend: needs jax and jaxlib "
+                                f"{jaxlib_support.REQUIREMENT} (found "
+                                f"{jaxlib.__version__}): missing "
                                 "jax._src.lib.xla_client.batched_device_put")
         assert get_backend("interpreter").name == "interpreter"   # needs none of PJRT
     finally:
@@ -292,8 +303,9 @@ def test_xla_gpu_without_a_gpu_is_a_load_error():
 
 def test_known_crash_bitcast_convert_complex_widening_aborts_xla_cpu():
     """XLA CPU aborts the process (CHECK failure in BitcastDtypesExpander, "unhandled
-    type") compiling bitcast_convert tensor<2xcomplex<f32>> -> tensor<complex<f64>>,
-    a valid program: why XlaBackend.isolate is True."""
+    type"; from jaxlib 0.11.2 on, 0.12.0.1 too, a CHECK failure in shape.cc,
+    "primitive_type_invalid") compiling bitcast_convert tensor<2xcomplex<f32>> ->
+    tensor<complex<f64>>, a valid program: why XlaBackend.isolate is True."""
     code = ("from conformance.backends import get_backend\n"
             "from conformance.core.case import Signature\n"
             "sig = Signature.make('bitcast_convert', ['tensor<2xcomplex<f32>>'], "
@@ -302,4 +314,4 @@ def test_known_crash_bitcast_convert_complex_widening_aborts_xla_cpu():
             "print('compiled')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "compiled" not in p.stdout
-    assert "unhandled type" in p.stderr
+    assert "unhandled type" in p.stderr or "primitive_type_invalid" in p.stderr
