@@ -166,14 +166,16 @@ def _padded(x: np.ndarray, g: ConvGeometry) -> np.ndarray:
             idx[ax] = slice(None, None, d)
             y[tuple(idx)] = x
             x = y
+        # zeros on the positive sides first, then the negative sides cut from the padded
+        # array (a cut larger than the input on its side takes the other side's padding)
         lo, hi = int(g.pad[i, 0]), int(g.pad[i, 1])
-        idx = [slice(None)] * x.ndim
-        idx[ax] = slice(max(0, -lo), x.shape[ax] - max(0, -hi))
-        x = x[tuple(idx)]
         if lo > 0 or hi > 0:
             widths = [(0, 0)] * x.ndim
             widths[ax] = (max(0, lo), max(0, hi))
             x = np.pad(x, widths)
+        idx = [slice(None)] * x.ndim
+        idx[ax] = slice(max(0, -lo), x.shape[ax] - max(0, -hi))
+        x = x[tuple(idx)]
     return x
 
 
@@ -318,43 +320,47 @@ def _out_of_range(lhs, rhs, attr_values, result):
 
 def _zero_parts(lhs, rhs, attr_values, result) -> list[np.ndarray]:
     """Per part of the result (one for real types; real and imaginary for complex): zero
-    results where every real product of that part over the window is a zero of either sign
-    (padding and dilation holes included)."""
+    results whose sign an order may change: every real product of that part over the
+    window is a zero of either sign (padding and dilation holes included; without the init
+    value a sum of -0 products is -0), or the exact sum is nonzero but rounds to zero (the
+    products rounded at the element type may underflow to zeros of either sign)."""
     lhs, rhs, r = np.asarray(lhs), np.asarray(rhs), np.asarray(result)
     parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     g = geometry(lhs.shape, rhs.shape, _attrs(attr_values), lead=1)
     et = element_type(r.dtype)
     if _empty(g) or r.size == 0 or not (et.is_float or et.is_complex):
         return [np.zeros(r.shape, bool) for _ in parts]
-    a, b, _ = _wide(lhs, rhs)
+    a, b, exact = _wide(lhs, rhs)
     v, k, lb, rb, lc, rc = operands(a, b, g)
     zero = contraction.all_zero_terms(v, k, lb, rb, lc, rc, lead=1)
-    return [from_groups(z, g) & (q == 0) for z, q in zip(zero, parts)]
+    with np.errstate(all="ignore"):
+        c = from_groups(contraction.contract(v, k, lb, rb, lc, rc, lead=1, exact=exact), g)
+    sums = [c.real, c.imag] if np.iscomplexobj(c) else [c]
+    return [(from_groups(z, g) | (w != 0)) & (q == 0) for z, w, q in zip(zero, sums, parts)]
 
 
 @condition("convolution_zero_terms")
 def _zero_terms(lhs, rhs, attr_values, result):
-    """Zero results (a part of them) whose every product is a zero: without the init
-    value 0 the sum of -0 products is -0."""
+    """Zero results (a part of them) whose sign the order decides (:func:`_zero_parts`)."""
     out = np.zeros(np.shape(result), bool)
     for z in _zero_parts(lhs, rhs, attr_values, result):
         out |= z
     return out
 
 
-@alternative("convolution_negative_zero")
-def _negative_zero(lhs, rhs, attr_values, result):
-    """The oracle's result with -0 in each part whose products are all zeros (a tree
-    without the init value over -0 products); for complex, each such part alone and
-    both."""
+@alternative("convolution_other_zero")
+def _other_zero(lhs, rhs, attr_values, result):
+    """The oracle's result with the other zero in each part whose sign the order decides;
+    for complex, each such part alone and both."""
     r = np.asarray(result)
     zs = _zero_parts(lhs, rhs, attr_values, result)
     if not np.iscomplexobj(r):
-        return np.where(zs[0], -np.abs(r.astype(np.float64)), r.astype(np.float64)
-                        ).astype(r.dtype) if (element_type(r.dtype).is_float) else r
+        if not element_type(r.dtype).is_float:
+            return r
+        return np.where(zs[0], -r.astype(np.float64), r.astype(np.float64)).astype(r.dtype)
     re, im = np.array(r.real), np.array(r.imag)
-    nre = np.where(zs[0], -np.abs(re), re).astype(re.dtype)
-    nim = np.where(zs[1], -np.abs(im), im).astype(im.dtype)
+    nre = np.where(zs[0], -re, re).astype(re.dtype)
+    nim = np.where(zs[1], -im, im).astype(im.dtype)
     out = []
     for x, y in ((nre, im), (re, nim), (nre, nim)):
         c = np.empty(r.shape, r.dtype)
