@@ -11,8 +11,11 @@ How the canonical text meets IREE (what a vendor writing such an adapter needs t
   fp8 types, i1 and the complex types cross as they are (ml_dtypes arrays);
 - IREE demotes f64 to f32 and i64 to i32 unless told not to: both are turned off
   (:data:`FLAGS`), so every type is compiled at its own width;
-- si4/ui4 tensors whose size is not a whole number of bytes do not compile
-  ("does not have integral number of total bytes"): ``Unsupported`` with that reason;
+- si4/ui4 tensors: the Python runtime maps no int4 numpy array (IREE packs two per byte)
+  and IREE compiles none whose size is not a whole number of bytes ("does not have
+  integral number of total bytes"): a valid program with an int4 input or result is
+  ``Unsupported`` with that reason (an invalid one is still compiled, to see whether
+  IREE rejects it);
 - IREE reports only text diagnostics: a compile error of a valid program is a backend
   error (its first diagnostic line), of an invalid program the right answer (a
   rejection); only the byte-count refusal above counts as ``Unsupported``.
@@ -71,6 +74,11 @@ class IreeBackend(Backend):
 
     def compile(self, sig: Signature):
         from conformance.emitter import EmitError, module_text
+        int4 = sorted({t.element_type.name for t in (*sig.input_leaves, *sig.result_leaves)}
+                      & {"si4", "ui4"})
+        if int4 and not sig.invalid:
+            raise Unsupported(f"the IREE Python runtime cannot map {'/'.join(int4)} arrays "
+                              "(IREE packs two per byte); not packed here yet")
         try:
             text = module_text(sig)
         except EmitError as e:
@@ -103,7 +111,7 @@ class IreeBackend(Backend):
         type and shape (0-d included: the runtime's own conversion makes a 0-d array
         1-d, which a tensor<T> parameter refuses)."""
         rt = self.runtime
-        if et.name in ("si4", "ui4"):
+        if et.name in ("si4", "ui4"):     # (an invalid program that IREE compiled)
             raise Unsupported("the IREE Python runtime cannot map int4 numpy arrays (IREE "
                               "packs two per byte); not packed here yet")
         hal_type = getattr(rt.HalElementType, _HAL_TYPES[et.name])
