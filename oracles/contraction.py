@@ -159,11 +159,14 @@ def _slices(x: np.ndarray, axis: int, k: int, max_slices: int = 40) -> list[np.n
 
 
 def _row_scale(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` with each row (column) scaled by a power of two to at most 1, and the
-    exponents (exact: only a dynamic range above 2^1000 within a row loses bits)."""
+    """``x`` with each row (column) whose largest element is above 2^900 scaled down by a
+    power of two to 2^900 (so that the slicing constant does not overflow), and the
+    exponents; other rows as they are (a row's tiny elements are kept: scaling every row
+    to 1 would flush the elements 2^1074 below its largest)."""
     mx = np.max(np.abs(x), axis=axis, keepdims=True)
     _, e = np.frexp(np.where(mx > 0, mx, 1.0))
-    return np.ldexp(x, -e), e
+    shift = np.maximum(e - 900, 0)
+    return np.ldexp(x, -shift), shift
 
 
 def exact_f64_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -421,12 +424,25 @@ def _out_of_range(lhs, rhs, lb, rb, lc, rc, result):
 
 
 def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":
+    """Per part of the (batched) result: a zero whose sign the order decides. That is
+    where every term is a zero (a tree without the init value over -0 terms gives -0),
+    where every term underflows to zero at the operands' type (Σ|a·b| at most half its
+    smallest subnormal: the signs of the rounded products decide), and where the exact
+    sum is a nonzero that rounds to zero (a partial sum may cancel to +0 or underflow
+    with either sign)."""
     r = np.asarray(result)
     parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     zero = all_zero_terms(lhs, rhs, lb, rb, lc, rc)
     if len(zero) != len(parts):        # (a real dot with a complex result: not drawn)
         return [np.zeros(r.shape, bool) for _ in parts]
-    return [z & (q == 0) for z, q in zip(zero, parts)]
+    src = element_type(np.asarray(lhs).dtype)
+    eta = float(ml_dtypes.finfo(src.component.dtype).smallest_subnormal) \
+        if (src.is_float or src.is_complex) else 0.0
+    with np.errstate(all="ignore"):
+        s = magnitudes(lhs, rhs, lb, rb, lc, rc, lead=1)
+        wide = contract(np.asarray(lhs), np.asarray(rhs), lb, rb, lc, rc, lead=1)
+    wparts = [wide.real, wide.imag] if np.iscomplexobj(wide) else [wide]
+    return [(q == 0) & (z | (s <= eta / 2) | (w != 0)) for z, q, w in zip(zero, parts, wparts)]
 
 
 @condition("contraction_zero_terms")
@@ -443,19 +459,19 @@ def _zero_terms(lhs, rhs, lb, rb, lc, rc, result):
 
 @alternative("contraction_negative_zero")
 def _negative_zero(lhs, rhs, lb, rb, lc, rc, result):
-    """The oracle's result with -0 in each part whose terms are all zeros (a tree without
-    the init value over -0 terms); for complex, each such part alone and both."""
+    """The oracle's result with the other zero in each part whose zero's sign the order
+    decides (:func:`_zero_parts`); for complex, each such part alone and both."""
     r = np.asarray(result)
     et = element_type(r.dtype)
     if not (et.is_float or et.is_complex) or r.size == 0:
         return r
     zs = _zero_parts(lhs, rhs, lb, rb, lc, rc, result)
     if not np.iscomplexobj(r):
-        return np.where(zs[0], -np.abs(r.astype(np.float64)), r).astype(r.dtype)
+        return np.where(zs[0], -r, r).astype(r.dtype)
     re = np.array(r.real)
     im = np.array(r.imag)
-    nre = np.where(zs[0], -np.abs(re), re).astype(re.dtype)
-    nim = np.where(zs[1], -np.abs(im), im).astype(im.dtype)
+    nre = np.where(zs[0], -re, re).astype(re.dtype)
+    nim = np.where(zs[1], -im, im).astype(im.dtype)
     out = []
     for x, y in ((nre, im), (re, nim), (nre, nim)):
         v = np.empty(r.shape, r.dtype)

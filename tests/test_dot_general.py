@@ -407,3 +407,27 @@ def test_bad_oracle_input_is_one_clear_line():
         contraction.contract(np.zeros((2, 3)), np.zeros((4, 5)), [], [], [1], [0])
     with pytest.raises(oracles.OracleError, match="out of range"):
         contraction.contract(np.zeros((2, 3)), np.zeros((3, 5)), [], [], [2], [0])
+
+
+def test_f64_rows_of_huge_dynamic_range_keep_their_small_terms():
+    """A row holding the largest f64 and 5e-133 against 0 and 2e291: the exact product is
+    1e159 (scaling the row to 1 would flush the small element: the oracle said 0)."""
+    a = np.array([[1.7976931348623157e308, 5e-133]])
+    b = np.array([[0.0], [2e291]])
+    sig = dg_sig((1, 2), (2, 1), "f64", [], [], [1], [0])
+    (r,) = oracles.evaluate("dot_general", [a, b], sig.attributes, result_types=sig.result_types)
+    assert r[0, 0] == float(Fraction(5e-133) * Fraction(2e291))
+
+
+def test_a_zero_whose_sign_the_order_decides_allows_either_sign():
+    """bf16 products that underflow (the exact sum is a tiny negative: -0 rounded, +0
+    in a tree that adds the init value after rounding the product) allow both zeros."""
+    sig = dg_sig((1, 2), (2, 1), "bf16", [], [], [1], [0], rt="f32")
+    lhs = np.array([[[1e-38, 0.0]]], ml_dtypes.bfloat16)
+    rhs = np.array([[[-1e-34], [0.0]]], ml_dtypes.bfloat16)
+    (e,) = oracles.evaluate_batch(sig, [lhs, rhs], SPEC)
+    masks = oracles.implementation_defined(sig, [lhs, rhs], SPEC, [e])
+    assert e[0, 0, 0] == 0 and np.signbit(e[0, 0, 0])
+    assert masks["zero_sign"].all()
+    (alt,) = masks.alternatives("zero_sign")["other_zero"]
+    assert not np.signbit(np.asarray(alt[0] if isinstance(alt, (list, tuple)) else alt)).any()
