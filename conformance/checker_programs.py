@@ -23,7 +23,8 @@ where ops without one exact answer are involved, and minimising what diverges.
    program's compile caused it (``fusion: True``): what no single-op run shows.
 
 :func:`minimize` shrinks a diverging program: one case, then repeatedly drop a result or
-replace an operation's result by a new argument holding the oracle's value, keeping a
+replace an operation's result by a new argument holding the oracle's value, or return an
+earlier value instead, keeping a
 change while the program still diverges with the same class.
 """
 from __future__ import annotations
@@ -262,7 +263,8 @@ def minimize(backend: Backend, program: Program, inputs: Sequence[np.ndarray],
 
 
 def _candidates(program: Program, inputs: list[np.ndarray]):
-    """Smaller programs: a result dropped; an operation's result made an argument."""
+    """Smaller programs: an earlier value made the only result; a result dropped; an
+    operation's result made an argument (holding the oracle's value)."""
     names = program.argument_names
     by_name = dict(zip(names, inputs))
     batch = inputs[0].shape[0] if inputs else 1
@@ -271,6 +273,10 @@ def _candidates(program: Program, inputs: list[np.ndarray]):
         pool = {**by_name, **(extra or {})}
         return p, [pool[n] for n in p.argument_names]
 
+    for o in program.operations:                # an earlier value as the only result
+        for r in o.results:
+            if (r,) != program.results and o.signature.input_types:
+                yield keep(program.with_results([r]).pruned())
     if len(program.results) > 1:
         for i in range(len(program.results)):
             p = program.with_results(program.results[:i] + program.results[i + 1:]).pruned()
