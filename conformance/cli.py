@@ -181,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --expectations: also fail when an entry is stale")
     r.add_argument("--no-invalid", action="store_true", help="skip the invalid-program cases")
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
+    r.add_argument("--no-probes", action="store_true",
+                   help="skip the probes of implementation-defined behaviour (accumulation "
+                        "precision and order of reduce and dot_general)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     iso = r.add_mutually_exclusive_group()
     iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
@@ -486,6 +489,7 @@ def cmd_run(args) -> int:
                        element_types=types, depth=args.depth, seed=args.seed, out=out,
                        max_repros=args.max_repros, tolerances=tolerances,
                        invalid=not args.no_invalid, examples=not args.no_examples,
+                       probes=not getattr(args, "no_probes", False),
                        progress=not args.no_progress, isolate=args.isolate,
                        timeout=args.timeout, replay=not args.no_replay)
     results = out / "results.jsonl"

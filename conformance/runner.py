@@ -60,6 +60,7 @@ class RunConfig:
     timeout: float = 60.0            # seconds per compile or batch in an isolated backend
     invalid: bool = True
     examples: bool = True
+    probes: bool = True          # what each backend evidently does (conformance.probes)
     progress: bool = True
     replay: bool = True              # re-run the reproducers already in ``out`` first
 
@@ -147,7 +148,27 @@ class Runner:
             self.run_invalid(spec, planned)
         if self.config.examples:
             self.run_examples(spec)
+        if self.config.probes:
+            self.run_probes(spec)
         self.writer.write({"kind": "unit_done", "op": spec.name})
+
+    def run_probes(self, spec: OpSpec) -> None:
+        """The implementation-defined behaviour an op's probes find on each backend
+        (accumulation precision and order of sums: conformance.probes), as ``probe``
+        records; nothing for ops without probes."""
+        from conformance import probes
+        if spec.name not in probes.PROBED or spec.name not in probes.SUM_FORMS:
+            return
+        for b in self.backends:
+            self.on_progress(f"{spec.name} probes on {b.name}")
+            try:
+                found = probes.probe_backend(b, spec.name,
+                                             element_types=self.config.element_types)
+            except Exception as e:  # noqa: BLE001 - a probe bug must not stop the run
+                self._internal_error(spec.name, "probes", f"probing {b.name}", e)
+                continue
+            for rec in found:
+                self.writer.write({**rec, "family": spec.family})
 
     # -- valid signatures --------------------------------------------------------------
     def _record_validity(self, spec: OpSpec, key: str, plan: Sequence[Signature]) -> None:

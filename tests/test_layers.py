@@ -35,7 +35,9 @@ LAYERS: list[tuple[str, list[str]]] = [
     # checks; tolerances: profiles of verdict overrides, checked against the verdict kinds
     ("the checker", ["conformance.checker*", "conformance.verdicts*", "conformance.compare",
                      "conformance.minimize", "conformance.plan", "conformance.tolerances",
-                     "conformance.arbiter"]),
+                     "conformance.arbiter",
+                     # probes of implementation-defined behaviour: backends' compile path
+                     "conformance.probes"]),
     ("front-ends", ["conformance.runner", "conformance.repro", "conformance.replay",
                     "conformance.cli", "conformance.__main__", "conformance.pytest_plugin",
                     "conformance.suite.*", "conformance.expectations", "conformance.reports.*",

@@ -1,0 +1,267 @@
+"""Probes of implementation-defined behaviour (conformance/probes.py): planted backends
+that sum in bf16, f16, f32, f64 or exactly, in a known order, must be told apart; a
+backend whose sums depend on more than precision and order, or that cannot run the
+probe, gives ``undetermined``, never a guess."""
+from __future__ import annotations
+
+import json
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance import probes
+from conformance.backends import Backend, Unsupported
+from conformance.specs import load_spec
+from conformance.specs.validity import violations
+
+ACC = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _terms(sig, inputs) -> np.ndarray:
+    """The terms a sum-form case adds: reduce's operand, dot_general's products."""
+    if sig.op == "reduce":
+        return np.asarray(inputs[0], np.float64)
+    return np.asarray(inputs[0], np.float64) * np.asarray(inputs[1], np.float64)
+
+
+def _fold(x: np.ndarray, dt) -> np.ndarray:
+    acc = x[..., 0].astype(dt)
+    for i in range(1, x.shape[-1]):
+        acc = (acc + x[..., i].astype(dt)).astype(dt)
+    return acc
+
+
+def _pairwise(x: np.ndarray, dt) -> np.ndarray:
+    if x.shape[-1] == 1:
+        return x[..., 0].astype(dt)
+    h = x.shape[-1] // 2
+    return (_pairwise(x[..., :h], dt) + _pairwise(x[..., h:], dt)).astype(dt)
+
+
+def _lanes8(x: np.ndarray, dt) -> np.ndarray:
+    """8 strided partial sums, folded in halves (lane i + lane i+4, ...): no tree in
+    index order."""
+    lanes = [_fold(x[..., i::8], dt) if i < x.shape[-1] else np.zeros(x.shape[:-1], dt)
+             for i in range(8)]
+    while len(lanes) > 1:
+        h = len(lanes) // 2
+        lanes = [(lanes[i] + lanes[i + h]).astype(dt) for i in range(h)]
+    return lanes[0]
+
+
+def _exact(x: np.ndarray, dt) -> np.ndarray:
+    return np.array([math.fsum(r) for r in x.reshape(-1, x.shape[-1])]).reshape(x.shape[:-1])
+
+
+ORDERS = {"sequential": _fold, "pairwise": _pairwise, "lanes8": _lanes8}
+
+
+class SumBackend(Backend):
+    """reduce (add body) and dot_general as sums of their terms, accumulated in ``acc``
+    (a type name, or ``exact``) in the order ``order``; the result rounded once to the
+    result type."""
+
+    isolate = False
+
+    def __init__(self, acc: str, order: str = "sequential", name: str | None = None):
+        self.acc, self.order = acc, order
+        self.name = name or f"sum-{acc}-{order}"
+        super().__init__()
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        if self.acc == "exact":
+            return _exact(x, None)
+        return ORDERS[self.order](x, ACC[self.acc]).astype(np.float64)
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        if sig.op not in ("reduce", "dot_general"):
+            raise Unsupported("sums only")
+        out_dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            return [np.asarray(self.sums(_terms(sig, inputs))).astype(out_dtype)]
+        return run
+
+
+class ShuffledSums(SumBackend):
+    """Every case summed in its own random order: no precision or order explains the
+    sums (the precision rows turn non-monotone, the order rows fit no model)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.rng = np.random.default_rng(7)     # one stream: every case its own order
+
+    def sums(self, x):
+        rng = self.rng
+        out = np.empty(x.shape[:-1])
+        flat, res = x.reshape(-1, x.shape[-1]), out.reshape(-1)
+        for r in range(flat.shape[0]):
+            res[r] = _fold(flat[r, rng.permutation(flat.shape[1])][None], ACC[self.acc])[0]
+        return out
+
+
+class NoisySums(SumBackend):
+    """f32 sums one ulp high: neither δ nor 0 where the probe expects one of them."""
+
+    def sums(self, x):
+        s = super().sums(x).astype(np.float32)
+        return np.nextafter(s, np.float32(np.inf)).astype(np.float64)
+
+
+class Refuses(SumBackend):
+    def compile(self, sig):
+        raise Unsupported("this backend has no reductions")
+
+
+def probe(backend, op="reduce", t="f32", pc=None, order=True):
+    plan = probes.ProbePlan(element_types=(t,), precision_configs=(pc,), order=order)
+    (rec,) = probes.probe_backend(backend, op, plan)
+    return rec
+
+
+# ---------------------------------------------------------------------------
+# Accumulation precision
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", ["f32", "bf16"])
+def test_f32_f64_bf16_and_exact_accumulation_are_told_apart(t):
+    found = {acc: probe(SumBackend(acc), t=t, order=False) for acc in
+             ("bf16", "f16", "f32", "f64", "exact")}
+    assert {a: r["accumulation"] for a, r in found.items()} == {
+        "bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64", "exact": "wider than f64"}
+    assert [found[a]["precision_bits"] for a in ("bf16", "f16", "f32", "f64")] == \
+        [8, 11, 24, 53]
+
+
+def test_accumulation_does_not_depend_on_the_order():
+    """Sequential, pairwise (trees in index order) and 8 strided lanes (not), all in f32:
+    the precision is f32 (the rows put B, δ and −B 384 apart: in index order, and in one
+    lane of any strided evaluation with 2^i up to 128 lanes)."""
+    for order in ORDERS:
+        assert probe(SumBackend("f32", order), t="bf16", order=False)["accumulation"] == \
+            "f32", order
+
+
+def test_f16_inputs_too_short_for_the_f64_row_say_a_lower_bound():
+    """f16 holds j only up to 28: f64 accumulation shows as 'f64 or wider', not f64."""
+    assert probe(SumBackend("f32"), t="f16", order=False)["accumulation"] == "f32"
+    rec = probe(SumBackend("f64"), t="f16", order=False)
+    assert rec["accumulation"] == "f64 or wider" and rec["precision_bits"] is None
+
+
+def test_dot_general_probe_per_precision_config():
+    rec = probe(SumBackend("f32", "lanes8"), op="dot_general", t="bf16", pc="HIGHEST")
+    assert rec["precision_config"] == "HIGHEST"
+    assert rec["accumulation"] == "f32"
+    assert rec["order"] == "strided-8, lanes summed by halves (l[i] + l[i+k/2])"
+    assert rec["in_index_order"] is False
+    sig = probes.SUM_FORMS["dot_general"].signature("bf16", 7, "DEFAULT")
+    assert not violations(sig, load_spec("dot_general"))
+    sig = probes.SUM_FORMS["reduce"].signature("f16", 7, None)
+    assert not violations(sig, load_spec("reduce"))
+
+
+def test_sums_that_depend_on_more_than_precision_are_undetermined():
+    rec = probe(ShuffledSums("bf16"), t="f32")
+    assert rec["accumulation"] == "undetermined"
+    assert rec["precision_bits"] is None
+
+
+def test_a_value_neither_delta_nor_zero_is_undetermined():
+    rec = probe(NoisySums("f32"), t="f32")
+    assert rec["accumulation"] == "undetermined" and "neither" in rec["detail"]
+
+
+def test_a_backend_that_cannot_run_the_probe_says_why():
+    rec = probe(Refuses("f32"))
+    assert rec["accumulation"] == "undetermined"
+    assert "no reductions" in rec["detail"]
+
+
+def test_decide_precision_brackets_and_refuses_non_monotone_patterns():
+    js = list(range(2, 10))
+    d = np.array([2.0 ** -j for j in js])
+    sums = np.where(np.array(js) <= 7, d, 0.0)
+    assert probes.decide_precision(js, sums, d)[0] == (7, 8)
+    assert probes.format_of((7, 8)) == ("bf16", 8)
+    assert probes.format_of((12, 13)) == ("undetermined", None)   # no format has 12-13 bits
+    sums[2] = 0.0                                                  # j=4 lost, j=5 exact
+    assert probes.decide_precision(js, sums, d)[0] is None
+
+
+# ---------------------------------------------------------------------------
+# Order
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("order, name, in_order", [
+    ("sequential", "sequential", True),
+    ("pairwise", "pairwise", True),
+    ("lanes8", "strided-8, lanes summed by halves (l[i] + l[i+k/2])", False),
+])
+def test_orders_are_told_apart(order, name, in_order):
+    rec = probe(SumBackend("f32", order), t="f32")
+    assert rec["accumulation"] == "f32"
+    # powers of two: halving at n//2 and at the largest power of two below n coincide
+    assert rec["order"] == name or (order == "pairwise" and rec["order"] == "undetermined"
+                                    and "pairwise (power-of-two split)" in rec["order_models"])
+    assert rec["in_index_order"] is in_order
+
+
+def test_order_needs_a_term_lost_at_the_accumulation_precision():
+    """f16 spans 28 binades: a term lost against B in f64 does not fit, so the order is
+    undetermined (while f32 accumulation leaves room)."""
+    assert probe(SumBackend("f64"), t="f16")["order"] == "undetermined"
+    assert probe(SumBackend("f32"), t="f16")["order"] == "sequential"
+
+
+def test_an_order_no_model_fits_is_undetermined():
+    rec = probe(ShuffledSums("f32"), t="f32", order=True)
+    assert rec.get("order", "undetermined") == "undetermined"
+
+
+def test_models_agree_with_the_planted_orders_on_their_own_rows():
+    """The models predict what the planted evaluators do (independent code)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 64))
+    for model, planted in (("sequential", _fold), ("pairwise", _pairwise)):
+        np.testing.assert_array_equal(probes.ORDER_MODELS[model][0](x),
+                                      planted(x, np.float64))
+    np.testing.assert_array_equal(
+        probes.ORDER_MODELS["strided-8, lanes summed by halves (l[i] + l[i+k/2])"][0](x),
+        _lanes8(x, np.float64))
+
+
+# ---------------------------------------------------------------------------
+# In a run, and in the report
+# ---------------------------------------------------------------------------
+
+def test_run_records_probes_and_the_report_shows_them(tmp_path):
+    from conformance.core.results import read_results
+    from conformance.reports import render
+    from conformance.runner import RunConfig, run
+    cfg = RunConfig(ops=["reduce"], element_types=["bf16"], depth="quick", out=tmp_path,
+                    progress=False, invalid=False, examples=False)
+    backends = [SumBackend("f32", name="acc-f32"), SumBackend("bf16", name="acc-bf16")]
+    run(cfg, backends, tmp_path / "results.jsonl")
+    recs = [r for r in read_results(tmp_path / "results.jsonl") if r["kind"] == "probe"]
+    got = {(r["backend"], r["element_type"]): r["accumulation"] for r in recs}
+    assert got == {("acc-f32", "bf16"): "f32", ("acc-bf16", "bf16"): "bf16"}
+    index = render(tmp_path / "results.jsonl", tmp_path / "report")
+    html = index.read_text()
+    assert "Implementation-defined behaviour" in html
+    assert 'data-backend="acc-f32" data-type="bf16" data-precision-config="" ' \
+           'data-accumulation="f32" data-order="sequential"' in html
+    page = (tmp_path / "report" / "ops" / "reduce.html").read_text()
+    assert 'id="impl-behaviour"' in page and 'data-accumulation="bf16"' in page
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    rows = {(r["backend"], r["element_type"]): r for r in s["implementation_defined_behaviour"]}
+    assert rows[("acc-bf16", "bf16")]["accumulation"] == "bf16"
+    assert rows[("acc-f32", "bf16")]["order"] == "sequential"
+
+    cfg.probes = False
+    run(cfg, backends, tmp_path / "again.jsonl")
+    assert not [r for r in read_results(tmp_path / "again.jsonl") if r["kind"] == "probe"]
