@@ -131,3 +131,14 @@ _NEGATE = """module {
     func.return %0 : tensor<3xf32>
   }
 }"""
+
+
+def test_an_expectation_can_name_a_jaxlib_version():
+    """A divergence only one jaxlib has is waived by ``when: {jaxlib: <glob>}`` (every
+    jax-based backend's describe() has its jaxlib version), no version feature needed."""
+    from conformance.expectations import Expectation
+    e = Expectation(op="bitcast_convert", cls="type", element_types=("i1->si4",),
+                    reason="XLA treats i1 as 8 bits", when=(("jaxlib", "0.1[01].*"),))
+    for version, ok in (("0.10.2", True), ("0.11.2", True), ("0.12.0.1", False)):
+        assert e.matches("xla", {"jaxlib": version}, "bitcast_convert", "type",
+                         element_type="i1->si4") is ok
