@@ -357,7 +357,8 @@ def test_planted_bugs_fail(change, sig):
 def test_other_orders_and_wider_accumulation_pass(change, sig):
     # f64: the special-value rows (extremes beside tiny values) meet a bug of
     # oracles/contraction.py's error-free f64 product (a term lost to the row/column
-    # scaling: /work/pending-expectations/NOTES-convolution.txt item 4), so f64 is checked
+    # scaling: /work/pending-expectations/NOTES-convolution.txt item 4; after its fix in
+    # f933c13 the f64 special rows still fail here, not yet diagnosed), so f64 is checked
     # on the exact, probe and Gaussian rows here
     f64 = sig.input_types[0].element_type.name == "f64"
     counts = classes(Planted(change), sig, special_rows=not f64)
