@@ -183,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-examples", action="store_true", help="skip the spec examples")
     r.add_argument("--no-probes", action="store_true",
                    help="skip the probes of implementation-defined behaviour (accumulation "
-                        "precision and order of reduce and dot_general)")
+                        "precision and order of reduce, dot_general and convolution)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     iso = r.add_mutually_exclusive_group()
     iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,

@@ -11,8 +11,9 @@ compiles a signature) and nothing else: no oracle, no backend internals.
 Every probe here is a *sum of terms*: the op's **sum form** (:data:`SUM_FORMS`) builds, for
 an element type, a length ``n`` and a precision_config, a valid signature whose one result
 per case is the sum of ``n`` given terms (reduce: an add body with init value 0;
-dot_general: a dot product with a vector of ones), so the same probes serve every op
-that has a sum form; an op gains them by registering one (``@sum_form("convolution")``).
+dot_general: a dot product with a vector of ones; convolution: one window as long as
+the input, a kernel of ones), so the same probes serve every op that has a sum form; an
+op gains them by registering one (``@sum_form("op")``).
 Which ops are probed, with which element types and precision_configs, is
 :data:`PROBED` (op -> :class:`ProbePlan`).
 
@@ -115,6 +116,29 @@ def _dot_form() -> SumForm:
     return SumForm(sig, inputs)
 
 
+@sum_form("convolution")
+def _convolution_form() -> SumForm:
+    """A 1-D convolution of one batch, one feature and a window as long as the input
+    (NWC / WIO): the one output element is the sum of the products with a kernel of
+    ones."""
+    def sig(t: str, n: int, pc: Any) -> Signature:
+        return Signature.make(
+            "convolution", [f"tensor<1x{n}x1x{t}>", f"tensor<{n}x1x1x{t}>"],
+            [f"tensor<1x1x1x{t}>"],
+            {"window_strides": [1], "padding": "dense<[[0, 0]]> : tensor<1x2xi64>",
+             "lhs_dilation": [1], "rhs_dilation": [1], "window_reversal": ["false"],
+             "input_batch_dimension": 0, "input_feature_dimension": 2,
+             "input_spatial_dimensions": [1], "kernel_input_feature_dimension": 1,
+             "kernel_output_feature_dimension": 2, "kernel_spatial_dimensions": [0],
+             "output_batch_dimension": 0, "output_feature_dimension": 2,
+             "output_spatial_dimensions": [1], "feature_group_count": 1,
+             "batch_group_count": 1, "precision_config": [pc or "DEFAULT"] * 2})
+
+    def inputs(terms: np.ndarray) -> list[np.ndarray]:
+        return [terms[:, None, :, None], np.ones_like(terms)[:, :, None, None]]
+    return SumForm(sig, inputs)
+
+
 @dataclasses.dataclass(frozen=True)
 class ProbePlan:
     """What to probe of an op: element types, precision_configs (None: the op has none)."""
@@ -125,9 +149,11 @@ class ProbePlan:
 
 
 #: op -> what is probed (an op without an entry, or without a sum form, is not probed)
+#: (contractions: DEFAULT and HIGHEST, the two ends; HIGH costs another compile per type)
 PROBED: dict[str, ProbePlan] = {
     "reduce": ProbePlan(),
-    "dot_general": ProbePlan(precision_configs=("DEFAULT", "HIGH", "HIGHEST")),
+    "dot_general": ProbePlan(precision_configs=("DEFAULT", "HIGHEST")),
+    "convolution": ProbePlan(precision_configs=("DEFAULT", "HIGHEST")),
 }
 
 

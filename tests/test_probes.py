@@ -23,7 +23,10 @@ def _terms(sig, inputs) -> np.ndarray:
     """The terms a sum-form case adds: reduce's operand, dot_general's products."""
     if sig.op == "reduce":
         return np.asarray(inputs[0], np.float64)
-    return np.asarray(inputs[0], np.float64) * np.asarray(inputs[1], np.float64)
+    lhs, rhs = (np.asarray(x, np.float64) for x in inputs[:2])
+    if sig.op == "convolution":       # NWC lhs [.., 1, n, 1], WIO kernel [.., n, 1, 1]
+        lhs, rhs = lhs.reshape(lhs.shape[:-3] + (-1,)), rhs.reshape(rhs.shape[:-3] + (-1,))
+    return lhs * rhs
 
 
 def _fold(x: np.ndarray, dt) -> np.ndarray:
@@ -78,7 +81,7 @@ class SumBackend(Backend):
     def compile(self, sig):
         if violations(sig):
             raise ValueError(f"invalid program: {violations(sig)}")
-        if sig.op not in ("reduce", "dot_general"):
+        if sig.op not in ("reduce", "dot_general", "convolution"):
             raise Unsupported("sums only")
         out_dtype = sig.result_types[0].element_type.dtype
 
@@ -163,6 +166,14 @@ def test_dot_general_probe_per_precision_config():
     assert not violations(sig, load_spec("dot_general"))
     sig = probes.SUM_FORMS["reduce"].signature("f16", 7, None)
     assert not violations(sig, load_spec("reduce"))
+
+
+def test_convolution_sum_form():
+    sig = probes.SUM_FORMS["convolution"].signature("f32", 7, "HIGHEST")
+    assert not violations(sig, load_spec("convolution"))
+    rec = probe(SumBackend("f64", "pairwise"), op="convolution", t="f32", pc="DEFAULT")
+    assert (rec["accumulation"], rec["precision_config"]) == ("f64", "DEFAULT")
+    assert rec["in_index_order"] is True
 
 
 def test_sums_that_depend_on_more_than_precision_are_undetermined():
