@@ -2,10 +2,12 @@
 
     conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
-                    [--jobs N] [--resume | --force] [--no-replay]
+                    [--jobs N] [--resume | --force] [--no-replay] [--shard K/N]
+                    [--cluster ray|auto|ray://HOST:PORT]
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance fuzz (--for 8h | --cases N) [--backend ...] [--ops ...] [--seed N]
                      [--out DIR] [--fresh]
+    conformance merge OUT RESULTS.jsonl [RESULTS.jsonl ...] [--expectations FILE] [--force]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
     conformance expectations update RESULTS.jsonl FILE [--also RESULTS.jsonl ...]
@@ -41,6 +43,7 @@ EXIT_OK, EXIT_DIVERGENCES, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 #: Largest --jobs and --timeout accepted.
 MAX_JOBS = 256
 MAX_TIMEOUT = 7 * 24 * 3600.0
+MAX_SHARDS = 100_000
 
 #: The files ``conformance run`` and ``conformance report`` write in their output folder.
 OUTPUT_FILES = ("results.jsonl", "index.html", "summary.json", "junit.xml")
@@ -106,6 +109,24 @@ class _Seconds:
         if not (0 < value <= self.hi):
             raise argparse.ArgumentTypeError(
                 f"expected a number of seconds > 0 and at most {self.hi:g}, got {text!r}")
+        return value
+
+
+class _Shard:
+    """An argparse type: ``K/N``, 1 <= K <= N <= MAX_SHARDS."""
+
+    kind = "shard"
+    __name__ = "shard"
+
+    def __call__(self, text: str) -> tuple[int, int]:
+        k, sep, n = text.strip().partition("/")
+        try:
+            value = (int(k, 10), int(n, 10))
+        except ValueError:
+            value = (0, 0)
+        if not sep or not (1 <= value[0] <= value[1] <= MAX_SHARDS):
+            raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N <= {MAX_SHARDS} "
+                                             f"(e.g. 1/4), got {text!r}")
         return value
 
 
@@ -195,6 +216,14 @@ def _parser() -> argparse.ArgumentParser:
                         "(> 0; default 60)")
     r.add_argument("--jobs", type=_Int(1, MAX_JOBS), default=1, metavar="N",
                    help="worker processes (ops are spread over them; same cases and verdicts)")
+    r.add_argument("--shard", type=_Shard(), metavar="K/N",
+                   help="run only shard K of N of the plan's units (1 <= K <= N; a stable "
+                        "hash of each op): N machines split a run, `conformance merge` joins it")
+    _kind(r.add_argument("--cluster", metavar="WHERE",
+                         help="run the units as Ray tasks: ray (a local Ray instance for the "
+                              "run, --jobs workers), auto or ray://HOST:PORT (an existing "
+                              "cluster); needs pip install 'stablehlo-conformance[ray]'"),
+          "cluster")
     again = r.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",
                        help="continue the interrupted run whose results.jsonl is in --out "
@@ -264,6 +293,21 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds an isolated backend may take per compile or batch")
     fz.add_argument("--fresh", action="store_true",
                     help="start the draws again from 0 (the corpus is kept)")
+
+    mg = sub.add_parser("merge", help="merge the results of several runs (shards, --ops "
+                                      "splits, machines) into one results file and report")
+    _kind(mg.add_argument("out", metavar="OUT",
+                          help="output folder: results.jsonl, the report, the reproducers"),
+          "out_dir")
+    _kind(mg.add_argument("results", nargs="+", metavar="RESULTS",
+                          help="results.jsonl files of runs with the same seed, depth, "
+                               "backends and options (filters and --shard may differ)"),
+          "results")
+    _kind(mg.add_argument("--expectations", metavar="FILE",
+                          help="known divergences (YAML): the exit code gates on the merged "
+                               "records, as for run"), "expectations")
+    mg.add_argument("--force", action="store_true",
+                    help="replace the results already in OUT")
 
     ls = sub.add_parser("list", help="list ops, families, element types or backends")
     ls.add_argument("what", nargs="?", default="ops",
@@ -413,6 +457,19 @@ def _backend_locators(text: str, option: str) -> list[str]:
     return items
 
 
+def _cluster(text: str) -> str:
+    """``--cluster``: ray, auto or ray://HOST:PORT, with ray installed."""
+    t = text.strip()
+    if t not in ("ray", "auto") and not (t.startswith("ray://") and len(t) > len("ray://")
+                                         and " " not in t):
+        raise UsageError(f"--cluster: expected ray, auto or ray://HOST:PORT, got {text!r}")
+    import importlib.util
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError(f"--cluster {t}: ray is not installed (pip install "
+                         f"'stablehlo-conformance[ray]')")
+    return t
+
+
 def _select(ops, families, types) -> list:
     """The selected op specs; every name known, every element type allowed by one of
     them (UsageError naming the option)."""
@@ -491,7 +548,8 @@ def cmd_run(args) -> int:
                        invalid=not args.no_invalid, examples=not args.no_examples,
                        probes=not getattr(args, "no_probes", False),
                        progress=not args.no_progress, isolate=args.isolate,
-                       timeout=args.timeout, replay=not args.no_replay)
+                       timeout=args.timeout, replay=not args.no_replay, shard=args.shard)
+    cluster = _cluster(args.cluster) if args.cluster is not None else None
     results = out / "results.jsonl"
     if not args.resume:
         _same_run_or_new(config, backend_names, results, args.force)
@@ -533,9 +591,17 @@ def cmd_run(args) -> int:
             done.add(op)
         bar.set_postfix_str(label[:40], refresh=False)
 
+    executor = None
     try:
-        summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume)
+        if cluster is not None or args.jobs > 1:
+            from conformance.executors import ProcessExecutor, executor_for
+            executor = (executor_for(cluster, args.jobs) if cluster is not None
+                        else ProcessExecutor(args.jobs))
+        summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume,
+                      executor=executor)
     finally:
+        if executor is not None:
+            executor.close()
         if bar is not None:
             bar.update(bar.total - bar.n)
             bar.close()
@@ -740,6 +806,43 @@ def cmd_fuzz(args) -> int:
     return EXIT_DIVERGENCES if result["new"] else EXIT_OK
 
 
+def cmd_merge(args) -> int:
+    """``conformance merge``: see conformance.merge."""
+    from conformance import reports
+    from conformance.merge import MergeError, merge_files
+    out = _output_dir(args.out, "merge out")
+    paths = [Path(t) for t in args.results]
+    records = [_results(t) for t in args.results]            # each one checked first
+    del records
+    if len({p.resolve() for p in paths}) != len(paths):
+        raise UsageError("merge results: a results file given twice")
+    target = out / "results.jsonl"
+    if target.exists() and not args.force \
+            and not any(target.resolve() == p.resolve() for p in paths):
+        raise UsageError(f"merge out {args.out}: holds results already ({target}); use --force to "
+                         f"replace them, or another folder")
+    expectations = (_expectations(args.expectations, "--expectations")
+                    if args.expectations is not None else None)
+    try:
+        merged = merge_files(paths, out)
+    except MergeError as e:
+        raise UsageError(f"merge results: {e}") from None
+    for key, first, other in merged.conflicts:
+        print(f"CONFLICT    {' '.join(str(k) for k in key)}: {other} differs from {first} "
+              f"(kept {first}'s)")
+    print(f"merged {len(paths)} results file(s): {len(merged.records) - 2} records, "
+          f"{merged.duplicates} duplicate(s) dropped, {len(merged.conflicts)} conflict(s), "
+          f"{merged.unfinished} record(s) of unfinished units left out")
+    index = reports.render(target, out, expectations=expectations)
+    records = _results(str(target))
+    names = [str(b.get("name")) for b in records[0].get("backends") or []
+             if isinstance(b, dict)]
+    _print_totals(records, names, None)
+    print(f"results: {target}\nreport:  {index}")
+    code = _gate(records, expectations, False, verbose=expectations is not None)
+    return EXIT_DIVERGENCES if code == EXIT_OK and merged.conflicts else code
+
+
 def cmd_report(args) -> int:
     from conformance import reports
     _results(args.results)
@@ -850,7 +953,7 @@ def cmd_programs(args) -> int:
 
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,
             "specs": cmd_specs, "expectations": cmd_expectations, "repro": cmd_repro,
-            "fuzz": cmd_fuzz}
+            "fuzz": cmd_fuzz, "merge": cmd_merge}
 
 COMMANDS["programs"] = cmd_programs
 

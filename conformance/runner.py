@@ -63,10 +63,20 @@ class RunConfig:
     probes: bool = True          # what each backend evidently does (conformance.probes)
     progress: bool = True
     replay: bool = True              # re-run the reproducers already in ``out`` first
+    shard: tuple[int, int] | None = None   # (K, N): only shard K of N of the units (1-based)
 
 
 def select_ops(config: RunConfig) -> list[OpSpec]:
-    return plan.select_ops(config.ops, config.families)
+    specs = plan.select_ops(config.ops, config.families)
+    if config.shard is not None:
+        specs = [s for s in specs if in_shard(s.name, *config.shard)]
+    return specs
+
+
+def in_shard(unit: str, k: int, n: int) -> bool:
+    """Shard ``k`` of ``n`` (1-based) holds the units whose stable hash is k-1 mod n: the
+    same split in every process and machine, and a new op moves no other."""
+    return stable_hash("shard", unit) % n == k - 1
 
 
 def plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
@@ -111,7 +121,7 @@ class Runner:
                 "element_types": self.config.element_types,
                 "invalid": self.config.invalid, "examples": self.config.examples,
                 "max_repros": self.config.max_repros, "tolerances": self.config.tolerances,
-                "started": time.time()}
+                "shard": _shard_text(self.config.shard), "started": time.time()}
 
     def run_unit(self, spec: OpSpec) -> None:
         """Everything for one op: valid cases per binding, invalid cases, examples.
@@ -418,30 +428,6 @@ def _enc(x):
     return encode(np.asarray(x))
 
 
-def _run_unit_in_worker(config: RunConfig, locators: Sequence[str], op: str,
-                        part: str) -> tuple[str, dict]:
-    """One op in a worker process: records go to ``part``; returns the cell totals."""
-    from conformance.backends import get_backend
-    backends = _worker_backends(config, tuple(locators))
-    with ResultsWriter(part) as writer:
-        runner = Runner(config, backends, writer)
-        runner.run_unit(load_spec(op))
-    return part, {k: {"cases": dict(v.cases), "repros": dict(v.repros)}
-                  for k, v in runner.cells.items()}
-
-
-_WORKER_BACKENDS: dict[tuple[str, ...], list[Backend]] = {}
-
-
-def _worker_backends(config: RunConfig, locators: tuple[str, ...]) -> list[Backend]:
-    """Backends are built once per worker process and reused across its ops."""
-    from conformance.backends import get_backend
-    if locators not in _WORKER_BACKENDS:
-        _WORKER_BACKENDS[locators] = prepare_backends(config,
-                                                      [get_backend(x) for x in locators])
-    return _WORKER_BACKENDS[locators]
-
-
 def prepare_backends(config: RunConfig, backends: Sequence[Backend]) -> list[Backend]:
     """Wrap the backends that must run in a child process (conformance.isolation)."""
     from conformance.isolation import prepare_backends as prepare
@@ -462,7 +448,11 @@ class ResumeState:
 
 #: header fields that must match for a run to continue another one's results file
 RESUME_KEYS = ("seed", "depth", "locators", "ops", "families", "element_types", "invalid",
-               "examples", "max_repros", "tolerances")
+               "examples", "max_repros", "tolerances", "shard")
+
+
+def _shard_text(shard: tuple[int, int] | None) -> str | None:
+    return f"{shard[0]}/{shard[1]}" if shard else None
 
 
 def _resume_value(key: str, value: Any) -> Any:
@@ -495,7 +485,8 @@ def load_resume(config: RunConfig, backends: Sequence[Backend],
             "locators": [b.locator for b in backends], "ops": config.ops,
             "families": config.families, "element_types": config.element_types,
             "invalid": config.invalid, "examples": config.examples,
-            "max_repros": config.max_repros, "tolerances": config.tolerances}
+            "max_repros": config.max_repros, "tolerances": config.tolerances,
+            "shard": _shard_text(config.shard)}
     if "locators" not in header:        # a header written before locators were recorded
         header = {**header, "locators": [b.get("name") for b in header.get("backends", [])]}
         mine["locators"] = [b.name for b in backends]
@@ -532,7 +523,7 @@ def cells_from_records(records: Sequence[dict[str, Any]]
 
 def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
         progress: Callable[[str], None] | None = None, jobs: int = 1,
-        resume: ResumeState | None = None) -> dict[str, Any]:
+        resume: ResumeState | None = None, executor=None) -> dict[str, Any]:
     """Run everything the config selects; stream results to ``results_path``.
 
     With ``jobs`` > 1 the ops are spread over that many worker processes; each op's
@@ -542,7 +533,9 @@ def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
     Before any new case, the reproducers an earlier run saved under ``config.out``
     are re-run on these backends (``replay`` records; ``config.replay=False`` skips
     it). With ``resume`` (see :func:`load_resume`) the file keeps the records of the
-    ops already done and only the other ops run, appended after them.
+    ops already done and only the other ops run, appended after them. With an
+    ``executor`` (conformance.executors: worker processes for ``jobs`` > 1, Ray tasks)
+    the units run there instead, their records written as each unit arrives.
     """
     started = time.time()
     specs = select_ops(config)
@@ -551,7 +544,10 @@ def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
     if config.replay and resume is None:
         from conformance.replay import saved_cases
         saved = saved_cases(Path(config.out))      # read before this run overwrites them
-    if jobs <= 1:
+    remote = jobs > 1 or executor is not None
+    if remote and executor is None:
+        raise ValueError("jobs > 1: give an executor (conformance.executors.ProcessExecutor)")
+    if not remote:
         backends = prepare_backends(config, backends)
     replays: list[dict[str, Any]] = []
     if resume is not None:
@@ -569,14 +565,14 @@ def run(config: RunConfig, backends: Sequence[Backend], results_path: Path,
             else:
                 runner.cells.update(cells_from_records(resume.kept))
             if saved:
-                replays = _replay(config, backends, saved, writer, jobs)
+                replays = _replay(config, backends, saved, writer, 2 if remote else 1)
             todo = [s for s in specs if resume is None or s.name not in resume.done]
-            if jobs <= 1:
+            if not remote:
                 for spec in todo:
                     runner.run_unit(spec)
             else:
-                _run_parallel(config, backends, todo, writer, runner, progress, jobs,
-                              results_path)
+                executor.drive(config, [b.locator for b in backends], todo, writer, runner,
+                               progress, already=resume.kept if resume else ())
             writer.write({"kind": "end", "elapsed": time.time() - started,
                           "ops": [s.name for s in specs]})
     finally:
@@ -598,39 +594,3 @@ def _replay(config, backends, saved, writer, jobs) -> list[dict[str, Any]]:
             close = getattr(b, "close", None)
             if close and not any(b is x for x in backends):
                 close()
-
-
-def _run_parallel(config, backends, specs, writer, runner, progress, jobs, results_path):
-    import multiprocessing
-    import tempfile
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    locators = [b.locator for b in backends]
-    # The biggest units first (convert, bitcast_convert: hundreds of signatures), so that
-    # no worker is left with a long one at the end. The order records are written in
-    # changes; the records themselves do not.
-    depth = DEPTHS[config.depth]
-    specs = sorted(specs, key=lambda s: -len(select_bindings(s, config.element_types))
-                   * signatures_per_binding(s, depth))
-    ctx = multiprocessing.get_context("spawn")      # jax is not fork-safe
-    with tempfile.TemporaryDirectory(dir=results_path.parent, prefix=".parts-") as tmp, \
-            ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_unit_in_worker, config, locators, s.name,
-                               str(Path(tmp) / f"{s.name}.jsonl")): s.name for s in specs}
-        for fut in as_completed(futures):
-            op = futures[fut]
-            if progress:
-                progress(f"{op} done")
-            try:
-                part, cells = fut.result()
-            except Exception as e:  # noqa: BLE001 - a dead worker costs its op only
-                runner._internal_error(op, "", "worker process", e)
-                continue
-            for line in Path(part).read_text().splitlines():
-                writer.write(json.loads(line))
-            for key, cell in cells.items():
-                target = runner.cells[key]
-                for cls, n in cell["cases"].items():
-                    target.cases[cls] += n
-                for cls, n in cell["repros"].items():
-                    target.repros[cls] += n

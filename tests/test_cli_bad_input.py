@@ -159,6 +159,8 @@ def ws(tmp_path_factory):
                          "--types": "f32", "--depth": "quick", "--seed": "0", "--for": "2s",
                          "--cases": "10", "--out": str(base / "fuzz"), "--max-repros": "2",
                          "--tolerances": str(w.tol), "--timeout": "60"}, ["--no-invalid"]),
+        ("merge",): ([str(base / "merged"), str(w.results)], {"--expectations": str(w.exp)},
+                     []),
     }
     w.protected = [w.good, w.other, w.saved, w.upd, w.tol.parent]
     return w
@@ -355,7 +357,16 @@ def bad_duration(action, ws):
                             "s", "h1", "nan", "--"])
 
 
-BAD = {"duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
+def bad_shard(action, ws):
+    return st.sampled_from(["", "1", "0/2", "3/2", "1/0", "-1/2", "a/b", "1/2/3", "1//2",
+                            "1/1000001", "/", "1.5/2"])
+
+
+def bad_cluster(action, ws):
+    return st.sampled_from(["", " ", "spark", "ray://", "rayy", "ray:/x", "local"])
+
+
+BAD = {"shard": bad_shard, "cluster": bad_cluster, "duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
        "families": bad_families, "types": bad_types, "backends": bad_backends,
        "backend": bad_backend, "run_backend": bad_run_backend, "case_id": bad_case_id,
        "op": bad_op, "results": bad_results, "expectations": bad_expectations,

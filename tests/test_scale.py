@@ -162,3 +162,184 @@ def test_fuzz_stops_cleanly_on_sigterm_and_resumes(tmp_path):
     assert f"at draw {len(done)}" in again.stdout
     assert _lines(log)[len(done)]["draw"] == len(done)
     assert _lines(out / "corpus" / "index.jsonl") == index
+
+
+# ---------------------------------------------------------------------------
+# Merging, sharding, executors
+# ---------------------------------------------------------------------------
+
+RUN = ["run", "--ops", "add,negate,abs,compare,not", "--types", "f32,i1", "--depth", "quick",
+       "--seed", "4", "--no-progress", "--no-replay", "--backend", f"{PLANTED},numpy"]
+KINDS = {"validity", "signature", "divergence", "invalid", "example", "cross", "unit_done",
+         "internal_error"}
+TIMING = {"started", "elapsed"}
+
+
+def _records(results: Path):
+    from collections import Counter
+    from conformance.core.results import read_results
+    return Counter(json.dumps({k: v for k, v in r.items() if k not in TIMING}, sort_keys=True)
+                   for r in read_results(results) if r["kind"] in KINDS)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    p = conformance(*RUN, "--out", str(out))
+    assert p.returncode == 1, p.stdout + p.stderr            # planted add f32
+    return out
+
+
+def test_shard_halves_merged_equal_the_full_run(full, tmp_path):
+    from conformance.runner import in_shard
+    ops = ["abs", "add", "compare", "negate", "not"]
+    split = [[o for o in ops if in_shard(o, k, 2)] for k in (1, 2)]
+    assert all(split) and sorted(split[0] + split[1]) == ops      # a real split
+    for k in (1, 2):
+        p = conformance(*RUN, "--shard", f"{k}/2", "--out", str(tmp_path / str(k)))
+        assert p.returncode in (0, 1), p.stdout + p.stderr
+        header = json.loads((tmp_path / str(k) / "results.jsonl").read_text().splitlines()[0])
+        assert header["shard"] == f"{k}/2"
+        done = {r["op"] for r in _lines(tmp_path / str(k) / "results.jsonl")
+                if r["kind"] == "unit_done"}
+        assert done == set(split[k - 1])
+    m = conformance("merge", str(tmp_path / "m"), str(tmp_path / "1" / "results.jsonl"),
+                    str(tmp_path / "2" / "results.jsonl"))
+    assert m.returncode == 1, m.stdout + m.stderr              # the merged gate: divergences
+    assert "0 conflict(s)" in m.stdout and (tmp_path / "m" / "index.html").is_file()
+    assert _records(tmp_path / "m" / "results.jsonl") == _records(full / "results.jsonl")
+    # the report renders the merged totals: those of the full run
+    a = json.loads((tmp_path / "m" / "summary.json").read_text())["totals"]
+    assert a == json.loads((full / "summary.json").read_text())["totals"]
+    for f in (full / "repros").rglob("case.json"):             # the reproducers came along
+        assert (tmp_path / "m" / f.relative_to(full)).read_bytes() == f.read_bytes()
+    # Resuming a shard keeps its shard; another shard's options are refused.
+    again = conformance(*RUN, "--shard", "2/2", "--resume", "--out", str(tmp_path / "1"))
+    assert again.returncode == 2 and "shard" in again.stderr, again.stderr
+
+
+def test_merge_of_an_ops_split_dedupes_and_reports_conflicts(full, tmp_path):
+    a = conformance(*RUN[:2], "add,negate", *RUN[3:], "--out", str(tmp_path / "a"))
+    b = conformance(*RUN[:2], "abs,compare,not,negate", *RUN[3:], "--out", str(tmp_path / "b"))
+    assert a.returncode == 1 and b.returncode in (0, 1), a.stderr + b.stderr
+    m = conformance("merge", str(tmp_path / "m"), str(tmp_path / "a" / "results.jsonl"),
+                    str(tmp_path / "b" / "results.jsonl"))
+    assert m.returncode == 1, m.stdout + m.stderr
+    n_negate = sum(1 for r in _lines(tmp_path / "a" / "results.jsonl") if r.get("op") == "negate")
+    assert f"{n_negate} duplicate(s) dropped, 0 conflict(s)" in m.stdout   # negate twice
+    assert _records(tmp_path / "m" / "results.jsonl") == _records(full / "results.jsonl")
+    header = _lines(tmp_path / "m" / "results.jsonl")[0]
+    assert sorted(header["ops"]) == ["abs", "add", "compare", "negate", "not"]
+    # OUT with results already: refused without --force.
+    again = conformance("merge", str(tmp_path / "m"), str(tmp_path / "a" / "results.jsonl"))
+    assert again.returncode == 2 and "--force" in again.stderr
+
+    # A conflict: the same identity, another outcome.
+    lines = (tmp_path / "b" / "results.jsonl").read_text().splitlines()
+    i = next(i for i, x in enumerate(lines) if '"kind":"signature"' in x and '"negate"' in x)
+    r = json.loads(lines[i])
+    r["counts"] = {"value": r["cases"]}
+    r["outcome"] = "value"
+    lines[i] = json.dumps(r)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    c = conformance("merge", str(tmp_path / "c"), str(tmp_path / "a" / "results.jsonl"),
+                    str(bad))
+    assert c.returncode == 1 and "CONFLICT" in c.stdout and "1 conflict(s)" in c.stdout, c.stdout
+
+    # Another seed is refused, in one line naming the file and the option.
+    other = tmp_path / "other.jsonl"
+    other.write_text((tmp_path / "b" / "results.jsonl").read_text()
+                     .replace('"seed":4', '"seed":5', 1))
+    d = conformance("merge", str(tmp_path / "d"), str(tmp_path / "a" / "results.jsonl"),
+                    str(other))
+    assert d.returncode == 2 and len(d.stderr.strip().splitlines()) == 1, d.stderr
+    assert "seed" in d.stderr and "other.jsonl" in d.stderr and not (tmp_path / "d").exists()
+
+
+def test_merge_leaves_out_units_an_interrupted_run_did_not_finish():
+    from conformance.merge import merge_records
+    head = {"kind": "run", "seed": 1, "depth": "quick", "locators": ["numpy"]}
+    a = [head, {"kind": "validity", "op": "abs", "type_key": "f32", "generated": 2},
+         {"kind": "unit_done", "op": "abs"},
+         {"kind": "validity", "op": "add", "type_key": "f32", "generated": 2}]   # cut here
+    b = [dict(head, ops=["add"]), {"kind": "validity", "op": "add", "type_key": "f32",
+                                   "generated": 3}, {"kind": "unit_done", "op": "add"}]
+    m = merge_records([("a", a), ("b", b)])
+    assert m.unfinished == 1 and not m.conflicts and m.duplicates == 0
+    assert [r.get("generated") for r in m.records if r["kind"] == "validity"] == [2, 3]
+
+
+from conformance.executors import InlineExecutor  # noqa: E402
+
+
+class _Twice(InlineExecutor):
+    """An executor that delivers every unit twice (a retried task whose first run also
+    finished) and loses one unit for good."""
+
+    name = "twice"
+
+    def __init__(self, lose: str) -> None:
+        from conformance.executors import InlineExecutor
+        self.inner, self.lose = InlineExecutor(), lose
+
+    def map_units(self, config, locators, ops):
+        from conformance.executors import UnitFailure
+        for res in self.inner.map_units(config, locators, ops):
+            if res.op == self.lose:
+                yield UnitFailure(res.op, "worker lost")
+                continue
+            yield res
+            yield res
+
+    def close(self):
+        pass
+
+
+def _run_with(executor, out: Path) -> Path:
+    from conformance.backends import get_backend
+    from conformance.runner import RunConfig, run
+    sys.path.insert(0, str(ROOT / "tests"))
+    config = RunConfig(backends=[PLANTED, "numpy"], ops=["add", "negate", "abs", "compare",
+                                                         "not"],
+                       element_types=["f32", "i1"], depth="quick", seed=4, out=out,
+                       progress=False, replay=False)
+    run(config, [get_backend(PLANTED), get_backend("numpy")], out / "results.jsonl",
+        executor=executor)
+    return out / "results.jsonl"
+
+
+def test_executor_interface_gives_the_records_of_a_local_run(full, tmp_path):
+    from conformance.executors import InlineExecutor, ProcessExecutor
+    want = _records(full / "results.jsonl")
+    assert _records(_run_with(InlineExecutor(), tmp_path / "inline")) == want
+    # Every unit delivered twice: nothing recorded twice; a lost unit is an internal error.
+    got = _records(_run_with(_Twice("compare"), tmp_path / "twice"))
+    lost = {k for k in want if json.loads(k).get("op") == "compare"}
+    errors = [json.loads(k) for k in got if json.loads(k)["kind"] == "internal_error"]
+    assert len(errors) == 1 and errors[0]["op"] == "compare" and "lost" in errors[0]["error"]
+    assert got - want == {json.dumps({k: v for k, v in errors[0].items()}, sort_keys=True): 1}
+    assert want - got == {k: want[k] for k in lost}
+    for f in (full / "repros").rglob("case.json"):     # reproducers came back as bytes
+        assert (tmp_path / "inline" / f.relative_to(full)).read_bytes() == f.read_bytes()
+    p = _run_with(ProcessExecutor(2), tmp_path / "procs")
+    assert _records(p) == want
+
+
+def test_ray_local_two_workers_gives_the_records_of_a_local_run(full, tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (the optional extra "
+                                      "stablehlo-conformance[ray]; CI does not install it)")
+    p = conformance(*RUN, "--cluster", "ray", "--jobs", "2", "--out", str(tmp_path / "ray"))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert _records(tmp_path / "ray" / "results.jsonl") == _records(full / "results.jsonl")
+    for f in (full / "repros").rglob("case.json"):
+        assert (tmp_path / "ray" / f.relative_to(full)).read_bytes() == f.read_bytes()
+
+
+def test_cluster_without_ray_is_a_usage_error(tmp_path):
+    import importlib.util
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("ray is installed here")
+    p = conformance(*RUN, "--cluster", "ray", "--out", str(tmp_path / "x"))
+    assert p.returncode == 2 and "pip install 'stablehlo-conformance[ray]'" in p.stderr
+    assert not (tmp_path / "x").exists()
