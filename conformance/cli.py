@@ -345,8 +345,36 @@ def _parser() -> argparse.ArgumentParser:
 
     pg = sub.add_parser("programs", help="generate multi-op programs from the specs and check "
                                          "them on backends (issue 19): exit 1 on a divergence")
-    from conformance.programs import add_arguments as program_arguments
-    program_arguments(pg)
+    _kind(pg.add_argument("--backend", default="jax", metavar="BACKENDS",
+                          help="comma list of backends (as for run; default: jax)"), "backends")
+    pg.add_argument("--count", type=_Int(1), default=100, metavar="N",
+                    help="programs (default 100)")
+    pg.add_argument("--seed", type=_Int(0), default=0, metavar="S",
+                    help="same seed, same programs")
+    pg.add_argument("--start", type=_Int(0), default=0, metavar="I",
+                    help="first program index (default 0)")
+    _kind(pg.add_argument("--out", default="conformance-programs", metavar="DIR",
+                          help="output folder (default: conformance-programs)"), "out_dir")
+    pg.add_argument("--max-ops", type=_Int(2), default=8, metavar="N",
+                    help="operations per program, at most (default 8)")
+    pg.add_argument("--batch", type=_Int(1), default=8, metavar="N",
+                    help="value cases per program (default 8)")
+    _kind(pg.add_argument("--ops", help="comma list of ops the programs may draw (default: "
+                                        "every covered op)"), "ops")
+    _kind(pg.add_argument("--types", help="comma list of the programs' home element types"),
+          "types")
+    _kind(pg.add_argument("--accept", metavar="CLASSES",
+                          help="comma list of divergence classes that do not fail the run "
+                               "(e.g. subnormal_flush)"), "classes")
+    pg.add_argument("--no-minimize", action="store_true",
+                    help="save diverging programs as drawn")
+    pg.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
+                    help="seconds an isolated backend may take per program")
+    pg_iso = pg.add_mutually_exclusive_group()
+    pg_iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
+                        help="run every backend in a child process")
+    pg_iso.add_argument("--no-isolate", dest="isolate", action="store_false")
+    pg.add_argument("--quiet", action="store_true", help="no line per program")
 
     sp = sub.add_parser("specs", help="work with the spec files")
     sp_sub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
@@ -947,7 +975,21 @@ def cmd_specs(args) -> int:
 
 
 def cmd_programs(args) -> int:
+    """``conformance programs``: see conformance.programs. Every option is checked
+    before anything is written."""
+    from conformance.compare import CASE_OUTCOMES
     from conformance.programs import run
+    _backend_locators(args.backend, "--backend")
+    ops = _list_option(args.ops, "--ops")
+    types = _list_option(args.types, "--types")
+    if ops or types:
+        _select(ops, None, types)
+    accept = _list_option(args.accept, "--accept") or []
+    unknown = [c for c in accept or [] if c not in CASE_OUTCOMES or c == "pass"]
+    if unknown:
+        raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
+                         f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
+    _output_dir(args.out, "--out")
     return run(args)
 
 

@@ -38,30 +38,6 @@ from conformance.oracles.programs import evaluate_program
 EXIT_OK, EXIT_DIVERGED = 0, 1
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--count", type=int, default=100, metavar="N", help="programs (default 100)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="same seed, same programs")
-    p.add_argument("--start", type=int, default=0, metavar="I",
-                   help="first program index (default 0)")
-    p.add_argument("--backend", default="jax", metavar="BACKENDS",
-                   help="comma list of backends (default jax)")
-    p.add_argument("--out", default="conformance-programs", metavar="DIR")
-    p.add_argument("--max-ops", type=int, default=8, metavar="N",
-                   help="operations per program, at most (>= 2; default 8)")
-    p.add_argument("--batch", type=int, default=8, metavar="N", help="value cases per program")
-    p.add_argument("--ops", help="comma list of ops spec steps may draw (default: all covered)")
-    p.add_argument("--types", help="comma list of the programs' home element types")
-    p.add_argument("--accept", default="", metavar="CLASSES",
-                   help="comma list of classes that do not fail the run (e.g. subnormal_flush)")
-    p.add_argument("--no-minimize", action="store_true")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="seconds an isolated backend may take per program")
-    iso = p.add_mutually_exclusive_group()
-    iso.add_argument("--isolate", dest="isolate", action="store_true", default=None)
-    iso.add_argument("--no-isolate", dest="isolate", action="store_false")
-    p.add_argument("--quiet", action="store_true")
-
-
 def _csv(text: str | None) -> tuple[str, ...] | None:
     items = tuple(x.strip() for x in (text or "").split(",") if x.strip())
     return items or None
@@ -271,13 +247,3 @@ def run(args) -> int:
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     print(f"results: {results}")
     return EXIT_DIVERGED if failed else EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="conformance programs", description=__doc__.split("\n")[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -159,6 +159,11 @@ def ws(tmp_path_factory):
                          "--types": "f32", "--depth": "quick", "--seed": "0", "--for": "2s",
                          "--cases": "10", "--out": str(base / "fuzz"), "--max-repros": "2",
                          "--tolerances": str(w.tol), "--timeout": "60"}, ["--no-invalid"]),
+        ("programs",): ([], {"--backend": "numpy", "--count": "1", "--seed": "0",
+                             "--start": "0", "--out": str(base / "programs"), "--max-ops": "2",
+                             "--batch": "1", "--ops": "abs", "--types": "f32",
+                             "--accept": "subnormal_flush", "--timeout": "60"},
+                         ["--no-minimize", "--quiet"]),
         ("merge",): ([str(base / "merged"), str(w.results)], {"--expectations": str(w.exp)},
                      []),
     }
@@ -366,7 +371,11 @@ def bad_cluster(action, ws):
     return st.sampled_from(["", " ", "spark", "ray://", "rayy", "ray:/x", "local"])
 
 
-BAD = {"shard": bad_shard, "cluster": bad_cluster, "duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
+def bad_classes(action, ws):
+    return st.sampled_from(["", ",", "nosuch", "value,nosuch", "pass", "value,,nan"])
+
+
+BAD = {"classes": bad_classes, "shard": bad_shard, "cluster": bad_cluster, "duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
        "families": bad_families, "types": bad_types, "backends": bad_backends,
        "backend": bad_backend, "run_backend": bad_run_backend, "case_id": bad_case_id,
        "op": bad_op, "results": bad_results, "expectations": bad_expectations,
