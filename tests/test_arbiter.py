@@ -29,6 +29,19 @@ def test_the_oracle_is_wrong_when_the_backend_is_right():
     assert "the ORACLE is wrong" in arbiter.describe(v)
 
 
+def test_a_negative_zero_input_leaves_the_arbiter_undecided():
+    """mpmath has no -0: atan2(-0, -1) is -pi by IEEE and +pi in mpmath, so it must not
+    blame the side that kept the sign (an IREE run had it call the oracle wrong)."""
+    y, x = np.float32(-0.0), np.float32(-1.0)
+    right, wrong = np.float32(-np.pi), np.float32(np.pi)
+    v = arbiter.arbitrate("atan2(lhs, rhs)", ["lhs", "rhs"], [y, x], right, wrong, 4)
+    assert v["wrong"] == "undecided" and "undecided" in arbiter.describe(v)
+    # +0 is fine for mpmath: +pi is right and -pi is the backend's error
+    v = arbiter.arbitrate("atan2(lhs, rhs)", ["lhs", "rhs"], [np.float32(0.0), x], wrong,
+                          right, 4)
+    assert v["wrong"] == "backend"
+
+
 def test_within_the_bound_neither_is_wrong_and_nan_matches_an_undefined_value():
     x = np.float32(2.0)
     true = np.float32(np.log(np.float64(2.0)))
