@@ -399,30 +399,56 @@ def verifier_rejects(sig: Signature) -> str | None:
 
 
 def _verify_in_child(sig: Signature) -> str | None:
-    import multiprocessing
+    """Verify ``sig``'s program in a forked child (``os.fork``, not multiprocessing: a
+    daemonic worker process, e.g. a multiprocessing pool's, may not start children
+    that way). Its message comes back through a pipe; a child that dies is the
+    verifier crashing, one that does not answer in 60 s is killed."""
+    import json
+    import os
+    import select
+    import signal
     text = module_text(sig)
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-
-    def work():
-        import faulthandler
-        faulthandler.disable()      # a crash here is the verifier's answer, not news
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                        # the child
+        code = 0
         try:
-            parse(text)
-            child.send(None)
-        except VerifyError as e:
-            child.send(e.message)
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            child.send(f"{type(e).__name__}: {e}")
-
-    proc = ctx.Process(target=work, daemon=True)
-    proc.start()
-    child.close()
+            import faulthandler
+            faulthandler.disable()  # a crash here is the verifier's answer, not news
+            os.close(read_end)
+            try:
+                parse(text)
+                answer = None
+            except VerifyError as e:
+                answer = e.message
+            except BaseException as e:  # noqa: BLE001 - reported to the parent
+                answer = f"{type(e).__name__}: {e}"
+            os.write(write_end, json.dumps([answer]).encode())
+        except BaseException:  # noqa: BLE001 - never return into the parent's code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks: list[bytes] = []
     try:
-        message = parent.recv() if parent.poll(60) else "the MLIR verifier did not answer"
-    except EOFError:            # the child died before it answered
-        message = None
-    proc.join(5)
-    if proc.exitcode not in (0, None):
-        message = f"the MLIR verifier crashed (exit code {proc.exitcode})"
-    return message
+        ready, _, _ = select.select([read_end], [], [], 60)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        else:
+            while True:
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    if not chunks and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+        return "the MLIR verifier did not answer"
+    if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0):
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return f"the MLIR verifier crashed (exit code {code})"
+    try:
+        return json.loads(b"".join(chunks).decode())[0]
+    except (ValueError, IndexError):
+        return "the MLIR verifier crashed (no answer)"

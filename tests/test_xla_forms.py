@@ -157,3 +157,19 @@ def test_the_operation_follows_the_stablehlo_ops_type_column():
                                                      "and", "or", "xor"]
     assert "shift_left" not in ex.evaluate(attr.choose, {"E": "f32"})
     assert "remainder" in ex.evaluate(attr.choose, {"E": "complex<f32>"})
+
+
+def _verify_invalid_chlo(_):
+    import dataclasses as dc
+    sig = Signature.make(OP, ["tensor<2xsi32>", "tensor<2xsi32>"], ["tensor<2xsi32>"],
+                         {"operation": "add", "broadcast_dimensions": [-1]})
+    return emitter.verifier_rejects.__wrapped__(dc.replace(sig, invalid="C3"))
+
+
+def test_the_child_verifier_runs_inside_a_daemonic_worker():
+    """bench/bench_mutation.py and pools run the suite in daemonic processes, which
+    multiprocessing forbids to start children: the verifier's child is a plain fork."""
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        (message,) = pool.map(_verify_invalid_chlo, [0])
+    assert isinstance(message, str) and message
