@@ -18,27 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
+
+from timing import median_seconds  # bench/timing.py (the script's folder is on sys.path)
 
 TARGETS = {"dot_general_512^3_f32": 3.0}
 
 ATTRS = {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
          "lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0],
          "precision_config": ["HIGHEST", "HIGHEST"]}
-
-
-def _median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def bench(et: str, repeat: int) -> dict:
@@ -56,7 +46,7 @@ def bench(et: str, repeat: int) -> dict:
     def reference():
         return np.matmul(a64, b64)
 
-    t_oracle, t_ref = _median_time(oracle, repeat), _median_time(reference, repeat)
+    t_oracle, t_ref = median_seconds(oracle, repeat), median_seconds(reference, repeat)
     name = f"dot_general_512^3_{et}"
     return {"name": name, "oracle_s": t_oracle, "numpy_s": t_ref,
             "reference": "numpy.matmul(float64 copies)", "ratio": t_oracle / t_ref,

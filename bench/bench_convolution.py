@@ -19,23 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from timing import median_seconds  # bench/timing.py (the script's folder is on sys.path)
+
 TARGETS = {"conv_8x64x64x64_k3x3x64x64_f32": 5.0}
-
-
-def _median(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _attrs(layout: str, fgc: int = 1, ld: int = 1, rd: int = 1, pad: int = 1) -> dict:
@@ -91,8 +81,8 @@ def main(argv=None) -> int:
     base = _im2col_matmul(x, w)
     assert np.array_equal(got, base) or np.allclose(got, base, rtol=1e-6, atol=1e-4), \
         "the oracle and the im2col baseline disagree"
-    t_oracle = _median(oracle, args.repeat)
-    t_base = _median(lambda: _im2col_matmul(x, w), args.repeat)
+    t_oracle = median_seconds(oracle, args.repeat)
+    t_base = median_seconds(lambda: _im2col_matmul(x, w), args.repeat)
     ratio = t_oracle / t_base
     figures = {"conv_8x64x64x64_k3x3x64x64_f32": {
         "oracle_s": t_oracle, "im2col_matmul_s": t_base, "ratio": ratio,
@@ -108,7 +98,7 @@ def main(argv=None) -> int:
              (8, 64, 127, 127))):
         k = rng.standard_normal(rhs_shape).astype(np.float32)
         t = [TensorType(out_shape, f32)]
-        s = _median(lambda: oracles.evaluate("convolution", [xn, k], a, result_types=t),
+        s = median_seconds(lambda: oracles.evaluate("convolution", [xn, k], a, result_types=t),
                     max(1, args.repeat // 2))
         figures[name] = {"oracle_s": s}
         print(f"  (no target) {name}: oracle {s * 1e3:.1f} ms")

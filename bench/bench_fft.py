@@ -14,23 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from timing import median_seconds  # bench/timing.py (the script's folder is on sys.path)
+
 TARGETS = {"fft_2^20_complex64": 3.0}
-
-
-def _median(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -43,8 +33,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
     wide = x.astype(np.complex128)
-    ref = _median(lambda: np.fft.fft(wide), args.repeat)
-    ora = _median(lambda: oracles.evaluate("fft", [x], {"fft_type": "FFT", "fft_length": [n]},
+    ref = median_seconds(lambda: np.fft.fft(wide), args.repeat)
+    ora = median_seconds(lambda: oracles.evaluate("fft", [x], {"fft_type": "FFT", "fft_length": [n]},
                                            result_types=[f"tensor<{n}xcomplex<f32>>"]),
                   args.repeat)
     ratio = ora / ref

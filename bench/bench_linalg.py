@@ -17,23 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from timing import median_seconds  # bench/timing.py (the script's folder is on sys.path)
+
 TARGETS = {"cholesky_64x256x256_f32": 3.0}
-
-
-def _median(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -49,11 +39,11 @@ def main(argv=None) -> int:
     a = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
     wide = a.astype(np.float64)
     b = rng.uniform(-1, 1, (64, 256, 8)).astype(np.float32)
-    ref = _median(lambda: np.linalg.cholesky(wide), args.repeat)
-    ora = _median(lambda: oracles.evaluate("cholesky", [a], {"lower": True},
+    ref = median_seconds(lambda: np.linalg.cholesky(wide), args.repeat)
+    ora = median_seconds(lambda: oracles.evaluate("cholesky", [a], {"lower": True},
                                            result_types=["tensor<64x256x256xf32>"]),
                   args.repeat)
-    solve = _median(lambda: oracles.evaluate(
+    solve = median_seconds(lambda: oracles.evaluate(
         "triangular_solve", [a, b], {"left_side": True, "lower": True, "unit_diagonal": False,
                                      "transpose_a": "NO_TRANSPOSE"},
         result_types=["tensor<64x256x8xf32>"]), args.repeat)

@@ -19,23 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from timing import median_seconds  # bench/timing.py (the script's folder is on sys.path)
+
 TARGETS = {"reduce_2^24_f32": 3.0, "reduce_window_1x256x256x64_3x3": 5.0}
-
-
-def _median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def bench_reduce(repeat: int) -> dict:
@@ -52,7 +42,7 @@ def bench_reduce(repeat: int) -> dict:
     def reference():
         return np.sum(x64, axis=1)
 
-    t_oracle, t_ref = _median_time(oracle, repeat), _median_time(reference, repeat)
+    t_oracle, t_ref = median_seconds(oracle, repeat), median_seconds(reference, repeat)
     return {"name": "reduce_2^24_f32", "oracle_s": t_oracle, "numpy_s": t_ref,
             "reference": "numpy.sum(float64 copy, axis=1)",
             "ratio": t_oracle / t_ref, "target": TARGETS["reduce_2^24_f32"]}
@@ -75,7 +65,7 @@ def bench_reduce_window(repeat: int) -> dict:
         view = np.lib.stride_tricks.sliding_window_view(x, (1, 3, 3, 1))
         return view.sum(axis=(-4, -3, -2, -1))
 
-    t_oracle, t_ref = _median_time(oracle, repeat), _median_time(reference, repeat)
+    t_oracle, t_ref = median_seconds(oracle, repeat), median_seconds(reference, repeat)
     return {"name": "reduce_window_1x256x256x64_3x3", "oracle_s": t_oracle,
             "numpy_s": t_ref, "reference": "sliding_window_view(x, (1,3,3,1)).sum(...)",
             "ratio": t_oracle / t_ref,
