@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance.core.numerics import round_to
+
 from conformance.core.types import TensorType, element_type
 from conformance.specs.expressions import condition
 
@@ -202,9 +204,40 @@ def _rng_bit_generator(inputs, attrs, result_types):
 
 @register("rng")
 def _rng(inputs, attrs, result_types):
-    a = np.asarray(inputs[0])
+    """A draw from the distribution the spec names, as conventional values: the spec
+    fixes no value (rng "may be nondeterministic"), so the verdict is by properties;
+    but the numpy backend (the oracle itself, the suite's self-check) must meet them,
+    so the values are a real sample: a numpy generator seeded by the case's own inputs
+    (same inputs, same values), UNIFORM in [a, b) rounded to the type and kept below b,
+    NORMAL with mean a and deviation b. Where a >= b (UNIFORM) or b < 0 (NORMAL) the
+    spec says nothing (masked): a everywhere."""
+    import zlib
+    a = np.asarray(inputs[0]).reshape(())
+    b = np.asarray(inputs[1]).reshape(()) if len(inputs) > 1 else a
     (t,) = result_types
-    return np.full(t.shape, a.reshape(()) if a.size == 1 else 0, t.element_type.dtype)
+    et = t.element_type
+    seed = zlib.crc32(b"".join(np.ascontiguousarray(np.asarray(x)).tobytes() for x in inputs)
+                      + repr(tuple(t.shape)).encode())
+    gen = np.random.default_rng(seed)
+    normal = attrs.get("rng_distribution") == "NORMAL"
+    if et.is_boolean or et.is_integer:
+        lo, hi = int(a), int(b)
+        if normal or hi <= lo:
+            return np.full(t.shape, a, et.dtype)
+        # (an offset from lo in uint64: [lo, hi) may span more than int64 holds)
+        off = gen.integers(0, hi - lo, size=t.shape, endpoint=False, dtype=np.uint64)
+        return (np.uint64(lo % (1 << 64)) + off).astype(et.dtype)
+    lo, hi = float(a.astype(np.float64)), float(b.astype(np.float64))
+    if normal:
+        if not (hi >= 0) or not np.isfinite(lo) or not np.isfinite(hi):
+            return np.full(t.shape, a, et.dtype)
+        return round_to(gen.normal(lo, hi, size=t.shape), et).astype(et.dtype)
+    if not (hi > lo) or not np.isfinite(hi - lo):
+        return np.full(t.shape, a, et.dtype)
+    v = round_to(lo + (hi - lo) * gen.random(size=t.shape), et).astype(et.dtype)
+    below = np.asarray(b, et.dtype)
+    return np.where(v.astype(np.float64) < hi, v, np.asarray(a, et.dtype)).astype(et.dtype) \
+        if below.size else v
 
 
 def _wide(x) -> np.ndarray:

@@ -92,7 +92,7 @@ def test_cli_and_plugin_take_the_shipped_name(installed, outside):
     assert "gate: 0 unexpected" in p.stdout
     p = subprocess.run([str(installed / "conformance"), "run", "--expectations", "jax-gpu"],
                        cwd=outside, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "shipped: jax-cpu" in p.stderr, p.stderr
+    assert p.returncode == 2 and "shipped: iree-cpu, jax-cpu" in p.stderr, p.stderr
     p = subprocess.run([str(installed / "python"), "-m", "pytest", "--pyargs",
                         "conformance.suite", "--conformance-backend=numpy",
                         "--conformance-ops=abs", "--conformance-types=f32",
