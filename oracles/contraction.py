@@ -359,8 +359,9 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
                       ) -> np.ndarray:
     """Per (batched) result element: could some evaluation order overflow at ``et``
     (Σ|a·b| over the finite terms reaches the type's largest finite value, so that a
-    partial sum may be infinite in one order and finite in another), or does complex
-    arithmetic meet a non-finite part (exceptions of complex arithmetic are
+    partial sum may be infinite in one order and finite in another), may an intermediate
+    of a complex product overflow (the products' components summed, below), or does
+    complex arithmetic meet a non-finite part (exceptions of complex arithmetic are
     implementation-defined, 003 "Errors")? Integers: never (they wrap)."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     src = element_type(lhs.dtype)
@@ -387,6 +388,16 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
             out |= contract(np.ones(lhs.shape), over(rhs), lb, rb, lc, rc, lead=lead,
                             exact=False) > 0
         if src.is_complex:
+            # A complex product's intermediates (the four real products, or Gauss's
+            # (re a + im a)(re b + im b)) reach (|re a| + |im a|)(|re b| + |im b|), up to
+            # 2|a||b|: (-8.8e68 - 5.4e307i)(-1.5 - 2i) is finite, XLA's evaluation -inf.
+            def l1(x):
+                x = np.asarray(x)
+                return np.where(np.isfinite(x.real) & np.isfinite(x.imag),
+                                np.abs(x.real.astype(np.float64))
+                                + np.abs(x.imag.astype(np.float64)), 0.0)
+            out |= contract(l1(lhs), l1(rhs), lb, rb, lc, rc, lead=lead,
+                            exact=False) >= big * (1 - 2.0 ** -20)
             nf = lambda x: (~np.isfinite(x.real) | ~np.isfinite(x.imag)).astype(np.float64)  # noqa
             out |= contract(nf(lhs), np.ones(rhs.shape), lb, rb, lc, rc, lead=lead,
                             exact=False) > 0

@@ -431,3 +431,22 @@ def test_a_zero_whose_sign_the_order_decides_allows_either_sign():
     assert masks["zero_sign"].all()
     (alt,) = masks.alternatives("zero_sign")["other_zero"]
     assert not np.signbit(np.asarray(alt[0] if isinstance(alt, (list, tuple)) else alt)).any()
+
+
+def test_an_intermediate_overflow_of_a_finite_complex_product_is_open():
+    """(-8.8e68 - 5.4e307i)(-1.5 - 2i) is finite (real part -1.09e308), but a complex
+    product's intermediates reach (|re a| + |im a|)(|re b| + |im b|) = 1.9e308: XLA gives
+    -inf there. Such an element is out_of_range (exceptions of complex arithmetic are
+    implementation-defined), so -inf passes; the same -inf for a product of moderate
+    parts is still a divergence."""
+    sig = dg_sig((1, 1), (1, 1), "complex<f64>", [], [], [1], [0])
+    a = np.array([[-8.75862089005944e+68 - 5.429373388139644e+307j]])
+    b = np.array([[-1.5 - 2j]])
+    (r,) = oracles.evaluate("dot_general", [a, b], sig.attributes, result_types=sig.result_types)
+    assert np.isfinite(r).all()
+    masks = oracles.implementation_defined(sig, [a[None], b[None]], SPEC, [r[None]])
+    assert masks["out_of_range"].all()
+    inf = np.array([[complex(-np.inf, r[0, 0].imag)]])
+    assert set(classes(_Fixed(inf), sig, batches=1, inputs=[a[None], b[None]])) == {"pass"}
+    small = [a[None] * 1e-300, b[None]]
+    assert set(classes(_Fixed(inf), sig, batches=1, inputs=small)) - {"pass"}
