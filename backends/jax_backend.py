@@ -89,12 +89,14 @@ class JaxBackend(Backend):
         if batched:
             fn = jax.vmap(fn)
         self._check_types(sig, fn, 1 if batched else None)
-        jitted = jax.jit(fn)
-        device = self.device
+        return self._executor(jax.jit(fn))
+
+    def _executor(self, jitted):
+        """Inputs to results through ``jitted``: numpy inputs go straight to it (a separate
+        device_put per input costs 5x the call), the device made explicit around it."""
+        jax, device = self._jax, self.device
 
         def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-            # numpy inputs go straight to the jitted function (a separate device_put
-            # per input costs 5x the call); the device is made explicit around it.
             with warnings.catch_warnings(), jax.default_device(device):
                 warnings.simplefilter("ignore")
                 out = jitted(*inputs)
@@ -125,15 +127,7 @@ class JaxBackend(Backend):
             raise Unsupported("jax.lax infers the program's result types "
                               f"{', '.join(map(str, inferred))}, not "
                               f"{', '.join(map(str, program.result_types))}")
-        jitted = jax.jit(fn)
-        device = self.device
-
-        def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-            with warnings.catch_warnings(), jax.default_device(device):
-                warnings.simplefilter("ignore")
-                out = jitted(*inputs)
-            return [np.asarray(o) for o in out]
-        return execute
+        return self._executor(jax.jit(fn))
 
     def compile_batch(self, signature: Signature):
         """jax.vmap of the op; where only vmap refuses (a batching rule that cannot take

@@ -476,13 +476,21 @@ def _negative_zero(lhs, rhs, lb, rb, lc, rc, result):
     et = element_type(r.dtype)
     if not (et.is_float or et.is_complex) or r.size == 0:
         return r
-    zs = _zero_parts(lhs, rhs, lb, rb, lc, rc, result)
+    return other_zeros(r, _zero_parts(lhs, rhs, lb, rb, lc, rc, result))
+
+
+def other_zeros(r: np.ndarray, zero_parts: "list[np.ndarray]"):
+    """``r`` with the other zero where ``zero_parts`` (one mask per part) say the order
+    decides the sign: one alternative for a real result; for complex, the real part
+    alone, the imaginary part alone and both (convolution's alternative too)."""
     if not np.iscomplexobj(r):
-        return np.where(zs[0], -r, r).astype(r.dtype)
-    re = np.array(r.real)
-    im = np.array(r.imag)
-    nre = np.where(zs[0], -re, re).astype(re.dtype)
-    nim = np.where(zs[1], -im, im).astype(im.dtype)
+        if not element_type(r.dtype).is_float:
+            return r
+        return np.where(zero_parts[0], -r.astype(np.float64),
+                        r.astype(np.float64)).astype(r.dtype)
+    re, im = np.array(r.real), np.array(r.imag)
+    nre = np.where(zero_parts[0], -re, re).astype(re.dtype)
+    nim = np.where(zero_parts[1], -im, im).astype(im.dtype)
     out = []
     for x, y in ((nre, im), (re, nim), (nre, nim)):
         v = np.empty(r.shape, r.dtype)

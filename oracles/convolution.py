@@ -353,17 +353,4 @@ def _other_zero(lhs, rhs, attr_values, result):
     """The oracle's result with the other zero in each part whose sign the order decides;
     for complex, each such part alone and both."""
     r = np.asarray(result)
-    zs = _zero_parts(lhs, rhs, attr_values, result)
-    if not np.iscomplexobj(r):
-        if not element_type(r.dtype).is_float:
-            return r
-        return np.where(zs[0], -r.astype(np.float64), r.astype(np.float64)).astype(r.dtype)
-    re, im = np.array(r.real), np.array(r.imag)
-    nre = np.where(zs[0], -re, re).astype(re.dtype)
-    nim = np.where(zs[1], -im, im).astype(im.dtype)
-    out = []
-    for x, y in ((nre, im), (re, nim), (nre, nim)):
-        c = np.empty(r.shape, r.dtype)
-        c.real, c.imag = x, y
-        out.append(c)
-    return out
+    return contraction.other_zeros(r, _zero_parts(lhs, rhs, attr_values, result))
