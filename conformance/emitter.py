@@ -123,13 +123,22 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
 class _AttributeFormatter(string.Formatter):
     """Placeholders print spec attribute values with :func:`attribute_value`; the
     format spec ``i64array`` prints an integer list as MLIR's dense i64 array
-    (``array<i64: 1, 2>``, or ``array<i64>`` when empty); ``precision`` prints a list of
+    (``array<i64: 1, 2>``, or ``array<i64>`` when empty); ``i64tensor`` a list of
+    integer rows as a 2-D si64 tensor constant (replica_groups); ``precision`` prints a list of
     precision names as ``[#stablehlo<precision DEFAULT>, ...]`` (precision_config)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if format_spec == "i64array":
             items = ", ".join(attribute_value(v) for v in value)
             return f"array<i64: {items}>" if items else "array<i64>"
+        if format_spec == "i64tensor":      # a 2-D list: dense<[[0, 1]]> : tensor<1x2xi64>
+            rows = [list(r) for r in value]
+            cols = {len(r) for r in rows}
+            if len(cols) > 1:
+                raise EmitError(f"rows of different lengths {rows} make no 2-D tensor")
+            body = "[" + ", ".join(f"[{attribute_value(r)}]" for r in rows) + "]" \
+                if rows and rows[0] else ""
+            return f"dense<{body}> : tensor<{len(rows)}x{cols.pop() if cols else 0}xi64>"
         if format_spec == "precision":
             items = ", ".join(f"#stablehlo<precision {attribute_value(v)}>" for v in value)
             return f"[{items}]"

@@ -232,7 +232,9 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
         env.update(zip((t.name for t in spec.inputs), spec.split_inputs(inputs)))
         env.update(zip((t.name for t in spec.outputs), spec.split_outputs(outputs)))
         regions = tuple(ex.evaluate(r.value, env) for r in spec.regions)
-    return Signature.make(spec.name, inputs, outputs, attrs, regions=regions)
+    # A collective's process grid (issue 18): the spec's variables of these names.
+    grid = {k: int(env[k]) for k in ("num_replicas", "num_partitions") if k in env}
+    return Signature.make(spec.name, inputs, outputs, attrs, regions=regions, **grid)
 
 
 def canonical(spec: OpSpec, binding: Mapping[str, str], base_shape=(2,)) -> Signature:

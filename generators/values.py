@@ -318,6 +318,14 @@ def batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
     input's leaves), shape [batch] + its shape; an input whose spec names
     ``boundaries:`` gets a share of its elements next to them."""
     spec = spec or load_spec(sig.op)
+    n = sig.num_replicas * sig.num_partitions
+    if n > 1:
+        # A grid of n processes (collectives): one value per process, [batch, n] + shape,
+        # drawn as batch * n cases of the single-process signature.
+        import dataclasses
+        flat = batch_inputs(dataclasses.replace(sig, num_replicas=1, num_partitions=1), rng,
+                            batch * n, spec)
+        return tuple(x.reshape((batch, n) + x.shape[1:]) for x in flat)
     out = _batch_inputs(sig, rng, batch, spec)
     if not any(t.boundaries for t in spec.inputs) or len(out) != len(sig.input_types):
         return out      # (tuple-typed inputs have no boundaries)

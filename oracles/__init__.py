@@ -104,8 +104,19 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
                         result_types=batched_types, regions=sig.regions)
-    per_case = [evaluate(sig.op, [x[b] for x in stacked], sig.attributes,
-                         result_types=sig.result_types, input_types=sig.input_types,
+    attrs, result_types = sig.attributes, sig.result_types
+    n = sig.num_replicas * sig.num_partitions
+    if n > 1:
+        # a grid of n processes (collectives): one value per process on the axis after
+        # the batch axis; the oracle gets the grid with the attributes
+        attrs = {**attrs, "num_replicas": sig.num_replicas,
+                 "num_partitions": sig.num_partitions}
+        result_types = tuple(TensorType((n,) + t.shape, t.element_type)
+                             for t in sig.result_leaves)
+        batched_types = [TensorType((batch,) + t.shape, t.element_type)
+                         for t in result_types]
+    per_case = [evaluate(sig.op, [x[b] for x in stacked], attrs,
+                         result_types=result_types, input_types=sig.input_types,
                          regions=sig.regions)
                 for b in range(batch)]
     return tuple(np.stack([c[i] for c in per_case]) if per_case

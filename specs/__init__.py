@@ -549,7 +549,9 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                                     "distinct")
     constraints = []
     for i, c in enumerate(data["constraints"]):
-        _check_expr(path, f"constraints[{i}].check", c["check"], value_names)
+        # (a constraint also sees the signature's process grid: collectives, issue 18)
+        _check_expr(path, f"constraints[{i}].check", c["check"],
+                    value_names | {"num_replicas", "num_partitions"})
         constraints.append(Constraint(c["id"], c["text"], c["check"], c.get("unbreakable")))
 
     impl = []

@@ -63,6 +63,7 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
         if a.kind == "tensor" and a.name in env:
             env[a.name] = tensor_attribute(env[a.name])
     env.update(zip((r.name for r in spec.regions), sig.regions))
+    env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
     return env
 
 

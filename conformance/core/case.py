@@ -137,10 +137,14 @@ class Case:
     def __post_init__(self):
         object.__setattr__(self, "inputs", tuple(np.asarray(x) for x in self.inputs))
         if not self.signature.invalid:
+            # On a grid of several processes (collectives) each input holds one value per
+            # process, on a leading axis: [processes] + its type's shape.
+            n = self.signature.num_replicas * self.signature.num_partitions
             for i, (x, t) in enumerate(zip(self.inputs, self.signature.input_leaves)):
-                if type_of(x) != t:
+                want = t if n == 1 else TensorType((n,) + t.shape, t.element_type)
+                if type_of(x) != want:
                     raise ValueError(f"{self.signature.op}: input {i} is {type_of(x)}, "
-                                     f"but the signature says {t}")
+                                     f"but the signature says {want}")
 
     @property
     def op(self) -> str:
