@@ -1,7 +1,8 @@
 """Backends: the implementations under test, found by name.
 
 ``get_backend(spec)`` accepts a short name (``jax``, ``jax-gpu``, ``numpy``, ``xla``,
-``xla-gpu``, ``interpreter``), a
+``xla-gpu``, ``interpreter``, ``iree``), ``pjrt:/path/to/plugin.so`` or ``pjrt:NAME``
+(any PJRT C-API plugin, backends/pjrt_backend.py), a
 ``module:Class`` path, or the name of a ``conformance.backends`` entry point that a
 vendor's package declares. Anything that cannot be loaded raises
 :class:`BackendLoadError` with a one-line reason.
@@ -128,6 +129,11 @@ def resolve(spec: str) -> Callable[[], Backend]:
 def _resolve(spec: str) -> tuple[object, str]:
     if spec in BUILTIN:
         return BUILTIN[spec], repr(spec)
+    if spec.startswith("pjrt:"):                  # a PJRT plugin by path or package name
+        from .pjrt_backend import PjrtBackend, locate
+        plugin = spec[len("pjrt:"):]
+        locate(plugin)
+        return (lambda: PjrtBackend(plugin)), repr(spec)
     if ":" in spec:
         module, _, attr = spec.partition(":")
         if not module or not attr:
@@ -153,7 +159,7 @@ def _resolve(spec: str) -> tuple[object, str]:
         return obj, repr(spec)
     known = sorted(set(BUILTIN) | set(eps))
     raise BackendLoadError(f"unknown backend {spec!r}; known: {', '.join(known)}, "
-                           "or module:Class")
+                           "pjrt:PLUGIN, or module:Class")
 
 
 def available() -> list[str]:

@@ -32,6 +32,10 @@ What is used (``*`` = private, may break on any jaxlib upgrade):
   with ``*xla_client.array_result_handler`` (or, for the first call of an executable,
   ``*ExecuteResults.disassemble_into_single_device_arrays``): run and fetch.
   Results are fetched with ``numpy.asarray``; nothing touches ``jax_enable_x64``.
+- ``*xla_client.load_pjrt_plugin_dynamically``, ``*initialize_pjrt_plugin``,
+  ``*pjrt_plugin_loaded``, ``*make_c_api_client``: a PJRT C-API plugin (a shared
+  library exporting ``GetPjrtApi``) loaded by path and its client made (the ``pjrt``
+  backend; the same calls in 0.10.2, 0.11.2 and 0.12.0.1).
 - ``jax.extend.mlir.ir`` and ``jax.extend.mlir.dialects.stablehlo.eval_module``: the
   MLIR bindings and the StableHLO reference interpreter.
 - ``jax.interpreters.mlir.make_ir_context`` (a legacy, semi-public shim over
@@ -137,6 +141,15 @@ _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
                         "RankedTensorType", "Type", "Module", "Location")},
     },
 }
+# The pjrt backend (any PJRT C-API plugin): the xla backend's names plus the loader.
+_NAMES["plugin"] = {
+    **_NAMES["pjrt"],
+    "load_pjrt_plugin_dynamically": ("jax._src.lib", "xla_client",
+                                     "load_pjrt_plugin_dynamically"),
+    "initialize_pjrt_plugin": ("jax._src.lib", "xla_client", "initialize_pjrt_plugin"),
+    "pjrt_plugin_loaded": ("jax._src.lib", "xla_client", "pjrt_plugin_loaded"),
+    "make_c_api_client": ("jax._src.lib", "xla_client", "make_c_api_client"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +171,10 @@ class Jaxlib:
     eval_module: Callable[..., Any] = None
     make_ir_context: Callable[[], Any] = None
     register_type_caster: Callable[..., Any] = None
+    load_pjrt_plugin_dynamically: Callable[[str, str], Any] = None
+    initialize_pjrt_plugin: Callable[[str], None] = None
+    pjrt_plugin_loaded: Callable[[str], bool] = None
+    make_c_api_client: Callable[..., Any] = None
     shims: Shims = Shims()
 
 
@@ -172,7 +189,7 @@ _LOADED: dict[str, Jaxlib] = {}
 
 
 def load(who: str, group: str) -> Jaxlib:
-    """Resolve the jax/jaxlib names of ``group`` ("pjrt" or "interpreter"), or raise
+    """Resolve the jax/jaxlib names of ``group`` ("pjrt", "plugin" or "interpreter"), or raise
     a one-line :class:`BackendLoadError` that starts with ``"{who} backend: "``."""
     with _LOCK:
         if group not in _LOADED:
@@ -242,9 +259,9 @@ def status_code(error: BaseException) -> str | None:
 class Pjrt:
     """One PJRT device: compile module text for it, transfer arrays, execute."""
 
-    def __init__(self, lib: Jaxlib, platform: str) -> None:
+    def __init__(self, lib: Jaxlib, platform: str, client: Any = None) -> None:
         self.lib = lib
-        self.client = lib.get_backend(platform)
+        self.client = lib.get_backend(platform) if client is None else client
         self.device = self.client.local_devices()[0]
         self.devices = lib.DeviceList((self.device,))
         self.sharding = lib.SingleDeviceSharding(self.device)

@@ -472,7 +472,7 @@ def _backend_locators(text: str, option: str) -> list[str]:
     from conformance.backends import BackendLoadError, resolve
     items = _list_option(text, option, repeats=False) or []
     for b in items:
-        if ":" in b:
+        if ":" in b and not b.startswith("pjrt:"):
             module, _, attr = b.partition(":")
             if not module or not attr or not all(part.isidentifier() for part in
                                                 module.split(".") + [attr]):
