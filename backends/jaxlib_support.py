@@ -344,6 +344,53 @@ class Loaded:
         return arrays
 
 
+class GridLoaded:
+    """A program compiled for a grid of ``num_replicas`` x ``num_partitions`` processes
+    (collectives, issue 18), one host device each (device ``r * num_partitions + p`` is
+    process ``(r, p)``). Called with one ``[processes] + shape`` array per input, it
+    returns one per result.
+
+    Each input goes to the devices as one array whose shards are the processes' values
+    (assembled with jax's private ``ArrayImpl`` constructor: a public sharding would
+    replicate one value, or give each device a slice of another shape)."""
+
+    def __init__(self, pjrt: Pjrt, text: str, num_replicas: int, num_partitions: int) -> None:
+        from jax._src.array import ArrayImpl
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        n = num_replicas * num_partitions
+        devices = pjrt.client.local_devices()
+        if len(devices) < n:
+            raise ValueError(f"needs {n} devices, the {pjrt.device.platform} client has "
+                             f"{len(devices)} (XLA_FLAGS=--xla_force_host_platform_device_"
+                             "count=8 must be set before XLA initialises)")
+        self.pjrt, self.devices, self._array = pjrt, list(devices[:n]), ArrayImpl
+        assignment = [[self.devices[r * num_partitions + p].id for p in range(num_partitions)]
+                      for r in range(num_replicas)]
+        options = pjrt.lib.get_compile_options(num_replicas=num_replicas,
+                                               num_partitions=num_partitions,
+                                               device_assignment=assignment)
+        self.executable = pjrt.client.compile_and_load(
+            text, pjrt.lib.DeviceList(tuple(self.devices)), options)
+        self.sharding = NamedSharding(Mesh(np.array(self.devices), ("processes",)),
+                                      PartitionSpec())
+        self._singles = [pjrt.lib.SingleDeviceSharding(d) for d in self.devices]
+
+    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        lib = self.pjrt.lib
+        args = []
+        for x in inputs:
+            x = np.asarray(x)
+            aval = self.pjrt.aval(x.shape[1:], x.dtype)
+            shards = [lib.batched_device_put(aval, s, [np.ascontiguousarray(x[i])], [d], True,
+                                             False, lib.immutable_during_call, True)
+                      for i, (s, d) in enumerate(zip(self._singles, self.devices))]
+            args.append(self._array(aval, self.sharding, shards, committed=True,
+                                    _skip_checks=True))
+        results = self.executable.execute_sharded(args)
+        return [np.stack([np.asarray(s) for s in shards])
+                for shards in results.disassemble_into_single_device_arrays()]
+
+
 # ---------------------------------------------------------------------------------------
 # MLIR: context, parsing, diagnostics
 # ---------------------------------------------------------------------------------------

@@ -31,16 +31,7 @@ from conformance.core.case import Signature
 
 from . import jaxlib_support
 from .base import Backend, BackendLoadError, Unsupported
-
-
-def module_text(sig: Signature) -> str:
-    """The canonical module of ``sig``; Unsupported when it cannot be printed."""
-    from conformance.emitter import EmitError
-    from conformance.emitter import module_text as emit
-    try:
-        return emit(sig)
-    except EmitError as e:
-        raise Unsupported(f"no StableHLO text for {sig.op}: {e}") from None
+from .vendor import module_text  # the canonical text; NoProgram (Unsupported) if none
 
 
 class XlaBackend(Backend):
@@ -78,21 +69,32 @@ class XlaBackend(Backend):
             if why is not None:
                 raise Unsupported(f"{self.platform} cannot hold {t.element_type} arrays: {why}")
         devices = sig.num_replicas * sig.num_partitions
-        if devices > 1:
+        if devices > len(self.pjrt.client.local_devices()):
             raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
-                              "processes; this backend runs on one device")
+                              f"processes; the {self.platform} client has "
+                              f"{len(self.pjrt.client.local_devices())} devices (XLA_FLAGS="
+                              "--xla_force_host_platform_device_count=8 before XLA starts; "
+                              "the isolated child sets it)")
         try:
+            if devices > 1:         # one device per process (issue 18)
+                return jaxlib_support.GridLoaded(self.pjrt, text, sig.num_replicas,
+                                                 sig.num_partitions)
             return self.pjrt.compile(text)
         except Exception as e:  # noqa: BLE001 - classified below, re-raised otherwise
             if not sig.invalid and jaxlib_support.status_code(e) == "UNIMPLEMENTED":
-                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}") from None
+                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
             raise
 
     def _executable(self, sig: Signature):
-        return self.pjrt.loaded(self.compile_text(module_text(sig), sig))
+        compiled = self.compile_text(module_text(sig), sig)
+        if isinstance(compiled, jaxlib_support.GridLoaded):
+            return compiled
+        return self.pjrt.loaded(compiled)
 
     def compile(self, signature: Signature):
         run = self._executable(signature)
+        if isinstance(run, jaxlib_support.GridLoaded):
+            return run          # [processes] + shape per input and result
         put = self.pjrt.put
 
         def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -110,8 +112,15 @@ class XlaBackend(Backend):
             return run([put(np.ascontiguousarray(x)) for x in inputs])
         return execute
 
+    def compile_pack(self, signatures: Sequence[Signature]):
+        """Several independent signatures as one module (backends/xla_pack.py)."""
+        from .xla_pack import XlaPack
+        return XlaPack(self, signatures)
+
     def compile_batch(self, signature: Signature):
         run = self._executable(signature)
+        if isinstance(run, jaxlib_support.GridLoaded):
+            return _grid_batch(run, signature)
         pjrt = self.pjrt
         put = pjrt.put
 
@@ -131,6 +140,20 @@ class XlaBackend(Backend):
                     out[b, ...] = r
             return outs
         return execute
+
+
+def _grid_batch(run, signature: Signature):
+    """A batch on a grid: one execution per case, [batch, processes] + shape."""
+    n = signature.num_replicas * signature.num_partitions
+
+    def execute(stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
+        batch = stacked[0].shape[0] if stacked else 1
+        if batch == 0:
+            return [np.zeros((0, n) + t.shape, t.element_type.dtype)
+                    for t in signature.result_leaves]
+        per_case = [run([x[b] for x in stacked]) for b in range(batch)]
+        return [np.stack([c[i] for c in per_case]) for i in range(len(per_case[0]))]
+    return execute
 
 
 def _one_line(e: BaseException) -> str:

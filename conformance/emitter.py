@@ -43,6 +43,8 @@ from conformance.core.types import TensorType, TupleType
 from conformance.specs import load_spec
 from conformance.specs.mlir import OpSyntax, syntax_of
 from conformance.specs.regions import Arg, Node, RegionError, parse as parse_region
+from conformance.core.region_program import (RegionProgramError, is_program as
+                                             is_region_program, parse as parse_region_program)
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
            "op_text", "module_text", "context", "parse", "verify", "verifier_rejects"]
@@ -116,7 +118,9 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
     for (mlir_name, fmt), names in zip(syntax.attributes, syntax.fields):
         if not names <= set(attrs):
             continue
-        parts.append(f"{mlir_name} = " + _FORMATTER.format(fmt, **{n: attrs[n] for n in names}))
+        text = _FORMATTER.format(fmt, **{n: attrs[n] for n in names})
+        if text:        # (empty: a false unit attribute, left out)
+            parts.append(f"{mlir_name} = {text}")
     return f" {{{', '.join(parts)}}}" if parts else ""
 
 
@@ -124,13 +128,16 @@ class _AttributeFormatter(string.Formatter):
     """Placeholders print spec attribute values with :func:`attribute_value`; the
     format spec ``i64array`` prints an integer list as MLIR's dense i64 array
     (``array<i64: 1, 2>``, or ``array<i64>`` when empty); ``i64tensor`` a list of
-    integer rows as a 2-D si64 tensor constant (replica_groups); ``precision`` prints a list of
+    integer rows as a 2-D si64 tensor constant (replica_groups); ``unit`` a boolean as a
+    unit attribute (left out when false: use_global_device_ids); ``precision`` prints a list of
     precision names as ``[#stablehlo<precision DEFAULT>, ...]`` (precision_config)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if format_spec == "i64array":
             items = ", ".join(attribute_value(v) for v in value)
             return f"array<i64: {items}>" if items else "array<i64>"
+        if format_spec == "unit":           # a unit attribute: present when true
+            return "unit" if value else ""
         if format_spec == "i64tensor":      # a 2-D list: dense<[[0, 1]]> : tensor<1x2xi64>
             rows = [list(r) for r in value]
             cols = {len(r) for r in rows}
@@ -150,21 +157,56 @@ class _AttributeFormatter(string.Formatter):
 _FORMATTER = _AttributeFormatter()
 
 
-def _regions_text(sig: Signature) -> str:
-    """`` ({...}, {...})``: the op's regions (conformance.specs.regions texts) in generic
-    form."""
+def _regions_text(sig: Signature, captured: Sequence[str] = ()) -> str:
+    """`` ({...}, {...})``: the op's regions (conformance.specs.regions texts, or region
+    programs) in generic form; ``captured``: the enclosing values region programs read."""
     if not sig.regions:
         return ""
     try:
-        blocks = [block_text(r, f"r{i}_") for i, r in enumerate(sig.regions)]
-    except RegionError as e:
+        blocks = [block_text(r, f"r{i}_", captured=captured)
+                  for i, r in enumerate(sig.regions)]
+    except (RegionError, RegionProgramError) as e:
         raise EmitError(f"{sig.op}: {e}") from None
     return f" ({', '.join(blocks)})"
 
 
-def block_text(text: str, prefix: str, indent: str = "      ") -> str:
+def _program_block(text: str, prefix: str, indent: str, captured: Sequence[str]) -> str:
+    """A region program (conformance/core/region_program.py) as an MLIR region: its block
+    arguments as ``^bb0`` arguments, its captured arguments as the enclosing values
+    ``captured`` (in order), every op by :func:`op_text`."""
+    body = parse_region_program(text)
+    program = body.program
+    names = {}
+    for i, (n, _) in enumerate(program.arguments):
+        if i < body.block:
+            names[n] = f"%{prefix}{n}"
+        elif i - body.block < len(captured):
+            names[n] = captured[i - body.block]
+        else:
+            raise EmitError(f"region program reads {len(body.capture_types)} captured "
+                            f"value(s), the op has {len(captured)}")
+    lines = []
+    for o in program.operations:
+        for r in o.results:
+            names[r] = f"%{prefix}{o.name}" + (r[len(o.name):] if r != o.name else "")
+        lines.append(op_text(o.signature, [names[v] for v in o.operands],
+                             f"%{prefix}{o.name}"))
+    types = program.result_types
+    lines.append(f'"stablehlo.return"({", ".join(names[r] for r in program.results)}) : '
+                 f'({", ".join(t.mlir() for t in types)}) -> ()')
+    params = ", ".join(f"%{prefix}{n}: {t.mlir()}" for n, t in program.arguments[:body.block])
+    head = f"\n{indent}^bb0({params}):" if body.block else ""
+    text_ = "".join(f"\n{indent}  {line}" for line in lines)
+    return f"{{{head}{text_}\n{indent}}}"
+
+
+def block_text(text: str, prefix: str, indent: str = "      ",
+               captured: Sequence[str] = ()) -> str:
     """A region text as an MLIR region in generic form, ``{ ^bb0(...): ... }``. Value
-    names carry ``prefix`` so that they never shadow the enclosing function's."""
+    names carry ``prefix`` so that they never shadow the enclosing function's. A region
+    program reads the enclosing values ``captured``."""
+    if is_region_program(text):
+        return _program_block(text, prefix, indent, captured)
     region = parse_region(text)
     args = [f"%{prefix}arg{i}" for i in range(len(region.arg_types))]
     scalar = [TensorType((), t) for t in region.arg_types]
@@ -203,8 +245,13 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
     n = len(sig.result_types)
     lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
     results = sig.result_types[0].mlir() if n == 1 else f"({_types(sig.result_types)})"
-    return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)}){_regions_text(sig)}'
-            f"{_attributes_text(sig, syntax)} : ({_types(sig.input_types)}) -> {results}")
+    inputs, captured = list(sig.input_types), []
+    if syntax.captured:         # the last input's values: read by the regions, no operands
+        k = len(load_spec(sig.op).inputs) - 1
+        operands, captured, inputs = operands[:k], operands[k:], inputs[:k]
+    return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)})'
+            f"{_regions_text(sig, captured)}"
+            f"{_attributes_text(sig, syntax)} : ({_types(inputs)}) -> {results}")
 
 
 def op_name(sig: Signature, syntax: OpSyntax | None = None) -> str:

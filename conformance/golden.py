@@ -39,24 +39,43 @@ class Example:
         return f"{self.spec.name}:example:{self.index}"
 
 
+def _regions(spec: OpSpec, given: dict) -> tuple[str, ...]:
+    """An example's region texts in spec order (a variadic region's list flattened)."""
+    out: list[str] = []
+    for r in spec.regions:
+        v = given.get(r.name, [] if r.variadic else "")
+        out += list(v) if r.variadic else [v]
+    return tuple(out)
+
+
 def examples(spec: OpSpec) -> list[Example]:
     out = []
     for i, ex in enumerate(spec.examples):
         ins = _flat(ex["inputs"].values())
         outs = _flat(ex["expected"].values())
+        grid = ex.get("grid") or [1, 1]
         # A tuple-typed value's literal lists its elements; the case holds its leaves.
-        inputs = [x for v in ins for x in from_value_literal(v["value"], v["type"])]
-        expected = tuple(x for v in outs for x in from_value_literal(v["value"], v["type"]))
+        # On a grid (collectives) a value is one literal per process, stacked.
+        inputs = [x for v in ins for x in _literal(v, grid)]
+        expected = tuple(x for v in outs for x in _literal(v, grid))
         sig = Signature.make(spec.name, [value_type(v["type"]) for v in ins],
                              [value_type(v["type"]) for v in outs],
                              ex.get("attributes", {}),
-                             regions=tuple(ex.get("regions", {}).get(r.name, "")
-                                           for r in spec.regions))
+                             regions=_regions(spec, ex.get("regions", {})),
+                             num_replicas=grid[0], num_partitions=grid[1])
         tol = ex.get("tolerance", {})
         out.append(Example(spec, i, ex.get("name", f"example {i + 1}"),
                            Case(sig, tuple(inputs), case_id=f"{spec.name}:example:{i}"),
                            expected, tol.get("rtol"), tol.get("atol"), ex.get("note")))
     return out
+
+
+def _literal(v: dict, grid) -> list[np.ndarray]:
+    """One example tensor's arrays; on a grid of several processes, [processes] + shape."""
+    if grid[0] * grid[1] == 1:
+        return list(from_value_literal(v["value"], v["type"]))
+    per = [from_value_literal(x, v["type"]) for x in v["value"]]
+    return [np.stack([p[i] for p in per]) for i in range(len(per[0]))]
 
 
 def _flat(values) -> list[dict]:

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance.backends.base import Backend, BackendLoadError, Unsupported
+from conformance.backends.base import Backend, BackendLoadError, NoProgram, Unsupported
 from conformance.core.case import Case, Signature
 
 
@@ -46,13 +46,20 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
+    # Collectives (issue 18) run on a grid of up to 8 processes: XLA's host platform gets
+    # that many CPU devices, which it reads once, when it initialises (nothing has yet here).
+    flag = "--xla_force_host_platform_device_count"
+    if flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=8".strip()
     from conformance.backends import get_backend
     try:
         backend = get_backend(locator)
-        conn.send(("ok", backend.describe()))
+        conn.send(("ok", backend.describe(), backend.can_pack,
+                   getattr(backend, "compiles_invalid", True)))
     except Exception as e:  # noqa: BLE001 - reported to the parent
         conn.send(("load_error", f"{type(e).__name__}: {e}"))
         return
+    packs: dict = {}        # tuple of signatures -> compiled pack
     while True:
         try:
             request, sig, payload = conn.recv()
@@ -61,6 +68,15 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
         if request == "stop":
             return
         try:
+            if request in ("compile_pack", "run_pack"):     # conformance.packing
+                sigs, batches = payload
+                pack = packs.get(sigs)
+                if pack is None:
+                    pack = packs[sigs] = backend.compile_pack(list(sigs))
+                result = None if request == "compile_pack" else \
+                    [None if r is None else [np.asarray(x) for x in r] for r in pack(batches)]
+                conn.send(("ok", result))
+                continue
             if request == "compile":
                 (backend.batch_executable if payload else backend.executable)(sig)
                 result: Any = None
@@ -72,12 +88,14 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
                 result = [np.asarray(x) for x in backend.executable(sig)(payload)]
             elif request == "clear":
                 backend.clear_cache()
+                packs.clear()
                 result = None
             else:
                 raise ValueError(f"unknown request {request!r}")
             conn.send(("ok", result))
         except Unsupported as e:
-            conn.send(("unsupported", str(e)))
+            conn.send(("unsupported", str(e), bool(getattr(e, "compiled", False)),
+                       isinstance(e, NoProgram)))
         except Exception as e:  # noqa: BLE001 - the backend rejected the program
             conn.send(("error", f"{type(e).__name__}: {e}",
                        "".join(traceback.format_exception_only(type(e), e)).strip()))
@@ -109,11 +127,14 @@ class IsolatedBackend(Backend):
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
-        status, info = self._receive(timeout=max(self.timeout, 120.0), what="loading")
+        reply = self._receive(timeout=max(self.timeout, 120.0), what="loading")
+        status, info = reply[0], reply[1]
         if status != "ok":
             self.close()
             raise BackendLoadError(f"backend {self._locator!r}: {info}")
         self._info = info
+        self._can_pack = bool(reply[2]) if len(reply) > 2 else False
+        self.compiles_invalid = bool(reply[3]) if len(reply) > 3 else True
 
     def _receive(self, timeout: float, what: str):
         if not self._conn.poll(timeout):
@@ -180,7 +201,9 @@ class IsolatedBackend(Backend):
         if status == "ok":
             return reply[1]
         if status == "unsupported":
-            raise Unsupported(reply[1])
+            if len(reply) > 3 and reply[3]:
+                raise NoProgram(reply[1])
+            raise Unsupported(reply[1], compiled=bool(len(reply) > 2 and reply[2]))
         raise BackendFailure(reply[1])
 
     def close(self) -> None:
@@ -222,6 +245,19 @@ class IsolatedBackend(Backend):
 
     def run(self, case: Case) -> Sequence[np.ndarray]:
         return self.executable(case.signature)(case.inputs)
+
+    @property
+    def can_pack(self) -> bool:
+        return getattr(self, "_can_pack", False)
+
+    def compile_pack(self, signatures: Sequence[Signature]):
+        """Compiled in the child; each run sends the signatures along, so a child
+        started anew (after another request crashed it) compiles the pack again."""
+        sigs = tuple(signatures)
+        self._request("compile_pack", None, (sigs, None))
+        return lambda batches: self._request(
+            "run_pack", None, (sigs, [None if b is None else [np.asarray(x) for x in b]
+                                      for b in batches]))
 
     def clear_cache(self) -> None:
         """Also in the child, if it is running (a dead child holds nothing)."""

@@ -96,6 +96,16 @@ def _product_bound(leaves: np.ndarray, expected: np.ndarray, et) -> np.ndarray:
 MODELS = {"sum": _sum_bound, "product": _product_bound}
 
 
+def _attributes(j: Judgement) -> dict:
+    """The attributes the leaves are read with: regions by name, and a collective's
+    process grid where it has several processes (conformance/oracles/collectives.py)."""
+    attrs = dict(j.sig.attributes)
+    attrs.update(zip((r.name for r in j.spec.regions), j.sig.regions))
+    if j.sig.num_replicas * j.sig.num_partitions > 1:
+        attrs.update(num_replicas=j.sig.num_replicas, num_partitions=j.sig.num_partitions)
+    return attrs
+
+
 @bound_function("reduction")
 def reduction_bound(j: Judgement) -> list[np.ndarray]:
     """Per result: the error bound of its body op's model, 0 for every other result."""
@@ -104,8 +114,7 @@ def reduction_bound(j: Judgement) -> list[np.ndarray]:
     text = j.sig.regions[names.index(options.get("region", names[0]))]
     ops = reduction.components(text)
     leaves_of = reduction.LEAVES[j.sig.op]
-    attrs = dict(j.sig.attributes)
-    attrs.update(zip(names, j.sig.regions))
+    attrs = _attributes(j)
     n = len(j.expected)
     out = []
     for k, e in enumerate(j.expected):
@@ -131,8 +140,7 @@ def reduction_flush(j: Judgement) -> list[np.ndarray]:
     names = [r.name for r in j.spec.regions]
     text = j.sig.regions[names.index(options.get("region", names[0]))]
     ops = reduction.components(text)
-    attrs = dict(j.sig.attributes)
-    attrs.update(zip(names, j.sig.regions))
+    attrs = _attributes(j)
     out = []
     for k, e in enumerate(j.expected):
         et = element_type(np.asarray(e).dtype)

@@ -32,6 +32,11 @@ from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, el
 from .signatures import ShapeProfile, binding_of, canonical, signatures
 
 
+def _grid(sig: Signature) -> dict[str, int]:
+    """A collective's process grid, kept by every change (issue 18)."""
+    return {"num_replicas": sig.num_replicas, "num_partitions": sig.num_partitions}
+
+
 def _retype(sig: Signature, which: str, i: int, t: TensorType) -> Signature:
     field = "input_types" if which == "in" else "result_types"
     types = list(getattr(sig, field))
@@ -113,7 +118,7 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
             changed = Signature.make(sig.op, sig.input_types, sig.result_types,
-                                     {**attrs, a.name: v}, regions=sig.regions)
+                                     {**attrs, a.name: v}, regions=sig.regions, **_grid(sig))
             yield changed
             # The same change with the results re-derived from the spec's output rules,
             # so that a rule on the attribute breaks without the result-shape rule.
@@ -157,7 +162,7 @@ def _count_mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                       else list(sig.input_types))
             new_out = (_regroup(spec.outputs, outs, k) if which in ("out", "both")
                        else list(sig.result_types))
-            yield Signature.make(sig.op, new_in, new_out, sig.attributes, regions=sig.regions)
+            yield Signature.make(sig.op, new_in, new_out, sig.attributes, regions=sig.regions, **_grid(sig))
 
 
 def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
@@ -176,7 +181,7 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             changed = list(groups)
             changed[gi] = [TensorType(x.shape, et) for x in groups[gi]]
             yield Signature.make(sig.op, _regroup(spec.inputs, changed, len(groups[gi])),
-                                 sig.result_types, sig.attributes, regions=sig.regions)
+                                 sig.result_types, sig.attributes, regions=sig.regions, **_grid(sig))
 
 
 def _region_mutations(sig: Signature) -> Iterator[Signature]:
@@ -224,7 +229,7 @@ def _rederive_outputs(spec: OpSpec, sig: Signature) -> Signature | None:
             outs.append(TensorType(tuple(shape), element_type(ex.evaluate(t.element_type, env))))
     except (ex.ExpressionError, ValueError, TypeError):
         return None
-    return Signature.make(sig.op, sig.input_types, outs, sig.attributes, regions=sig.regions)
+    return Signature.make(sig.op, sig.input_types, outs, sig.attributes, regions=sig.regions, **_grid(sig))
 
 
 def _shape_env(spec: OpSpec, sig: Signature) -> dict[str, list[int]] | None:
@@ -262,14 +267,30 @@ def rebound(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                                               element_type(ex.evaluate(t.element_type, env))))
                     return out
                 yield Signature.make(sig.op, retyped(spec.inputs, sig.input_types),
-                                     retyped(spec.outputs, sig.result_types), sig.attributes, regions=sig.regions)
+                                     retyped(spec.outputs, sig.result_types), sig.attributes, regions=sig.regions, **_grid(sig))
             except (ex.ExpressionError, ValueError):
                 continue
 
 
 def _list_mutations(xs: list[int]) -> Iterator[list[int]]:
     """Single changes of an integer-list attribute: one element up or down, set to -1,
-    the list one longer or shorter, two elements swapped or made equal."""
+    the list one longer or shorter, two elements swapped or made equal. A list of rows
+    (replica_groups, source_target_pairs): one element up, down or -1, a row dropped or
+    repeated, a column dropped, two rows' first elements made equal, no rows at all."""
+    if xs and all(isinstance(r, (list, tuple)) for r in xs):
+        rows = [list(r) for r in xs]
+        for i, r in enumerate(rows):
+            for j, x in enumerate(r):
+                for v in (x - 1, x + 1, -1):
+                    yield rows[:i] + [r[:j] + [v] + r[j + 1:]] + rows[i + 1:]
+        yield rows[:-1]
+        yield rows + [rows[-1]]
+        if rows[0]:
+            yield [r[:-1] for r in rows]
+        if len(rows) >= 2 and rows[1]:
+            yield [rows[0], [rows[0][0]] + rows[1][1:]] + rows[2:]
+        yield []
+        return
     for i in range(len(xs)):
         for v in (xs[i] - 1, xs[i] + 1, -1):
             if v != xs[i]:

@@ -64,7 +64,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
         args = unflatten(inputs, input_types)
     attrs = dict(attributes or {})
     if regions:
-        attrs.update(zip((r.name for r in load_spec(op).regions), regions))
+        attrs.update(load_spec(op).region_env(regions))
     with np.errstate(all="ignore"):
         out = fn(args, attrs, types)
     out = out if isinstance(out, tuple) else (out,)
@@ -240,9 +240,11 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     if expected is None:
         expected = evaluate_batch(sig, stacked, spec)
     batch = stacked[0].shape[0] if stacked else 1
-    out_shape = (batch,) + sig.result_types[0].shape
+    out_shape = tuple(np.shape(expected[0])) if len(expected) else \
+        (batch,) + sig.result_types[0].shape     # ([batch, processes] + shape on a grid)
     env: dict[str, Any] = dict(sig.attributes)
-    env.update(zip((r.name for r in spec.regions), sig.regions))
+    env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
+    env.update(spec.region_env(sig.regions))
     ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
     for t, x in zip(spec.inputs, spec.split_inputs(ready)):
         env[t.name] = x

@@ -76,6 +76,9 @@ class RegionSpec:
     label: str | None
     type_text: str
     value: str
+    #: a variadic number of regions (case's ``branches``): ``value`` gives a list of texts;
+    #: only the spec's last region may be variadic (see :meth:`OpSpec.split_regions`)
+    variadic: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +208,19 @@ class OpSpec:
 
     def split_outputs(self, flat: "list | tuple") -> list:
         return _split(self.outputs, list(flat), self.name, "results")
+
+    def split_regions(self, flat: "list | tuple") -> list:
+        """A signature's region texts grouped per spec region: the text, or for a
+        variadic region (the last) the list of the remaining texts."""
+        flat = list(flat)
+        if self.regions and self.regions[-1].variadic:
+            n = len(self.regions) - 1
+            return flat[:n] + [flat[n:]]
+        return flat
+
+    def region_env(self, flat: "list | tuple") -> dict:
+        """Region name -> text (a list of texts for a variadic region)."""
+        return dict(zip((r.name for r in self.regions), self.split_regions(flat)))
 
     def constraint(self, cid: str) -> Constraint:
         for c in self.constraints:
@@ -540,7 +556,10 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     for i, r in enumerate(data.get("regions", [])):
         _check_expr(path, f"regions[{i}].value", r["value"],
                     var_names | attr_names | {t.name for t in inputs + outputs})
-        regions.append(RegionSpec(r["name"], r.get("label"), r.get("type_text", ""), r["value"]))
+        if r.get("variadic") and i != len(data["regions"]) - 1:
+            raise _fail(path, f"regions[{i}].variadic", "only the last region may be variadic")
+        regions.append(RegionSpec(r["name"], r.get("label"), r.get("type_text", ""), r["value"],
+                                  bool(r.get("variadic", False))))
 
     value_names = ({t.name for t in inputs + outputs} | {a.name for a in attributes}
                    | {r.name for r in regions})
@@ -557,7 +576,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     impl = []
     for i, d in enumerate(data.get("implementation_defined", [])):
         key = f"implementation_defined[{i}]"
-        _check_expr(path, f"{key}.when", d["when"], value_names)
+        _check_expr(path, f"{key}.when", d["when"], value_names
+                    | {"num_replicas", "num_partitions"})
         allowed = d.get("allowed", "any")
         if isinstance(allowed, dict):
             for name, expr in allowed.items():
@@ -645,7 +665,15 @@ def _check_examples(spec: OpSpec) -> None:
             for name, t in exm[part].items():
                 for j, item in enumerate(t if isinstance(t, list) else [t]):
                     try:
-                        from_value_literal(item["value"], item["type"])
+                        # on a grid (collectives): one value per process, in flattened
+                        # id order, each of the per-process type
+                        grid = exm.get("grid")
+                        values = item["value"] if grid else [item["value"]]
+                        if grid and len(values) != grid[0] * grid[1]:
+                            raise ValueError(f"expected one value per process "
+                                             f"({grid[0] * grid[1]}), got {len(values)}")
+                        for v in values:
+                            from_value_literal(v, item["type"])
                     except (LiteralError, UnknownElementType, ValueError) as e:
                         where = f"{key}.{part}.{name}" + (f"[{j}]" if isinstance(t, list) else "")
                         raise _fail(spec.path, where, str(e)) from None

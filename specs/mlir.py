@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["MlirSyntaxError", "OpSyntax", "FORMAT_SPECS", "fields", "syntax_of"]
 
 #: the format specs a placeholder may carry (``{dims:i64array}``)
-FORMAT_SPECS = ("", "i64array", "precision")
+FORMAT_SPECS = ("", "i64array", "precision", "i64tensor", "unit")
 
 
 class MlirSyntaxError(ValueError):
@@ -33,6 +33,9 @@ class OpSyntax:
     # spec attributes the op's name names (chlo.broadcast_{operation}: XLA's binary ops
     # with broadcast_dimensions are one spec, one CHLO op per operation)
     name_fields: frozenset[str] = frozenset()
+    # the spec input (the last) whose values the op's regions read from the enclosing
+    # function instead of taking them as operands (if's and case's ``captured``)
+    captured: str | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -83,4 +86,9 @@ def syntax_of(spec) -> OpSyntax:
     if unused:
         raise MlirSyntaxError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the "
                               f"spec attribute(s) {sorted(unused)}")
-    return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields)
+    captured = data.get("captured")
+    if captured is not None and (not spec.inputs or spec.inputs[-1].name != captured):
+        raise MlirSyntaxError(f"{spec.path}: mlir.captured: {captured!r} must name the "
+                              f"op's last input")
+    return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
+                    captured)
