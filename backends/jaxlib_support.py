@@ -369,6 +369,9 @@ class GridLoaded:
         options = pjrt.lib.get_compile_options(num_replicas=num_replicas,
                                                num_partitions=num_partitions,
                                                device_assignment=assignment)
+        # (num_partitions > 1 compiles through XLA's SPMD partitioner, which XLA requires
+        # there -- "SPMD partitioning not enabled" otherwise -- and which refuses
+        # partition_id as UNIMPLEMENTED: Unsupported, with XLA's reason)
         self.executable = pjrt.client.compile_and_load(
             text, pjrt.lib.DeviceList(tuple(self.devices)), options)
         self.sharding = NamedSharding(Mesh(np.array(self.devices), ("processes",)),
