@@ -24,8 +24,10 @@ where ops without one exact answer are involved, and minimising what diverges.
 
 :func:`minimize` shrinks a diverging program: one case, then repeatedly drop a result or
 replace an operation's result by a new argument holding the oracle's value, or return an
-earlier value instead, keeping a
-change while the program still diverges with the same class.
+earlier value instead, keeping a change while the program still diverges with the same
+class; then its shapes (a program of element-wise ops alone, every value of one shape:
+the one diverging element, as rank 0, else one element per axis) and its values (blocks
+of argument elements set to zero, halving the block, within a budget of backend runs).
 """
 from __future__ import annotations
 
@@ -133,7 +135,7 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
             exe = compile_program(backend, program)
             actual = run_batch(exe, inputs, batch)
         except Unsupported as e:
-            return ProgramVerdict("unsupported", message=str(e))
+            return ProgramVerdict("unsupported", message=_unsupported_op(backend, program, e))
         except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
             return ProgramVerdict(failure_class(e), message=error_text(e))
         want = [(batch,) + t.shape for t in program.result_types]
@@ -165,6 +167,23 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
                 return ProgramVerdict(failure_class(e), findings, error_text(e), tuple(checks))
     outcome = worst([f.cls for f in findings]) if findings else "pass"
     return ProgramVerdict(outcome, findings, None, tuple(checks))
+
+
+def _unsupported_op(backend, program: Program, error: Unsupported) -> str:
+    """The reason a program is unsupported, naming the op: the first operation whose own
+    single-op executable the backend refuses too (``multiply i1: ...``); else the program
+    path's reason as it is."""
+    for o in program.operations:
+        if not o.signature.input_types:
+            continue
+        try:
+            backend.executable(o.signature)
+        except Unsupported as e:
+            from conformance.generators.programs import type_key
+            return f"{o.op} {type_key(o.signature)}: {e}"
+        except Exception:  # noqa: BLE001 - another failure is not the reason asked for
+            continue
+    return str(error)
 
 
 def _attribute(backend, program, inputs, actual, findings) -> None:
@@ -230,6 +249,7 @@ class Minimized:
     inputs: list[np.ndarray]        # batched, batch 1
     verdict: ProgramVerdict
     steps: int
+    shrunk: list[str] = dataclasses.field(default_factory=list)   # shape / values moves kept
 
 
 def minimize(backend: Backend, program: Program, inputs: Sequence[np.ndarray],
@@ -259,7 +279,119 @@ def minimize(backend: Backend, program: Program, inputs: Sequence[np.ndarray],
                 break
             if checks >= max_checks:
                 break
-    return Minimized(cur_p, cur_x, cur_v, steps)
+    shrunk: list[str] = []
+
+    def still(p, x):
+        v = check_program(backend, p, x, batch=x[0].shape[0] if x else 1)
+        return v if v.outcome == target else None
+
+    if cur_x and cur_x[0].shape[0] == 1 and cur_v.findings:
+        for cand_p, cand_x, what in _smaller_shapes(cur_p, cur_x, cur_v.findings[0]):
+            v = still(cand_p, cand_x)
+            if v is not None:
+                cur_p, cur_x, cur_v = cand_p, cand_x, v
+                shrunk.append(what)
+                steps += 1
+                break
+        x, zeroed = _simpler_values(cur_p, cur_x, lambda x: still(cur_p, x) is not None,
+                                    budget=max(0, min(24, max_checks - checks)))
+        if zeroed:
+            cur_x = x
+            cur_v = check_program(backend, cur_p, cur_x, batch=1)
+            shrunk.append(f"values: {zeroed} argument element(s) set to zero")
+            steps += 1
+    return Minimized(cur_p, cur_x, cur_v, steps, shrunk)
+
+
+def _elementwise_only(program: Program) -> tuple[int, ...] | None:
+    """The one shape every value of a program of element-wise ops (and constants) has,
+    or None when the program holds another op or values of several shapes."""
+    shapes = set()
+    for o in program.operations:
+        sig = o.signature
+        if sig.input_types and not load_spec(sig.op).elementwise:
+            return None
+        if sig.has_tuples:
+            return None
+        shapes |= {t.shape for t in sig.input_types + sig.result_types}
+    shapes |= {t.shape for t in program.argument_types}
+    return shapes.pop() if len(shapes) == 1 else None
+
+
+def reshaped(program: Program, inputs: list[np.ndarray], index: tuple[int, ...],
+             keep_axes: bool) -> tuple[Program, list[np.ndarray]]:
+    """An element-wise program cut to the element ``index`` of its one shape: rank 0, or
+    shape (1, ..., 1) with ``keep_axes``; constants and arguments cut alike."""
+    from conformance.core.dense import dense_text
+    from conformance.core.types import TensorType
+
+    sel = tuple(slice(i, i + 1) for i in index) if keep_axes else tuple(index)
+
+    def small(t):
+        return TensorType((1,) * len(index) if keep_axes else (), t.element_type)
+
+    ops = []
+    for o in program.operations:
+        sig = o.signature
+        attrs = None
+        if not sig.input_types:          # a constant: its value at the index
+            (value,) = oracles.evaluate(sig.op, [], sig.attributes,
+                                        result_types=sig.result_types)
+            attrs = {**sig.attributes, "value": dense_text(np.asarray(value)[sel])}
+        new = dataclasses.replace(
+            sig, input_types=tuple(small(t) for t in sig.input_types),
+            result_types=tuple(small(t) for t in sig.result_types),
+            attribute_items=sig.attribute_items if attrs is None else
+            type(sig).make(sig.op, [], [], attrs).attribute_items)
+        ops.append(dataclasses.replace(o, signature=new))
+    args = tuple((n, small(t)) for n, t in program.arguments)
+    xs = [np.ascontiguousarray(x[(slice(None),) + sel]) for x in inputs]
+    return Program(args, tuple(ops), program.results), xs
+
+
+def _smaller_shapes(program: Program, inputs: list[np.ndarray], finding: Finding):
+    """Candidates of fewer elements: see :func:`reshaped` (element-wise programs only)."""
+    shape = _elementwise_only(program)
+    if not shape or len(finding.index) != len(shape):
+        return
+    idx = tuple(int(i) for i in finding.index)
+    for keep in (False, True):
+        try:
+            p, x = reshaped(program, inputs, idx, keep)
+        except Exception:  # noqa: BLE001 - a constant that cannot be cut: no candidate
+            continue
+        if not p.problems():
+            yield p, x, f"shape {list(shape)} -> {[1] * len(shape) if keep else []} " \
+                        f"(element {list(idx)})"
+
+
+def _simpler_values(program: Program, inputs: list[np.ndarray], diverges, budget: int
+                    ) -> tuple[list[np.ndarray], int]:
+    """``inputs`` with as many elements zeroed as ``budget`` checks show irrelevant (the
+    divergence's class must stay); returns them and how many elements were zeroed."""
+    xs = [np.array(x, copy=True) for x in inputs]
+    zeroed = 0
+    for i, x in enumerate(xs):
+        n = x.size
+        chunk = max(n // 2, 1)
+        while budget > 0:
+            for start in range(0, n, chunk):
+                flat = xs[i].reshape(-1)
+                block = flat[start:start + chunk]
+                if budget <= 0 or not np.asarray(block).view(np.uint8).any():
+                    continue
+                trial = flat.copy()
+                trial[start:start + chunk] = np.zeros((), x.dtype)
+                cand = xs[:i] + [trial.reshape(x.shape)] + xs[i + 1:]
+                budget -= 1
+                if diverges(cand):
+                    zeroed += int(np.count_nonzero(np.asarray(block).view(np.uint8)
+                                                   .reshape(block.size, -1).any(axis=1)))
+                    xs = cand
+            if chunk == 1:
+                break
+            chunk = max(chunk // 2, 1)
+    return xs, zeroed
 
 
 def _candidates(program: Program, inputs: list[np.ndarray]):

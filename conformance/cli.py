@@ -347,18 +347,22 @@ def _parser() -> argparse.ArgumentParser:
                                          "them on backends (issue 19): exit 1 on a divergence")
     _kind(pg.add_argument("--backend", default="jax", metavar="BACKENDS",
                           help="comma list of backends (as for run; default: jax)"), "backends")
-    pg.add_argument("--count", type=_Int(1), default=100, metavar="N",
-                    help="programs (default 100)")
+    pg.add_argument("--depth", choices=["quick", "default", "deep"], default="default",
+                    help="how many programs, how large, how many value cases each: quick "
+                         "30/6 ops/4, default 300/8/8, deep 3000/12/16 (--count, --max-ops, "
+                         "--batch override)")
+    pg.add_argument("--count", type=_Int(1), default=None, metavar="N",
+                    help="programs (default: the depth's)")
     pg.add_argument("--seed", type=_Int(0), default=0, metavar="S",
                     help="same seed, same programs")
     pg.add_argument("--start", type=_Int(0), default=0, metavar="I",
                     help="first program index (default 0)")
     _kind(pg.add_argument("--out", default="conformance-programs", metavar="DIR",
                           help="output folder (default: conformance-programs)"), "out_dir")
-    pg.add_argument("--max-ops", type=_Int(2), default=8, metavar="N",
-                    help="operations per program, at most (default 8)")
-    pg.add_argument("--batch", type=_Int(1), default=8, metavar="N",
-                    help="value cases per program (default 8)")
+    pg.add_argument("--max-ops", type=_Int(2), default=None, metavar="N",
+                    help="operations per program, at most (default: the depth's)")
+    pg.add_argument("--batch", type=_Int(1), default=None, metavar="N",
+                    help="value cases per program (default: the depth's)")
     _kind(pg.add_argument("--ops", help="comma list of ops the programs may draw (default: "
                                         "every covered op)"), "ops")
     _kind(pg.add_argument("--types", help="comma list of the programs' home element types"),
@@ -366,6 +370,14 @@ def _parser() -> argparse.ArgumentParser:
     _kind(pg.add_argument("--accept", metavar="CLASSES",
                           help="comma list of divergence classes that do not fail the run "
                                "(e.g. subnormal_flush)"), "classes")
+    _kind(pg.add_argument("--expectations", metavar="FILE",
+                          help="known divergences (YAML, or a shipped file by name: jax-cpu): "
+                               "fail only on program findings it does not list (entries with "
+                               "'program: PATTERN' name a generator pattern; a finding the op "
+                               "alone shows is waived by the op's own entry)"), "expectations")
+    pg.add_argument("--resume", action="store_true",
+                    help="continue the interrupted programs run whose results.jsonl is in "
+                         "--out (same options): keep the programs it checked, check the rest")
     pg.add_argument("--no-minimize", action="store_true",
                     help="save diverging programs as drawn")
     pg.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
@@ -990,7 +1002,23 @@ def cmd_programs(args) -> int:
         raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
                          f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
     _output_dir(args.out, "--out")
+    args.expectations_loaded = None
+    if args.expectations:
+        from conformance.expectations import load_expectations
+        args.expectations_loaded = load_expectations(args.expectations)
+    if args.resume:
+        from conformance.programs import ResumeError, header, load_resume
+        from conformance.backends import get_backend
+        try:
+            load_resume(Path(args.out) / "results.jsonl",
+                        header(args, [get_backend(b) for b in _csv_items(args.backend)]))
+        except ResumeError as e:
+            raise UsageError(str(e)) from None
     return run(args)
+
+
+def _csv_items(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_show,

@@ -55,13 +55,37 @@ class ExpectationsError(ValueError):
     """A malformed expectations file: the message names the file and the entry."""
 
 
-_KEYS = {"op", "element_type", "rule", "class", "when", "reason", "link", "backend"}
+_KEYS = {"op", "element_type", "rule", "class", "when", "reason", "link", "backend", "program"}
 _CLASSES = set(DIVERGENCES) | {"fail"}     # "fail": a spec example that fails
 
 
 def is_pattern(text: str) -> bool:
     """Whether ``text`` is an fnmatch pattern (``*``, ``?``, ``[...]``), not one name."""
     return any(c in text for c in "*?[")
+
+
+@functools.lru_cache(maxsize=1)
+def program_patterns() -> tuple[str, ...]:
+    """The program generator's pattern names (``a*b+c``, ``x+0``, ...): names, even
+    those with a ``*`` in them."""
+    from conformance.generators.programs import PATTERNS
+    return tuple(PATTERNS)
+
+
+def _program_matches(names: tuple[str, ...], patterns: Iterable[str]) -> bool:
+    """Does an entry's ``program:`` (``names``) match a finding of a program whose
+    operation at fault belongs to ``patterns``? ``'*'`` matches any program finding; a
+    pattern name matches itself only (``a*b+c`` is a name, not a glob)."""
+    patterns = tuple(patterns)
+    for n in names:
+        if n == "*":
+            return True
+        if n in program_patterns():
+            if n in patterns:
+                return True
+        elif any(fnmatch.fnmatchcase(p, n) for p in patterns):
+            return True
+    return False
 
 
 def _any(value: str, patterns: Iterable[str]) -> bool:
@@ -83,6 +107,9 @@ class Expectation:
     link: str | None = None
     backend: str | None = None
     index: int = 0                       # position in the file, for messages
+    #: an entry for programs (``conformance programs``): the generator patterns the
+    #: operation at fault belongs to (``'*'``: any program); None: a single-op entry
+    programs: tuple[str, ...] | None = None
 
     @property
     def element_type(self) -> str:
@@ -99,15 +126,22 @@ class Expectation:
         return self.rule if self.rules is not None else self.element_type
 
     def matches(self, backend: str, info: Mapping[str, Any], op: str, cls: str,
-                element_type: str | None = None, rule: str | None = None) -> bool:
+                element_type: str | None = None, rule: str | None = None,
+                patterns: Iterable[str] | None = None) -> bool:
         if self.cls != "*" and not fnmatch.fnmatchcase(cls, self.cls):
             return False
-        return self.covers(backend, info, op, element_type, rule)
+        return self.covers(backend, info, op, element_type, rule, patterns)
 
     def covers(self, backend: str, info: Mapping[str, Any], op: str,
-               element_type: str | None = None, rule: str | None = None) -> bool:
+               element_type: str | None = None, rule: str | None = None,
+               patterns: Iterable[str] | None = None) -> bool:
         """Could this entry match a divergence of this backend, op and element type (or
-        rule)? An entry is stale only if a run exercised something it covers."""
+        rule)? An entry is stale only if a run exercised something it covers.
+        ``patterns`` (a program's finding: the patterns its operation belongs to) is
+        given for programs only; a program entry covers nothing else."""
+        if self.programs is not None and (patterns is None
+                                          or not _program_matches(self.programs, patterns)):
+            return False
         if self.backend and not fnmatch.fnmatchcase(backend, self.backend):
             return False
         if not fnmatch.fnmatchcase(op, self.op):
@@ -122,7 +156,8 @@ class Expectation:
     def is_narrow(self) -> bool:
         """No pattern in op, class, element types or rules: it names what it waives."""
         names = (self.op, self.cls, *(self.rules if self.rules is not None
-                                      else self.element_types))
+                                      else self.element_types),
+                 *(n for n in self.programs or () if n not in program_patterns()))
         return not any(is_pattern(n) for n in names)
 
     def flow(self) -> str:
@@ -136,6 +171,8 @@ class Expectation:
         d: dict[str, Any] = {"op": self.op}
         if self.backend:
             d["backend"] = self.backend
+        if self.programs is not None:
+            d["program"] = self.programs[0] if len(self.programs) == 1 else _Flow(self.programs)
         if self.rules is not None:
             d["rule"] = self.rules[0] if len(self.rules) == 1 else _Flow(self.rules)
         else:
@@ -263,6 +300,18 @@ def load_expectations(path: "str | Path") -> Expectations:
             raise ExpectationsError(f"{where}: give 'element_type' (a divergence of generated "
                                     "cases) or 'rule' (an invalid program or spec example), "
                                     "not both")
+        programs = None
+        if raw.get("program") is not None:
+            if raw.get("rule") is not None:
+                raise ExpectationsError(f"{where}: 'program' (a divergence of generated "
+                                        "programs) and 'rule' cannot be combined")
+            programs = _names(raw["program"], "program", where)
+            for n in programs:
+                if n != "*" and n not in program_patterns() and not any(
+                        fnmatch.fnmatchcase(p, n) for p in program_patterns()):
+                    raise ExpectationsError(
+                        f"{where}: program {n!r} is not a pattern of the program generator; "
+                        f"known: {', '.join(program_patterns())} (or '*': any program)")
         rules = None
         if raw.get("rule") is not None:
             rules = _names(raw["rule"], "rule", where)
@@ -280,7 +329,7 @@ def load_expectations(path: "str | Path") -> Expectations:
             op=op, cls=cls, reason=str(raw["reason"]),
             element_types=element_types, rules=rules,
             when=tuple(sorted((str(k), str(v)) for k, v in when.items())),
-            link=raw.get("link"), backend=raw.get("backend"), index=i))
+            link=raw.get("link"), backend=raw.get("backend"), index=i, programs=programs))
     return Expectations(entries, data.get("backend"), str(path), _header(text))
 
 
@@ -427,6 +476,97 @@ def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
         else:
             not_exercised.append(e)
     return Gate(unexpected, expected, stale, not_exercised, info, exercised)
+
+
+def program_findings(records: Iterable[dict], accept: Iterable[str] = ()
+                     ) -> tuple[list[dict], dict[str, dict], set[tuple]]:
+    """The distinct divergences of ``program`` records (conformance programs): (backend,
+    op at fault, its type key, class, fusion, the patterns the op belongs to) with the
+    programs that showed it; a program that crashed, timed out or failed as a whole has
+    no op at fault (op ``''``: only an entry with ``op: '*'`` names it). Also the
+    backends' info and what was exercised: (backend, op, type key, patterns) for every
+    operation of every program checked."""
+    accept = set(accept)
+    found: dict[tuple, dict] = {}
+    info: dict[str, dict] = {}
+    exercised: set[tuple] = set()
+    for r in records:
+        kind = r.get("kind")
+        if kind == "run":
+            info = {b.get("name"): b for b in r.get("backends") or [] if isinstance(b, dict)}
+            continue
+        if kind != "program" or r.get("outcome") == "unsupported":
+            continue
+        b = r.get("backend")
+        pats = tuple(r.get("patterns") or ())
+        for op, key in r.get("exercised") or []:
+            exercised.add((b, op, key, pats))
+        if r.get("outcome") in ("pass", "unsupported", None):
+            continue
+        items = [(f.get("op"), f.get("type_key"), f.get("cls"), f.get("fusion"),
+                  tuple(f.get("patterns") or ())) for f in r.get("findings") or []]
+        if not items:
+            items = [("", None, r.get("outcome"), r.get("fusion"), pats)]
+        for op, key, cls, fusion, fp in items:
+            if cls in accept:
+                continue
+            k = (b, op, key, cls, fusion, fp)
+            item = found.setdefault(k, {"backend": b, "op": op, "element_type": key,
+                                        "rule": None, "class": cls, "fusion": fusion,
+                                        "patterns": list(fp), "cases": 0, "ids": []})
+            if not item["ids"] or item["ids"][-1] != r.get("id"):
+                item["cases"] += 1
+                item["ids"].append(r.get("id"))
+    return list(found.values()), info, exercised
+
+
+def match_program(expectations: Expectations, item: dict, info: Mapping[str, Any]
+                  ) -> Expectation | None:
+    """The entry that waives one program finding: a program entry (``program:``) that
+    names its op, type key, class and one of its patterns; or, for a finding the same
+    backend shows running the op alone (``fusion: false``: the op's own divergence, as
+    single-op runs see it), a single-op entry for that op, type key and class. A
+    finding the whole-program compile caused (or one not attributed) needs a program
+    entry."""
+    for e in expectations.for_backend(item["backend"]):
+        if e.programs is not None:
+            if e.matches(item["backend"], info, item["op"], item["class"],
+                         item["element_type"], None, item["patterns"]):
+                return e
+        elif item.get("fusion") is False and e.rules is None and e.matches(
+                item["backend"], info, item["op"], item["class"], item["element_type"]):
+            return e
+    return None
+
+
+def program_gate(records: Iterable[dict], expectations: Expectations | None,
+                 accept: Iterable[str] = ()) -> Gate:
+    """:func:`gate` for the records of ``conformance programs``. Stale: program entries
+    that matched nothing while the run checked a program holding their op and type (and
+    pattern); single-op entries are never stale here (single-op runs judge them)."""
+    items, info, exercised = program_findings(records, accept)
+    used: set[int] = set()
+    expected, unexpected = [], []
+    for item in items:
+        e = match_program(expectations, item, info.get(item["backend"], {})) \
+            if expectations else None
+        if e is None:
+            unexpected.append(item)
+        else:
+            used.add(e.index)
+            expected.append({**item, "reason": e.reason, "link": e.link, "entry": e.index})
+    stale, not_exercised = [], []
+    for e in (expectations.entries if expectations else []):
+        if e.index in used:
+            continue
+        if e.programs is not None and any(
+                e.covers(b, info.get(b, {}), op, key, None, pats or ("",))
+                for b, op, key, pats in exercised):
+            stale.append(e)
+        else:
+            not_exercised.append(e)
+    return Gate(unexpected, expected, stale, not_exercised, info,
+                {(b, op, key, None) for b, op, key, _ in exercised})
 
 
 def _exercised(e: Expectation, info: Mapping[str, dict], exercised: set[tuple],

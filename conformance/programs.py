@@ -1,27 +1,42 @@
 """``conformance programs``: generated multi-op programs checked on backends (issue 19).
 
-    conformance programs --count 200 --seed 0 --backend jax,xla --out DIR
+    conformance programs --depth default --seed 0 --backend jax,xla --out DIR
+    conformance programs ... --expectations jax-cpu      # exit 1 only on unlisted ones
+    conformance programs ... --resume                    # after a kill: the rest only
 
-Program ``i`` of seed ``S`` (generators/programs.py) gets ``--batch`` value cases; every
-backend runs it (conformance.checker_programs: exact against the program oracle,
-metamorphic where inexact ops are involved); a divergence is minimised and saved as a
-reproducer under ``DIR/programs/BACKEND/S-i/`` (``program.mlir``: the StableHLO text;
-``inputs.npz``: the arguments, one case; ``expected.npz``: the oracle's results;
-``actual.npz``: the backend's; ``program.json``; ``repro.py``). Each program and backend
-is one record of kind ``program`` in ``DIR/results.jsonl``, written as it happens.
+``--depth`` sets how many programs, how large and how many value cases each
+(:data:`DEPTHS`; ``--count``, ``--max-ops`` and ``--batch`` override it). Program ``i``
+of seed ``S`` (generators/programs.py) gets ``batch`` value cases; every backend runs it
+(conformance.checker_programs: exact against the program oracle, metamorphic where
+inexact ops are involved); a divergence is minimised and saved as a reproducer under
+``DIR/programs/BACKEND/S-i/`` (``program.mlir``: the StableHLO text; ``inputs.npz``: the
+arguments, one case; ``expected.npz``: the oracle's results; ``actual.npz``: the
+backend's; ``program.json``; ``repro.py``).
+
+``DIR/results.jsonl`` starts with a ``run`` header (``command: programs`` and the
+options), then holds one record of kind ``program`` per program and backend, written as
+it happens, and an ``end`` record; the report (index.html with its programs section,
+summary.json, junit.xml) is rendered from it at the end. ``--resume`` keeps the records
+of a killed run with the same options and checks only the programs it had not finished.
+
+A backend that cannot map one op of a program (Unsupported from its program path, or
+from an op's own executable in the metamorphic check) makes that program ``unsupported``
+with the reason, which names the op: the program is not checked, and the run does not
+fail for it. The generator does not avoid the op: the count of unsupported programs per
+op is what the report shows of the backend's coverage.
+
 Backends that ask for isolation (xla, interpreter) run in a child process that is
 restarted after a crash (XLA CPU segfaults compiling some valid programs): that program
 is a ``crash`` record and the run goes on.
 
-Exit status: 0 when nothing diverged (classes named in ``--accept`` aside), 1 otherwise.
+Exit status: 0 when nothing diverged (classes named in ``--accept`` and divergences the
+``--expectations`` file lists aside), 1 otherwise.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import multiprocessing
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,13 +44,33 @@ from typing import Any, Sequence
 import numpy as np
 
 from conformance.backends import get_backend
-from conformance.backends.base import Unsupported
 from conformance.checker_programs import check_program, minimize
+from conformance.core.literals import to_literal
 from conformance.core.program import Program
-from conformance.generators.programs import Config, draw_inputs, generate, rng_for
+from conformance.core.results import ResultsWriter, read_results
+from conformance.generators.programs import (Config, Drawn, draw_inputs, generate, rng_for,
+                                             type_key)
 from conformance.oracles.programs import evaluate_program
 
 EXIT_OK, EXIT_DIVERGED = 0, 1
+
+#: depth -> programs, operations per program at most, value cases per program
+DEPTHS: dict[str, dict[str, int]] = {
+    "quick": {"count": 30, "max_ops": 6, "batch": 4},
+    "default": {"count": 300, "max_ops": 8, "batch": 8},
+    "deep": {"count": 3000, "max_ops": 12, "batch": 16},
+}
+
+#: header keys that must be equal for ``--resume``
+RESUME_KEYS = ("command", "seed", "depth", "count", "start", "max_ops", "batch", "ops",
+               "types", "locators")
+
+#: the most elements of one value a record's op-by-op trace keeps
+TRACE_ELEMENTS = 64
+
+
+class ResumeError(ValueError):
+    """A results file that ``--resume`` cannot continue (one line, naming the file)."""
 
 
 def _csv(text: str | None) -> tuple[str, ...] | None:
@@ -43,8 +78,69 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
     return items or None
 
 
+def settings_of(args) -> dict[str, Any]:
+    """count, max_ops and batch: the depth's, overridden by the options given."""
+    depth = getattr(args, "depth", None) or "default"
+    out = dict(DEPTHS[depth])
+    for k in out:
+        v = getattr(args, k, None)
+        if v is not None:
+            out[k] = int(v)
+    out["max_ops"] = max(2, out["max_ops"])
+    return {"depth": depth, **out}
+
+
 def config_of(args) -> Config:
-    return Config(max_ops=max(2, args.max_ops), ops=_csv(args.ops), types=_csv(args.types))
+    return Config(max_ops=settings_of(args)["max_ops"], ops=_csv(args.ops),
+                  types=_csv(args.types))
+
+
+def exercised(program: Program) -> list[list[str]]:
+    """The distinct (op, type key) pairs of a program's operations (constants aside)."""
+    out: list[list[str]] = []
+    for o in program.operations:
+        if o.signature.input_types:
+            k = [o.op, type_key(o.signature)]
+            if k not in out:
+                out.append(k)
+    return out
+
+
+def _annotate(findings: list[dict], program: Program, drawn: Drawn | None) -> None:
+    """Each finding's type key and the generator patterns its operation belongs to."""
+    producer = program.producer()
+    for f in findings:
+        o = program.operations[producer[f["value"]][0]] if f["value"] in producer else None
+        f["type_key"] = type_key(o.signature) if o is not None else None
+        f["patterns"] = list(drawn.patterns_of(f["value"])) if drawn is not None else []
+
+
+def trace(program: Program, inputs: Sequence[np.ndarray], actual=None) -> list[dict]:
+    """The oracle's values op by op for the first case (the reproducer's story): every
+    argument and operation with its type and value (at most :data:`TRACE_ELEMENTS`
+    elements), and the backend's value of each result where given."""
+    with np.errstate(all="ignore"):
+        ov = evaluate_program(program, [x[:1] for x in inputs], batch=1)
+    got = dict(zip(program.results, actual)) if actual is not None else {}
+    out = []
+
+    def lit(x):
+        x = np.asarray(x)
+        flat = x.reshape(-1)
+        v = to_literal(flat[:TRACE_ELEMENTS].reshape(-1) if x.size > TRACE_ELEMENTS else x)
+        return v
+
+    for n, t in program.arguments:
+        out.append({"name": n, "op": "argument", "type": t.mlir(), "oracle": lit(ov.values[n][0])})
+    for o in program.operations:
+        for r, t in zip(o.results, o.signature.result_types):
+            row = {"name": r, "op": o.op, "operands": list(o.operands), "type": t.mlir(),
+                   "oracle": lit(ov.values[r][0]),
+                   "masked": bool(ov.masked[r].any()), "inexact": bool(ov.inexact[r].any())}
+            if r in got:
+                row["actual"] = lit(np.asarray(got[r])[0])
+            out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,20 +158,44 @@ def check_one(backend, seed: int, index: int, config: Config, batch: int,
     rec: dict[str, Any] = {
         "kind": "program", "id": f"{seed}:program:{index}", "backend": backend.name,
         "seed": seed, "index": index, "ops": program.ops(), "patterns": list(drawn.patterns),
-        "size": len(program.operations), **verdict.to_json(),
+        "exercised": exercised(program), "size": len(program.operations), **verdict.to_json(),
         "seconds": round(time.perf_counter() - started, 4)}
+    _annotate(rec["findings"], program, drawn)
     if verdict.diverges and verdict.findings and do_minimize:
         m = minimize(backend, program, inputs, verdict)
+        small = [f.to_json() for f in m.verdict.findings]
+        _annotate(small, m.program, None)
         rec["minimized"] = {"size": len(m.program.operations), "ops": m.program.ops(),
                             "outcome": m.verdict.outcome, "fusion": m.verdict.fusion,
-                            "findings": [f.to_json() for f in m.verdict.findings],
-                            "program": m.program.to_json()}
+                            "findings": small, "program": m.program.to_json(),
+                            "text": m.program.describe(), "shrunk": m.shrunk}
+        rec["trace"] = _trace_of(backend, m.program, m.inputs)
         if out is not None:
             rec["repro"] = str(save_reproducer(out, backend, seed, index, m.program, m.inputs))
-    elif verdict.diverges and out is not None:
-        rec["repro"] = str(save_reproducer(out, backend, seed, index, program,
-                                           [x[:1] for x in inputs]))
+    elif verdict.diverges and verdict.findings:
+        rec["program"] = program.to_json()
+        rec["text"] = program.describe()
+        rec["trace"] = _trace_of(backend, program, [x[:1] for x in inputs])
+        if out is not None:
+            rec["repro"] = str(save_reproducer(out, backend, seed, index, program,
+                                               [x[:1] for x in inputs]))
+    elif verdict.outcome == "unsupported":
+        rec["reason"] = verdict.message
     return rec
+
+
+def _trace_of(backend, program: Program, inputs) -> list[dict]:
+    from conformance.backends.programs import compile_program, run_batch
+    actual = None
+    try:
+        with np.errstate(all="ignore"):
+            actual = run_batch(compile_program(backend, program), [x[:1] for x in inputs], 1)
+    except Exception:  # noqa: BLE001 - the trace holds what could be computed
+        pass
+    try:
+        return trace(program, inputs, actual)
+    except Exception:  # noqa: BLE001
+        return []
 
 
 REPRO_SCRIPT = '''"""Re-run this reproducer: python repro.py [BACKEND]"""
@@ -162,7 +282,7 @@ class IsolatedChecker:
         child.close()
         self.conn = parent
 
-    def check(self, index: int, program: Program) -> dict[str, Any]:
+    def check(self, index: int, drawn: Drawn) -> dict[str, Any]:
         if self.proc is None or not self.proc.is_alive():
             self._start()
         self.conn.send(index)
@@ -178,10 +298,12 @@ class IsolatedChecker:
             outcome = "crash"
             message = f"the backend's process died (exit code {self.proc.exitcode})"
         self.close()
+        program = drawn.program
         return {"kind": "program", "id": f"{self.seed}:program:{index}", "backend": self.name,
                 "seed": self.seed, "index": index, "ops": program.ops(),
+                "patterns": list(drawn.patterns), "exercised": exercised(program),
                 "size": len(program.operations), "outcome": outcome, "message": message,
-                "program": program.to_json()}
+                "findings": [], "program": program.to_json(), "text": program.describe()}
 
     def close(self) -> None:
         if self.proc is not None:
@@ -198,6 +320,51 @@ class IsolatedChecker:
 
 
 # ---------------------------------------------------------------------------------------
+# The results file: header, resume, gate
+# ---------------------------------------------------------------------------------------
+
+def header(args, backends) -> dict[str, Any]:
+    s = settings_of(args)
+    return {"kind": "run", "command": "programs", "seed": args.seed, "depth": s["depth"],
+            "count": s["count"], "start": args.start, "max_ops": s["max_ops"],
+            "batch": s["batch"], "ops": list(_csv(args.ops) or []) or None,
+            "types": list(_csv(args.types) or []) or None,
+            "backends": [b.describe() for b in backends],
+            "locators": [b.locator for b in backends], "out": str(args.out),
+            "minimize": not args.no_minimize, "started": time.time()}
+
+
+def load_resume(path: Path, mine: dict[str, Any]) -> tuple[list[dict], set[tuple[str, int]]]:
+    """The program records of an interrupted run and the (backend, index) pairs done;
+    ResumeError when the file is another run's. No file: nothing to keep."""
+    if not path.exists():
+        return [], set()
+    records = list(read_results(path))
+    head = next((r for r in records if r.get("kind") == "run"), None)
+    if head is None or head.get("command") != "programs":
+        raise ResumeError(f"{path}: cannot resume: not the results of `conformance programs` "
+                          "(no programs run header)")
+    diff = [k for k in RESUME_KEYS if head.get(k) != mine.get(k)]
+    if diff:
+        raise ResumeError(f"{path}: cannot resume a run with different options: " + ", ".join(
+            f"{k} {head.get(k)!r} (now {mine.get(k)!r})" for k in diff))
+    kept = [r for r in records if r.get("kind") == "program"]
+    return kept, {(r.get("backend"), r.get("index")) for r in kept}
+
+
+def failing(records: Sequence[dict], accept: set[str], expectations=None):
+    """(failed, gate): a record whose outcome is not pass/unsupported and not accepted
+    fails the run; with expectations, only findings the file does not list do."""
+    from conformance.expectations import program_gate
+    recs = [r for r in records if r.get("kind") == "program"
+            and r.get("outcome") not in accept]
+    if expectations is None:
+        return any(r.get("outcome") not in ("pass", "unsupported") for r in recs), None
+    g = program_gate(records, expectations, accept)
+    return not g.passed, g
+
+
+# ---------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------
 
@@ -205,45 +372,73 @@ def run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     config = config_of(args)
+    s = settings_of(args)
     accept = set(_csv(args.accept) or ())
     locators = list(_csv(args.backend) or ("jax",))
+    backends = [get_backend(loc) for loc in locators]
     results = out / "results.jsonl"
-    counts: dict[str, collections.Counter] = {}
-    failed = False
-    with results.open("w") as stream:
-        for locator in locators:
-            backend = get_backend(locator)
+    head = header(args, backends)
+    kept, done = (load_resume(results, head) if getattr(args, "resume", False)
+                  else ([], set()))
+    expectations = getattr(args, "expectations_loaded", None)
+    counts: dict[str, collections.Counter] = {b.name: collections.Counter() for b in backends}
+    for r in kept:
+        if r.get("backend") in counts:
+            counts[r["backend"]][_label(r)] += 1
+    started = time.time()
+    with ResultsWriter(results) as writer:
+        writer.write({**head, "resumed": len(kept)} if kept else head)
+        for r in kept:
+            writer.write(r)
+        for locator, backend in zip(locators, backends):
             isolate = backend.isolate if args.isolate is None else args.isolate
             isolate = bool(isolate) if isolate is not None else True
-            checker = (IsolatedChecker(locator, backend.name, args.seed, config, args.batch,
+            checker = (IsolatedChecker(locator, backend.name, args.seed, config, s["batch"],
                                        out, not args.no_minimize, args.timeout)
                        if isolate else None)
-            tally = counts.setdefault(backend.name, collections.Counter())
+            tally = counts[backend.name]
             try:
-                for index in range(args.start, args.start + args.count):
+                for index in range(args.start, args.start + s["count"]):
+                    if (backend.name, index) in done:
+                        continue
                     if checker is not None:
-                        rec = checker.check(index, generate(args.seed, index, config).program)
+                        rec = checker.check(index, generate(args.seed, index, config))
                     else:
-                        rec = check_one(backend, args.seed, index, config, args.batch, out,
+                        rec = check_one(backend, args.seed, index, config, s["batch"], out,
                                         not args.no_minimize)
-                    stream.write(json.dumps(rec) + "\n")
-                    stream.flush()
-                    label = rec["outcome"] + (" (fusion)" if rec.get("fusion") else "")
-                    tally[label] += 1
+                    writer.write(rec)
+                    tally[_label(rec)] += 1
                     if rec["outcome"] not in ("pass", "unsupported") and \
-                            rec["outcome"] not in accept:
-                        failed = True
-                        if not args.quiet:
-                            small = rec.get("minimized", {})
-                            print(f"{backend.name} {rec['id']}: {label}"
-                                  f"{' -> ' + str(small.get('size')) + ' ops ' + str(small.get('ops')) if small else ''}"
-                                  f"{' ' + rec['repro'] if rec.get('repro') else ''}")
+                            rec["outcome"] not in accept and not args.quiet:
+                        small = rec.get("minimized", {})
+                        print(f"{backend.name} {rec['id']}: {_label(rec)}"
+                              f"{' -> ' + str(small.get('size')) + ' ops ' + str(small.get('ops')) if small else ''}"
+                              f"{' ' + rec['repro'] if rec.get('repro') else ''}")
             finally:
                 if checker is not None:
                     checker.close()
+        writer.write({"kind": "end", "command": "programs",
+                      "elapsed": round(time.time() - started, 3)})
+    records = list(read_results(results))
+    failed, g = failing(records, accept, expectations)
     summary = {name: dict(c) for name, c in counts.items()}
     (out / "programs-summary.json").write_text(json.dumps(summary, indent=1))
+    from conformance.reports import render
+    index = render(results, out, program_expectations=expectations)
     for name, c in counts.items():
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    if g is not None:
+        print(f"expectations {getattr(expectations, 'path', '')}: {len(g.unexpected)} "
+              f"unexpected, {len(g.expected)} expected, {len(g.stale)} stale")
+        for item in g.unexpected:
+            print(f"  UNEXPECTED {item['backend']} {item['op']} {item['element_type']} "
+                  f"{item['class']}{' (fusion)' if item.get('fusion') else ''} "
+                  f"[{', '.join(item.get('patterns') or []) or 'no pattern'}] "
+                  f"e.g. {item['ids'][0]}")
     print(f"results: {results}")
+    print(f"report: {index}")
     return EXIT_DIVERGED if failed else EXIT_OK
+
+
+def _label(rec: dict) -> str:
+    return str(rec.get("outcome")) + (" (fusion)" if rec.get("fusion") else "")

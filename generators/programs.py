@@ -82,6 +82,13 @@ class Drawn:
     program: Program
     patterns: tuple[str, ...]
     hints: tuple[tuple[str, Any], ...] = ()
+    #: (pattern, names of the operations it added): which pattern an operation belongs to
+    pattern_ops: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def patterns_of(self, value: str) -> tuple[str, ...]:
+        """The patterns whose operations made ``value`` (``v3`` or ``v3#1``)."""
+        name = value.split("#")[0]
+        return tuple(p for p, names in self.pattern_ops if name in names)
 
 
 class InvalidStep(ValueError):
@@ -172,6 +179,7 @@ class Builder:
         self.order: list[str] = []
         self.hints: dict[str, Any] = {}
         self.patterns: list[str] = []
+        self.pattern_ops: list[tuple[str, tuple[str, ...]]] = []
         self.stats = Stats()
 
     # -- values -------------------------------------------------------------------------
@@ -485,8 +493,10 @@ def generate(seed: int, index: int, config: Config = Config(),
                 if config.ops and not _pattern_ops_allowed(name, config.ops):
                     continue
                 home_t = t if rng.random() < 0.7 else b.types[b.recent()]
+                first = len(b.operations)
                 if PATTERNS[name](b, home_t):
                     b.patterns.append(name)
+                    b.pattern_ops.append((name, tuple(o.name for o in b.operations[first:])))
             else:
                 anchor = b.recent()
                 et = b.types[anchor].element_type.name
@@ -505,7 +515,9 @@ def generate(seed: int, index: int, config: Config = Config(),
         stats.rejected += b.stats.rejected
         stats.reasons += b.stats.reasons
     hints = tuple((n, b.hints.get(n)) for n in program.argument_names)
-    return Drawn(program, tuple(b.patterns), hints)
+    kept = {o.name for o in program.operations}
+    spans = tuple((p, tuple(n for n in names if n in kept)) for p, names in b.pattern_ops)
+    return Drawn(program, tuple(b.patterns), hints, tuple((p, n) for p, n in spans if n))
 
 
 _PATTERN_OPS = {"a*b+c": {"multiply", "add"}, "x-x": {"subtract"}, "x*1": {"multiply"},
@@ -531,6 +543,29 @@ def _undo(b: Builder, before) -> None:
             del b.types[k]
 
 
+def type_key(sig) -> str:
+    """The type key (matrix column: ``f32``, ``f32->f16``) of an operation's signature,
+    as single-op runs and expectations name it."""
+    try:
+        spec = load_spec(sig.op)
+        groups = list(zip(spec.inputs, spec.split_inputs(sig.input_types))) + \
+            list(zip(spec.outputs, spec.split_outputs(sig.result_types)))
+    except Exception:  # noqa: BLE001 - a signature the spec cannot split: first type
+        groups = []
+    found: dict[str, str] = {}
+    for ts, t in groups:
+        t = t[0] if isinstance(t, list) and t else t
+        if ts.element_type not in found and hasattr(t, "element_type"):
+            found[ts.element_type] = t.element_type.name
+    try:
+        names = list(spec.type_variables)
+    except Exception:  # noqa: BLE001
+        names = []
+    first = (sig.input_types or sig.result_types)[0]
+    first = first.element_type.name if hasattr(first, "element_type") else str(first)
+    return "->".join(found.get(n, first) for n in names) or first
+
+
 def draw_inputs(drawn: Drawn, rng: np.random.Generator, batch: int) -> list[np.ndarray]:
     """Values of the program's arguments for ``batch`` cases: one array per argument,
     shape [batch] + its shape (see the module docstring)."""
@@ -550,4 +585,5 @@ def draw_inputs(drawn: Drawn, rng: np.random.Generator, batch: int) -> list[np.n
 
 
 __all__ = ["Config", "Stats", "Drawn", "generate", "draw_inputs", "default_ops", "PATTERNS",
+           "type_key",
            "InvalidStep", "RngChooser"]

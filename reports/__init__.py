@@ -35,7 +35,9 @@ __all__ = ["render", "load", "build", "Report", "summary", "junit_tree", "GateVi
 
 def render(results_path: "str | Path", out_dir: "str | Path",
            expectations: "Expectations | str | Path | None" = None, *,
-           run_dir: "str | Path | None" = None) -> Path:
+           run_dir: "str | Path | None" = None,
+           program_expectations: "Expectations | None" = None,
+           program_accept: "tuple[str, ...]" = ()) -> Path:
     """Write index.html, ops/<op>.html, summary.json and junit.xml; return index.html's path.
 
     A malformed expectations file raises ExpectationsError before anything is written.
@@ -47,6 +49,9 @@ def render(results_path: "str | Path", out_dir: "str | Path",
     report = build(records)
     if exp is not None:
         report.gate = GateView.from_records(records, exp, report.backend_info)
+    from .programs import ProgramsView
+    report.programs = ProgramsView.from_records(records, program_expectations or exp,
+                                                program_accept)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_summary(report, out_dir / "summary.json")
     write_junit(report, out_dir / "junit.xml")

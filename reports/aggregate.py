@@ -438,6 +438,8 @@ class Report:
     unknown_records: int = 0
     #: The CI gate (reports.gating.GateView) when rendered with an expectations file.
     gate: Any = None
+    #: ``program`` records of conformance programs (reports.programs.ProgramsView)
+    programs: Any = None
 
     @property
     def complete(self) -> bool:
@@ -658,6 +660,8 @@ def build(records: Iterable[dict[str, Any]]) -> Report:
         elif kind == "probe":
             rep.backend(rec.get("backend"))
             rep.op(rec.get("op", "?"), rec.get("family")).probes.append(rec)
+        elif kind == "program":
+            rep.backend(rec.get("backend"))
         elif kind == "end":
             rep.end = rec
             for op in rec.get("ops") or []:

@@ -181,6 +181,13 @@ def junit_tree(report: Report) -> ET.ElementTree:
             suite.case(f"conformance.run.{e.get('op', '')}", f"internal_error[{i}] "
                        f"{e.get('type_key', '')}", "error", "internal_error",
                        f"{e.get('what', '')}: {e.get('error', '')}\n{e.get('traceback', '')}")
+    if report.programs:
+        from .programs import junit_cases
+        for b in report.programs.backends:
+            suite = _Suite(root, f"programs.{b}")
+            suites.append(suite)
+            for case in junit_cases(report.programs, b):
+                suite.case(*case)
     expectations_suite = _expectations_suite(root, report)
     if expectations_suite is not None:
         suites.append(expectations_suite)

@@ -133,7 +133,8 @@ def summary(report: Report) -> dict[str, Any]:
                                                  for p in report.probes()],
             "invalid": invalid, "divergences": divergences,
             "internal_errors": len(report.internal_errors),
-            "gate": report.gate.summary() if report.gate is not None else None}
+            "gate": report.gate.summary() if report.gate is not None else None,
+            "programs": report.programs.summary() if report.programs else None}
 
 
 def write_summary(report: Report, path: Path) -> Path:

@@ -321,6 +321,7 @@ def test_cli_programs_writes_records(tmp_path):
     code = main(["programs", "--count", "3", "--seed", "1", "--backend", "jax", "--out",
                  str(tmp_path), "--no-minimize", "--quiet"])
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert [r["kind"] for r in records] == ["program"] * 3
+    assert [r["kind"] for r in records] == ["run"] + ["program"] * 3 + ["end"]
+    assert records[0]["command"] == "programs" and records[0]["count"] == 3
     assert code == (1 if any(r["outcome"] not in ("pass", "unsupported")
-                             for r in records) else 0)
+                             for r in records[1:-1]) else 0)
