@@ -504,7 +504,7 @@ def _model(spec: OpSpec, binding: dict[str, str]) -> Model:
 def signature_env(spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> dict[str, Any]:
     env: dict[str, Any] = dict(binding)
     env.update(sig.attributes)
-    env.update(zip((r.name for r in spec.regions), sig.regions))
+    env.update(spec.region_env(sig.regions))
     env.update(zip((t.name for t in spec.inputs), spec.split_inputs(sig.input_types)))
     env.update(zip((t.name for t in spec.outputs), spec.split_outputs(sig.result_types)))
     return env

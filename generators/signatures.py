@@ -206,12 +206,28 @@ def _attribute(chooser: Chooser, a, env):
         return chooser.choice([False, True])
     if a.kind == "float":
         return float(chooser.choice(list(a.values)))
+    if a.kind == "string":
+        return str(chooser.choice(list(a.values)))
     lo, hi = (ex.evaluate(b, env) if isinstance(b, str) else b for b in a.range)
     return chooser.integer(lo, hi)
 
 
+def _uses_draws(spec: OpSpec) -> None:
+    """Load the spec family's generator module where the spec calls ``draw(...)`` (the
+    module registers those functions: generators/control_flow.py)."""
+    if spec.name not in _DRAWS_LOADED:
+        if "draw(" in repr([spec.data.get("variables", []), spec.data.get("regions", [])]):
+            from conformance.specs import import_family_module
+            import_family_module(spec.name, "conformance.generators.{family}")
+        _DRAWS_LOADED.add(spec.name)
+
+
+_DRAWS_LOADED: set[str] = set()
+
+
 def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signature:
     """One signature for a fixed type binding, every free choice made by ``chooser``."""
+    _uses_draws(spec)
     env: dict = dict(binding)
     for name, sv in spec.shape_variables.items():
         env[name] = chooser.shape(sv.get("min_rank", 0), sv.get("max_rank", 4))
@@ -231,7 +247,9 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
     if spec.regions:
         env.update(zip((t.name for t in spec.inputs), spec.split_inputs(inputs)))
         env.update(zip((t.name for t in spec.outputs), spec.split_outputs(outputs)))
-        regions = tuple(ex.evaluate(r.value, env) for r in spec.regions)
+        regions = tuple(t for r in spec.regions
+                        for t in (ex.evaluate(r.value, env) if r.variadic
+                                  else [ex.evaluate(r.value, env)]))
     # A collective's process grid (issue 18): the spec's variables of these names.
     grid = {k: int(env[k]) for k in ("num_replicas", "num_partitions") if k in env}
     return Signature.make(spec.name, inputs, outputs, attrs, regions=regions, **grid)

@@ -187,6 +187,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "rng_shape": _default_sources,
     "rng_params": _default_sources,
     "contraction": _default_sources,
+    "while_state": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -212,6 +213,8 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     # exact values, accumulation probes, Gaussian and special values per case
     # (generators/contraction.py: dot_general, convolution)
     "contraction": "contraction:contraction_values",
+    # a while loop's counter and bound: trip counts 0, 1 and many (generators/control_flow.py)
+    "while_state": "control_flow:while_state_values",
 }
 
 

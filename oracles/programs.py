@@ -121,18 +121,21 @@ def _rule_masks(sig: Signature, stacked, expected, batch) -> list[np.ndarray]:
 
 
 def evaluate_program(program: Program, inputs: Sequence[np.ndarray],
-                     flush: bool = False, batch: int | None = None) -> ProgramValues:
+                     flush: bool = False, batch: int | None = None,
+                     masks: Sequence[np.ndarray] | None = None) -> ProgramValues:
     """Every value of ``program`` for the batched ``inputs`` (one array per argument;
-    ``batch`` says how many cases a program without arguments has)."""
+    ``batch`` says how many cases a program without arguments has). ``masks``: the
+    arguments' ``masked`` masks (default none; a loop body's state carries them)."""
     if batch is None:
         batch = inputs[0].shape[0] if inputs else 1
     values: dict[str, np.ndarray] = {}
     masked: dict[str, np.ndarray] = {}
     inexact: dict[str, np.ndarray] = {}
-    for (name, t), x in zip(program.arguments, inputs):
+    for i, ((name, t), x) in enumerate(zip(program.arguments, inputs)):
         x = np.asarray(x)
         values[name] = _flush(x) if flush else x
-        masked[name] = np.zeros(x.shape, bool)
+        masked[name] = (np.asarray(masks[i], bool) if masks is not None
+                        else np.zeros(x.shape, bool))
         inexact[name] = np.zeros(x.shape, bool)
     for o in program.operations:
         sig = o.signature

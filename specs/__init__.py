@@ -51,6 +51,7 @@ class TensorSpec:
     value_kind: str = "tensor"        # tensor | tuple | value (either)
     boundaries: tuple[str, ...] = ()  # expressions: points where the op's result changes
                                       # regime (overflows, saturates), drawn near on purpose
+    host: bool = False                # a host-side queue (infeed's data), not an operand
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +209,12 @@ class OpSpec:
 
     def split_outputs(self, flat: "list | tuple") -> list:
         return _split(self.outputs, list(flat), self.name, "results")
+
+    @property
+    def host_transfer(self) -> bool:
+        """Whether a case of this op exchanges data with the host (an input or output
+        marked ``host: true``: infeed's queue, outfeed's, a send/recv channel's)."""
+        return any(t.host for t in self.inputs + self.outputs)
 
     def split_regions(self, flat: "list | tuple") -> list:
         """A signature's region texts grouped per spec region: the text, or for a
@@ -514,7 +521,7 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         return TensorSpec(t["name"], t.get("label"), types, t.get("type_text", ""),
                           t.get("element_type", ""), shapes, t.get("values"), t.get("variadic"),
                           t.get("type"), t.get("value_kind", "tensor"),
-                          tuple(t.get("boundaries", ())))
+                          tuple(t.get("boundaries", ())), bool(t.get("host", False)))
 
     attr_names = {a["name"] for a in data.get("attributes", [])}
     inputs = tuple(tensor("inputs", i, t) for i, t in enumerate(data["inputs"]))
@@ -528,6 +535,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         if a["kind"] == "enum_list" and "range" not in a and "value" not in a:
             raise _fail(path, f"{key}.range", "an enum_list attribute needs a length range "
                                               "or a value")
+        if a["kind"] == "string" and not a.get("values") and "value" not in a:
+            raise _fail(path, f"{key}.values", "a string attribute needs its values or a value")
         if a["kind"] == "float" and not a.get("values") and "value" not in a:
             raise _fail(path, f"{key}.values", "a float attribute needs its values or a value")
         if a["kind"] in ("integer", "integer_list") and "range" not in a and "value" not in a:

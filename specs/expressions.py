@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import ml_dtypes
 import numpy as np
 
-from conformance.core.types import (ElementType, TensorType, TupleType,
+from conformance.core.types import (ElementType, TensorType, TokenType, TupleType,
                                     complex_type as _complex_type, element_type as _element_type)
 
 from . import regions
@@ -60,6 +60,8 @@ def _type_key(x: Any):
         return (x.shape, x.element_type.name)
     if isinstance(x, TupleType):
         return ("tuple", tuple(_type_key(e) for e in x.elements))
+    if isinstance(x, TokenType):
+        return ("token",)
     if isinstance(x, np.ndarray):
         return (x.shape, _element_type(x.dtype).name)
     raise ExpressionError(f"same_type() of something that is not a tensor: {x!r}")
@@ -75,7 +77,7 @@ def _size(x: Any) -> int:
 
 def _value_type(x: Any):
     """The spec's ``type``: a value type as itself, an array as its tensor type."""
-    if isinstance(x, (TensorType, TupleType)):
+    if isinstance(x, (TensorType, TupleType, TokenType)):
         return x
     if isinstance(x, np.ndarray):
         return TensorType(x.shape, _element_type(x.dtype))
@@ -202,6 +204,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "tuple": lambda types: TupleType(tuple(types)),
     "type": lambda x: _value_type(x),
     "is_tuple": lambda x: isinstance(x, TupleType),
+    # the token type ("Types": TokenType; after_all, infeed, ...), and whether a value
+    # type is one
+    "token": lambda: TokenType(),
+    "is_token": lambda x: isinstance(x, TokenType),
+    "is_tensor": lambda x: isinstance(x, TensorType),
     "same_shape": _same(lambda x: tuple(_tensor_shape(x))),
     "same_element_type": _same(lambda x: _as_type(x).name),
     # collections
@@ -243,7 +250,46 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "region_calls": lambda r: _region_calls(r),
     # whether a region text parses and type-checks (a spec draws only bodies that do)
     "is_region": lambda r: _is_region(r),
+    # region programs (conformance/core/region_program.py: if, case, while): the value
+    # types of a body's block arguments, of the values it captures, of its results
+    "body_block_types": lambda r: _body(r, "block_types"),
+    "body_capture_types": lambda r: _body(r, "capture_types"),
+    "body_result_types": lambda r: _body(r, "result_types"),
+    # draw('name', ...): a function a generator module registered (@draw('name')), to
+    # build what a spec cannot write as an expression (a region program from a seed)
+    "draw": lambda name, *args: _draw(name, *args),
 }
+
+
+def _body(text, part: str):
+    """A part of a region program's types; None for a text that is not one (so that a
+    constraint on it is broken, not an error)."""
+    from conformance.core import region_program
+    try:
+        return list(getattr(region_program.parse(str(text)), part))
+    except region_program.RegionProgramError:
+        return None
+
+
+#: functions that ``draw('name', ...)`` calls, registered by generator modules
+DRAWS: dict[str, Callable[..., Any]] = {}
+
+
+def draw(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a function as ``draw('name', ...)`` of the expression language."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in DRAWS:
+            raise RuntimeError(f"draw {name!r} registered twice")
+        DRAWS[name] = fn
+        return fn
+    return deco
+
+
+def _draw(name, *args):
+    if name not in DRAWS:
+        raise ExpressionError(f"unknown draw {name!r}; registered: {', '.join(sorted(DRAWS))} "
+                              "(generators/<family>.py registers them)")
+    return DRAWS[name](*args)
 
 
 def _is_region(text) -> bool:

@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from conformance.core.case import Signature
-from conformance.core.types import TensorType, TupleType
+from conformance.core.types import TensorType, TokenType, TupleType
 from . import OpSpec, load_spec
 from . import expressions as ex
 
@@ -62,7 +62,7 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
     for a in spec.attributes:            # a tensor constant (constant's value): its array
         if a.kind == "tensor" and a.name in env:
             env[a.name] = tensor_attribute(env[a.name])
-    env.update(zip((r.name for r in spec.regions), sig.regions))
+    env.update(spec.region_env(sig.regions))
     env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
     return env
 
@@ -90,7 +90,10 @@ def _type_row_broken(t, value) -> bool:
     (a tuple's leaves) must have an element type the row lists."""
     for x in (value if t.variadic else [value]):
         if (t.value_kind == "tensor" and not isinstance(x, TensorType)) or \
-                (t.value_kind == "tuple" and not isinstance(x, TupleType)):
+                (t.value_kind == "tuple" and not isinstance(x, TupleType)) or \
+                (t.value_kind == "token" and not isinstance(x, TokenType)) or \
+                (t.value_kind == "tensor_or_token" and
+                 not isinstance(x, (TensorType, TokenType))):
             return True
         if any(leaf.element_type not in t.types for leaf in x.leaves()):
             return True
@@ -123,6 +126,8 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
                                         any(v not in a.values for v in attrs[a.name])):
             broken.append(a.label or a.name)
         elif a.kind == "tensor" and tensor_attribute(attrs[a.name]) is None:
+            broken.append(a.label or a.name)
+        elif a.kind == "string" and not isinstance(attrs[a.name], str):
             broken.append(a.label or a.name)
     env = environment(spec, sig)
     for c in spec.constraints:

@@ -1,0 +1,57 @@
+"""jax.lax mappings of if, case and while (registered into jax_ops.BUILDERS): each region
+program (conformance/core/region_program.py) becomes a jax function composed of its ops'
+own builders (backends/programs.jax_function), so a branch or loop body means what its
+ops mean; the op itself is ``lax.cond``, ``lax.switch`` and ``lax.while_loop``.
+
+``lax.switch`` clamps its index into [0, N-1]; StableHLO's case sends every index outside
+[0, N) to the last branch (003 "### case"), so the index is mapped first (a negative
+index to N-1), which is what StableHLO's case means, not a workaround.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import lax
+
+from conformance.core import region_program
+from conformance.core.case import Signature
+
+from .jax_ops import builder
+from .programs import jax_function
+
+
+def _body_fn(text: str):
+    return jax_function(region_program.parse(text).program)
+
+
+def _branch(text: str):
+    fn = _body_fn(text)
+    return lambda captured: tuple(fn(*captured))
+
+
+def _tuple(out):
+    return out if len(out) != 1 else out[0]
+
+
+@builder("if")
+def _if(sig: Signature):
+    true_fn, false_fn = (_branch(t) for t in sig.regions)
+    return lambda pred, *captured: _tuple(lax.cond(pred, true_fn, false_fn, captured))
+
+
+@builder("case")
+def _case(sig: Signature):
+    branches = [_branch(t) for t in sig.regions]
+    n = len(branches)
+
+    def run(index, *captured):
+        index = jnp.where((index >= 0) & (index < n), index, n - 1)
+        return _tuple(lax.switch(index, branches, captured))
+    return run
+
+
+@builder("while")
+def _while(sig: Signature):
+    cond_text, body_text = sig.regions
+    cond, body = _body_fn(cond_text), _body_fn(body_text)
+    return lambda *operand: _tuple(lax.while_loop(lambda s: cond(*s)[0].reshape(()),
+                                                  lambda s: tuple(body(*s)), tuple(operand)))

@@ -1,0 +1,107 @@
+"""Region programs: region bodies of several ops (issue 16: if, case, while).
+
+A region of ``if``/``case``/``while`` is a small program, not one expression: a typed
+sequence of ops with named values (a :class:`~conformance.core.program.Program`, the
+representation the programs feature already uses), block arguments of any shape and
+several results. It is plain data held as a string in ``Signature.regions`` (so
+signatures stay hashable and serialisable) and parses back to the same program.
+
+The API (small on purpose; call/composite may reuse it):
+
+- :class:`Body` ``(program, block)``: the first ``block`` arguments of ``program`` are
+  the region's block arguments (``^bb0(...)``); the others are values *captured* from
+  the enclosing function, in order (an ``if``'s branches have no block arguments, 003
+  "### if" C1, and read the op's ``captured`` inputs this way). ``results`` of the
+  program are what the region returns (``stablehlo.return``).
+- :func:`text` ``(body) -> str``: the canonical text, ``program {JSON}`` (keys sorted,
+  no spaces): the same body always gives the same text;
+- :func:`parse` ``(text) -> Body`` (cached; :class:`RegionProgramError` in one line);
+- :func:`is_program` ``(text)``: is this a region program (rather than a
+  ``specs/regions.py`` expression)?
+- ``Body.block_types``, ``capture_types``, ``result_types``; ``Body.describe()``: the
+  readable form for reports (``block 1 of (arg0: tensor<i32>, ...) { ... }``).
+
+Evaluated by ``conformance.oracles.control_flow`` (each op at its own oracle, via
+``oracles/programs.py``), printed by the emitter (``conformance.emitter.block_text``),
+built for jax by ``backends/jax_ops_control_flow.py`` (``backends/programs.jax_function``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from typing import Any, Sequence
+
+from conformance.core.program import Operation, Program
+
+__all__ = ["Body", "RegionProgramError", "text", "parse", "is_program", "make", "PREFIX"]
+
+PREFIX = "program "
+
+
+class RegionProgramError(ValueError):
+    """A region program text that does not parse or is malformed; one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """A region body: ``program`` whose first ``block`` arguments are block arguments."""
+
+    program: Program
+    block: int
+
+    @property
+    def block_types(self) -> tuple[Any, ...]:
+        return self.program.argument_types[:self.block]
+
+    @property
+    def capture_types(self) -> tuple[Any, ...]:
+        return self.program.argument_types[self.block:]
+
+    @property
+    def result_types(self) -> tuple[Any, ...]:
+        return self.program.result_types
+
+    def describe(self) -> str:
+        head = f"block {self.block} of " if self.block != len(self.program.arguments) else ""
+        return head + self.program.describe()
+
+    def problems(self) -> list[str]:
+        out = self.program.problems()
+        if not 0 <= self.block <= len(self.program.arguments):
+            out.append(f"block {self.block}: the program has {len(self.program.arguments)} "
+                       "arguments")
+        return out
+
+
+def make(arguments: Sequence[tuple[str, Any]], operations: Sequence[Operation],
+         results: Sequence[str], block: int | None = None) -> str:
+    """The text of a body (``block``: how many arguments are block arguments; default
+    all of them)."""
+    program = Program.make(arguments, operations, results)
+    return text(Body(program, len(program.arguments) if block is None else block))
+
+
+def text(body: Body) -> str:
+    d = {"block": body.block, **body.program.to_json()}
+    return PREFIX + json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+def is_program(text_: str) -> bool:
+    return isinstance(text_, str) and text_.startswith(PREFIX)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse(text_: str) -> Body:
+    if not is_program(text_):
+        raise RegionProgramError(f"region {text_[:60]!r}: a region program starts with "
+                                 f"{PREFIX!r}")
+    try:
+        d = json.loads(text_[len(PREFIX):])
+        body = Body(Program.from_json(d), int(d["block"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise RegionProgramError(f"region program {text_[:60]!r}...: {e}") from None
+    problems = body.problems()
+    if problems:
+        raise RegionProgramError(f"region program: {problems[0]}")
+    return body
