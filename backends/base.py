@@ -24,7 +24,22 @@ Executable = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]
 
 
 class Unsupported(Exception):
-    """The backend does not implement this case; the message says why."""
+    """The backend does not implement this case; the message says why.
+
+    ``compiled=True``: the backend's compiler itself declined the program (it was
+    compiled and refused as unimplemented), as opposed to a decision taken before
+    compiling (by element type, say). For an *invalid* program only the former is an
+    answer: one declared Unsupported untried is a must-reject case left unchecked, and
+    the checker warns (backends.vendor.NeverCompiledWarning)."""
+
+    def __init__(self, *args: object, compiled: bool = False) -> None:
+        super().__init__(*args)
+        self.compiled = compiled
+
+
+class NoProgram(Unsupported):
+    """The suite cannot print this signature as a program (conformance.emitter's
+    EmitError): no backend that consumes the canonical text ever sees it."""
 
 
 class BackendLoadError(Exception):
@@ -41,6 +56,11 @@ class Backend:
     #: abort or segfault in native code costs one case and a message, not the run.
     #: ``--isolate`` / ``--no-isolate`` decide for every backend of a run.
     isolate: bool | None = None
+    #: Whether the backend compiles programs it is given, invalid ones included (a
+    #: compiler adapter). A front end that can only build valid programs from its own API
+    #: (jax: jax.lax) sets False: its Unsupported on an invalid program is then no
+    #: warning (backends.vendor.NeverCompiledWarning).
+    compiles_invalid: bool = True
 
     def __init__(self) -> None:
         cls = type(self)
@@ -70,6 +90,25 @@ class Backend:
         raise Unsupported(f"{self.name}: this backend has no program path (it runs single "
                           "ops only; a backend runs programs by implementing "
                           "compile_program(program))")
+
+    def compile_pack(self, signatures: Sequence[Signature]) -> Callable:
+        """Several independent signatures compiled as ONE program (issue 20,
+        conformance.packing): a function from one stacked batch per member (None: a
+        member not run this time) to one list of stacked results per member. Any
+        failure (a member Unsupported too) makes the runner split the pack until the
+        culprit runs alone through :meth:`compile_batch`. A backend without a pack path
+        leaves this alone (``can_pack`` is then False)."""
+        raise Unsupported(f"{self.name}: this backend has no pack path")
+
+    @property
+    def can_pack(self) -> bool:
+        """Whether :meth:`compile_pack` is implemented (the runner packs only then)."""
+        return type(self).compile_pack is not Backend.compile_pack
+
+    def adopt_batch_executable(self, signature: Signature, executable: Executable) -> None:
+        """Use ``executable`` as the signature's batch executable (a member of a pack
+        the runner compiled: conformance.packing); dropped by :meth:`clear_cache`."""
+        self._batch_cache[signature] = executable
 
     def describe(self) -> dict[str, Any]:
         """Versions and platform, recorded with every run."""

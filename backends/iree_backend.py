@@ -73,16 +73,13 @@ class IreeBackend(Backend):
                 "flags": list(FLAGS)}
 
     def compile(self, sig: Signature):
-        from conformance.emitter import EmitError, module_text
+        from .vendor import module_text
         int4 = sorted({t.element_type.name for t in (*sig.input_leaves, *sig.result_leaves)}
                       & {"si4", "ui4"})
         if int4 and not sig.invalid:
             raise Unsupported(f"the IREE Python runtime cannot map {'/'.join(int4)} arrays "
                               "(IREE packs two per byte); not packed here yet")
-        try:
-            text = module_text(sig)
-        except EmitError as e:
-            raise Unsupported(f"no StableHLO text for {sig.op}: {e}") from None
+        text = module_text(sig)          # NoProgram (an Unsupported) if there is none
         try:
             vmfb = self.compiler.compile_str(text, target_backends=[TARGET],
                                              input_type="stablehlo", extra_args=list(FLAGS))

@@ -22,6 +22,7 @@ from .base import Backend, BackendLoadError, Unsupported
 
 class JaxBackend(Backend):
     isolate = False     # in-process: jax runs what it compiled, no native aborts seen
+    compiles_invalid = False   # jax.lax builds valid programs only (backends/base.py)
     name = "jax"
 
     def __init__(self, platform: str = "cpu") -> None:

@@ -113,6 +113,10 @@ def check_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
     try:
         backend.run(case)
     except Unsupported as e:
+        if getattr(backend, "compiles_invalid", True):
+            from conformance.backends.vendor import warn_never_compiled
+            if warn_never_compiled(backend.name, case.signature, e):
+                return "unsupported", f"{e} (declared without compiling the program)"
         return "unsupported", str(e)
     except Exception as e:  # noqa: BLE001 - rejecting the program is the right answer
         outcome = failure_class(e)

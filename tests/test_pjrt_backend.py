@@ -90,9 +90,10 @@ def test_invalid_program_is_rejected_at_compile_time(backend):
     assert not isinstance(e.value, Unsupported)
 
 
-def test_collectives_beyond_one_device_are_unsupported(backend):
-    s = Signature.make("add", ["tensor<2xf32>"] * 2, ["tensor<2xf32>"], num_replicas=2)
-    with pytest.raises(Unsupported, match="one device"):
+def test_collectives_beyond_the_devices_are_unsupported(backend):
+    s = Signature.make("add", ["tensor<2xf32>"] * 2, ["tensor<2xf32>"], num_replicas=2,
+                       num_partitions=1)
+    with pytest.raises(Unsupported, match="2x1"):
         backend.compile_text("module {}", s)
 
 
