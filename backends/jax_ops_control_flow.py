@@ -20,7 +20,17 @@ from .programs import jax_function
 
 
 def _body_fn(text: str):
-    return jax_function(region_program.parse(text).program)
+    """The body as a jax function of exactly its program's arguments (a call with other
+    arguments raises TypeError while jax traces it, as a Python function would)."""
+    program = region_program.parse(text).program
+    fn = jax_function(program)
+    n = len(program.arguments)
+
+    def call(*args):
+        if len(args) != n:
+            raise TypeError(f"the region takes {n} values, the op gives it {len(args)}")
+        return fn(*args)
+    return call
 
 
 def _branch(text: str):
@@ -53,5 +63,11 @@ def _case(sig: Signature):
 def _while(sig: Signature):
     cond_text, body_text = sig.regions
     cond, body = _body_fn(cond_text), _body_fn(body_text)
-    return lambda *operand: _tuple(lax.while_loop(lambda s: cond(*s)[0].reshape(()),
-                                                  lambda s: tuple(body(*s)), tuple(operand)))
+
+    def cond_fn(state):
+        out = cond(*state)
+        if len(out) != 1:       # lax.while_loop's cond_fun returns one boolean scalar
+            raise TypeError(f"the cond region returns {len(out)} values")
+        return out[0]
+    return lambda *operand: _tuple(lax.while_loop(cond_fn, lambda s: tuple(body(*s)),
+                                                  tuple(operand)))

@@ -26,7 +26,8 @@ from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.validity import checks, violations
-from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
+from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TokenType, TupleType,
+                                    element_type,
                                     value_type)
 
 from .signatures import ShapeProfile, binding_of, canonical, signatures
@@ -58,6 +59,9 @@ def _type_mutations(t) -> Iterator:
     """Single changes of one value type: a tensor's element type or shape; for a tuple,
     one change of one element, one element dropped or the last repeated, or the tuple
     replaced by its first element (a tensor where a tuple belongs)."""
+    if isinstance(t, TokenType):            # a tensor where a token belongs
+        yield TensorType((), element_type("si32"))
+        return
     if isinstance(t, TupleType):
         for j, e in enumerate(t.elements):
             for alt in _type_mutations(e):
@@ -95,7 +99,10 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                 yield _retype(sig, which, i, alt)
     yield from _count_mutations(spec, sig)
     yield from _group_retypes(spec, sig)
+    yield from _token_mutations(sig)
     yield from _region_mutations(sig)
+    if spec.regions and spec.regions[-1].variadic:      # case: no branches at all
+        yield dataclasses.replace(sig, regions=sig.regions[:len(spec.regions) - 1])
     attrs = sig.attributes
     for a in spec.attributes:
         current = attrs.get(a.name)
@@ -114,6 +121,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives += [xs + [a.values[0]]] + ([xs[:-1]] if xs else [])
         elif a.kind == "tensor":
             alternatives = list(_tensor_attribute_mutations(current))
+        elif a.kind == "string":
+            alternatives = []       # any string is a string: no change breaks its row
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:
@@ -184,11 +193,29 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
                                  sig.result_types, sig.attributes, regions=sig.regions, **_grid(sig))
 
 
+def _token_mutations(sig: Signature) -> Iterator[Signature]:
+    """A token where a tensor belongs (outfeed's inputs): only for signatures that have a
+    token already, so that every other op's changes stay as they were."""
+    if not any(isinstance(t, TokenType) for t in sig.input_types + sig.result_types):
+        return
+    for which, types in (("in", sig.input_types), ("out", sig.result_types)):
+        for i, t in enumerate(types):
+            if isinstance(t, TensorType):
+                yield _retype(sig, which, i, TokenType())
+
+
 def _region_mutations(sig: Signature) -> Iterator[Signature]:
     """One region changed: every argument of one element type given another (the body
-    stays well typed), or the body replaced by ``arg0`` (another result type)."""
+    stays well typed), or the body replaced by ``arg0`` (another result type); a region
+    program (if/case/while) by ``region_program.mutations``."""
+    from conformance.core import region_program
     from conformance.specs import regions
     for i, text in enumerate(sig.regions):
+        if region_program.is_program(text):     # a body of if/case/while: its own moves
+            for v in region_program.mutations(text):
+                yield dataclasses.replace(sig, regions=sig.regions[:i] + (v,)
+                                          + sig.regions[i + 1:])
+            continue
         try:
             region = regions.parse(text)
         except regions.RegionError:
@@ -306,9 +333,13 @@ def _list_mutations(xs: list[int]) -> Iterator[list[int]]:
 
 def _allowed_collateral(spec: OpSpec, target: str) -> set[str]:
     kinds = {c.id: c.kind for c in checks(spec)}
+    # A constraint the spec declares unbreakable (after_all's C1 restates its type tables)
+    # may break with the row it restates: it is never a target of its own.
+    restated = ({c.id for c in spec.constraints if c.unbreakable}
+                if kinds.get(target) in ("input_type", "output_type") else set())
     if kinds.get(target) == "input_type":
-        return {c.id for c in checks(spec) if c.kind in ("input_type", "output_type")}
-    return set()
+        return {c.id for c in checks(spec) if c.kind in ("input_type", "output_type")} | restated
+    return restated
 
 
 _VIOLATIONS: dict = {}
@@ -353,7 +384,8 @@ def unbreakable(op: str) -> dict[str, str]:
         if c.kind in ("input_type", "output_type"):
             tensors = spec.inputs if c.kind == "input_type" else spec.outputs
             index = int(c.id[1:]) - 1 if c.id[1:].isdigit() else 0
-            if index < len(tensors) and len(tensors[index].types) == len(ALL_ELEMENT_TYPES):
+            if index < len(tensors) and len(tensors[index].types) == len(ALL_ELEMENT_TYPES) \
+                    and tensors[index].value_kind not in ("token", "tensor_or_token"):
                 out[c.id] = "the type table allows every element type"
                 continue
         if not any(candidates(spec, s, c.id) for s in samples):

@@ -34,7 +34,8 @@ from typing import Any, Sequence
 
 from conformance.core.program import Operation, Program
 
-__all__ = ["Body", "RegionProgramError", "text", "parse", "is_program", "make", "PREFIX"]
+__all__ = ["Body", "RegionProgramError", "text", "parse", "is_program", "make", "mutations",
+           "PREFIX"]
 
 PREFIX = "program "
 
@@ -105,3 +106,31 @@ def parse(text_: str) -> Body:
     if problems:
         raise RegionProgramError(f"region program: {problems[0]}")
     return body
+
+
+def mutations(text_: str) -> list[str]:
+    """Single changes of a body's type, each still a well-formed program (for invalid
+    cases): one more block argument; one more captured value; one result more (the first
+    repeated) or fewer; the first result replaced by a value of another type."""
+    body = parse(text_)
+    p = body.program
+    out: list[Body] = []
+    first = p.result_types[0] if p.results else None
+    extra = first if first is not None else "tensor<i32>"
+    names = {n for n, _ in p.arguments}
+    fresh = next(f"x{i}" for i in range(len(names) + 1) if f"x{i}" not in names)
+    args = list(p.arguments)
+    out.append(Body(Program.make(args[:body.block] + [(fresh, extra)] + args[body.block:],
+                                 p.operations, p.results), body.block + 1))
+    out.append(Body(Program.make(args + [(fresh, extra)], p.operations, p.results),
+                    body.block))
+    if p.results:
+        out.append(Body(dataclasses.replace(p, results=p.results + p.results[:1]), body.block))
+        if len(p.results) > 1:
+            out.append(Body(dataclasses.replace(p, results=p.results[:-1]), body.block))
+        types = p.types()
+        other = [v for v in list(types) if types[v] != first]
+        if other:
+            out.append(Body(dataclasses.replace(p, results=(other[0],) + p.results[1:]),
+                            body.block))
+    return [text(b) for b in out]
