@@ -207,6 +207,10 @@ class SignatureCheck:
         self.unsupported: dict[str, str] = {}
         self.failed: dict[str, tuple[str, str]] = {}     # name -> (outcome, error text)
         self.pairs: dict[str, int] = defaultdict(int)
+        #: pair -> cases both backends produced results for (a backend that declined,
+        #: failed or crashed on a batch compares nothing there)
+        self.compared: dict[str, int] = defaultdict(int)
+        self.produced: list[str] = []          # backends that produced a result at all
         self.cases_compared = 0
         self.suspects = 0
 
@@ -261,8 +265,15 @@ class SignatureCheck:
     def _cross(self, batch: Batch) -> np.ndarray | None:
         """Backends compared with each other, case by case: pairwise disagreements, and
         cases where every backend diverges from the oracle but all agree with each other
-        (a suspected oracle defect)."""
+        (a suspected oracle defect).
+
+        Only backends that produced a result on the batch take part: one that declined
+        the signature (unsupported), failed to compile it, or crashed, errored or hung
+        on the batch neither agrees nor disagrees, and a suspect needs two that did."""
         judged = {n: r for n, r in batch.results.items() if r.verdict is not None}
+        for name in judged:
+            if name not in self.produced:
+                self.produced.append(name)
         if len(judged) < 2:
             return None
         names = list(judged)
@@ -273,6 +284,7 @@ class SignatureCheck:
             for b in names[i + 1:]:
                 same = self._agree(judged[a].actual, judged[b].actual, batch)
                 self.pairs[f"{a}~{b}"] += int(np.count_nonzero(~same))
+                self.compared[f"{a}~{b}"] += n
                 agree_all &= same
         all_diverge = np.all([r.verdict.case_classes != PASS for r in judged.values()], axis=0)
         suspects = all_diverge & agree_all
@@ -306,7 +318,8 @@ class SignatureCheck:
 
     def cross_record(self) -> dict[str, Any]:
         return {"backends": list(self.backends), "cases": self.cases_compared,
-                "disagreements": dict(self.pairs), "oracle_suspects": self.suspects}
+                "disagreements": dict(self.pairs), "oracle_suspects": self.suspects,
+                "produced": list(self.produced), "compared": dict(self.compared)}
 
     # -- one diverging case ------------------------------------------------------------
     def case_of(self, batch: Batch, c: int) -> Case:

@@ -656,21 +656,29 @@ def cmd_run(args) -> int:
     return code
 
 
+#: Signature outcomes that are a backend's failure rather than a judged case.
+FAILURE_OUTCOMES = ("backend_error", "crash", "timeout", "internal_error")
+
+
 def _print_totals(records: Sequence[dict], names: Sequence[str], elapsed) -> None:
     """``checked N cases on B in T s: pass ..., value ...`` (valid cases), then the
-    invalid programs and spec examples, from the results records."""
+    signatures a backend failed (compile errors, crashes, hangs), the invalid programs
+    and spec examples, from the results records.
+
+    One unit per line, the same as summary.json's: a case is one case judged on one
+    backend (N is ``totals.cases``); a backend failure is one signature record (it is in
+    ``totals.diverging_signatures``), however many cases it cost."""
     cases: dict[str, int] = {}
+    failed: dict[str, int] = {}
     invalid: dict[str, int] = {}
     examples: dict[str, int] = {}
     for r in records:
         kind = r.get("kind")
         if kind == "signature":
-            counts = r.get("counts") or {}
-            if counts:
-                for cls, n in counts.items():
-                    cases[cls] = cases.get(cls, 0) + int(n)
-            elif r.get("outcome") not in ("unsupported", "pass", None):
-                cases[r["outcome"]] = cases.get(r["outcome"], 0) + 1
+            for cls, n in (r.get("counts") or {}).items():
+                cases[cls] = cases.get(cls, 0) + int(n)
+            if r.get("outcome") in FAILURE_OUTCOMES:
+                failed[r["outcome"]] = failed.get(r["outcome"], 0) + 1
         elif kind == "invalid" and r.get("outcome") not in ("not_generated", None):
             invalid[r["outcome"]] = invalid.get(r["outcome"], 0) + 1
         elif kind == "example":
@@ -680,6 +688,8 @@ def _print_totals(records: Sequence[dict], names: Sequence[str], elapsed) -> Non
         return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
     took = f" in {elapsed:.1f} s" if isinstance(elapsed, (int, float)) else ""
     print(f"checked {sum(cases.values())} cases on {', '.join(names)}{took}: {text(cases)}")
+    if failed:
+        print(f"signatures a backend failed: {text(failed)}")
     if invalid or examples:
         print(f"invalid programs: {text(invalid)}; spec examples: {text(examples)}")
 

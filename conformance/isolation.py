@@ -24,6 +24,13 @@ from conformance.backends.base import Backend, BackendLoadError, NoProgram, Unsu
 from conformance.core.case import Case, Signature
 
 
+#: What a child's stderr says when its heap is corrupt (glibc malloc checks, ASan).
+HEAP_CORRUPTION = re.compile(
+    r"corrupted (?:size|double-linked|top size|unsorted chunks)|double free or corruption|"
+    r"free\(\): invalid|malloc\(\): |munmap_chunk\(\): invalid|realloc\(\): invalid|"
+    r"heap-buffer-overflow|heap-use-after-free|AddressSanitizer|heap corruption", re.I)
+
+
 class BackendCrash(Exception):
     """The backend's process died while handling a request."""
 
@@ -174,7 +181,31 @@ class IsolatedBackend(Backend):
         except OSError:
             return ""
         lines = [ln for ln in lines if ln]
-        return f": {lines[0][:300]}" if lines else ""
+        return (f": {lines[0][:300]}" if lines else "") + self._log_link()
+
+    def _log_link(self) -> str:
+        return f" (stderr log: {self.log_path})" if self.log_path else ""
+
+    def _heap_corruption(self) -> str | None:
+        """The first line the child wrote since the request began that reports heap
+        corruption (glibc's malloc checks, AddressSanitizer), or None. A process whose
+        heap is corrupt may still answer, wrongly, for many requests: none of its
+        answers is trusted once it says so."""
+        if not self.log_path:
+            return None
+        import os
+        try:
+            if os.path.getsize(self.log_path) <= self._log_mark:
+                return None
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_mark)
+                text = f.read(1 << 20).decode(errors="replace")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if HEAP_CORRUPTION.search(line):
+                return line.strip()[:300]
+        return None
 
     def _mark_log(self) -> None:
         import os
@@ -197,6 +228,12 @@ class IsolatedBackend(Backend):
                                f"{self._last_words()}") from None
         reply = self._receive(self.timeout, f"{'compiling' if request == 'compile' else 'running'}"
                                             f" {sig.op if sig is not None else request}")
+        corrupt = self._heap_corruption()
+        if corrupt is not None:
+            self._kill()
+            raise BackendCrash(f"the backend's process reported heap corruption ({corrupt}); "
+                               "its answer and any later one are not trusted, so the process "
+                               f"was restarted{self._log_link()}")
         status = reply[0]
         if status == "ok":
             return reply[1]

@@ -233,9 +233,13 @@ class CrossCell:
         names = [str(b) for b in rec.get("backends") or []]
         for b in names:
             _add_unique(self.backends, b)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                self.compared[f"{a}~{b}"] += cases
+        if isinstance(rec.get("compared"), dict):      # per pair: both produced results
+            for pair, n in rec["compared"].items():
+                self.compared[str(pair)] += int(n or 0)
+        else:                                          # older records: every pair
+            for i, a in enumerate(names):
+                for b in names[i + 1:]:
+                    self.compared[f"{a}~{b}"] += cases
         for pair, n in (rec.get("disagreements") or {}).items():
             self.disagreements[str(pair)] += int(n or 0)
             self.compared.setdefault(str(pair), 0)
