@@ -1,0 +1,110 @@
+"""Backends with planted control-flow bugs (tests/test_control_flow.py; loaded as
+planted_control_flow:Class by isolated runs, tests/ being on PYTHONPATH).
+
+Each computes if/case/while with the oracle's own pieces (oracles/control_flow.py) and
+one realistic bug; every other op is the oracle."""
+import numpy as np
+
+from conformance import oracles
+from conformance.backends import Backend
+from conformance.oracles import control_flow as cf
+from conformance.specs.validity import violations
+
+
+class _Oracle(Backend):
+    isolate = False
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        return lambda inputs: list(oracles.evaluate(sig.op, inputs, sig.attributes,
+                                                    result_types=sig.result_types,
+                                                    regions=sig.regions))
+
+
+def _one(values, types):
+    return [np.asarray(v[0]).astype(t.element_type.dtype).reshape(t.shape)
+            for v, t in zip(values, types)]
+
+
+class CaseClampsNegativeIndex(_Oracle):
+    """case with lax.switch's clamping: a negative index takes branch 0 (the spec sends it
+    to the last branch)."""
+
+    name = "case-clamps"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "case":
+            return inner
+        return lambda inputs: inner([np.maximum(np.asarray(inputs[0]), 0)] + list(inputs[1:]))
+
+
+class WhileOneIterationTooMany(_Oracle):
+    """while that runs the body once more than the cond allows (a do-while)."""
+
+    name = "while-plus-one"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "while":
+            return inner
+        body = sig.regions[1]
+
+        def run(inputs):
+            out = inner(inputs)
+            values, _ = cf.run_body(body, [np.asarray(x)[None] for x in out])
+            return _one(values, sig.result_types)
+        return run
+
+
+class WhileUntilEqual(_Oracle):
+    """while whose loop test is ``counter != bound`` (the first two state tensors) instead
+    of its cond region: a bound below the counter never ends (a hang)."""
+
+    name = "while-until-equal"
+    isolate = True
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "while":
+            return inner
+        body = sig.regions[1]
+
+        def run(inputs):
+            state = [np.asarray(x)[None] for x in inputs]
+            while int(state[0].reshape(-1)[0]) != int(state[1].reshape(-1)[0]):
+                state, _ = cf.run_body(body, state)
+            return _one(state, sig.result_types)
+        return run
+
+
+class ChangesAllowed(_Oracle):
+    """The oracle, with every float NaN given another payload and every element the spec
+    leaves open (the oracle's implementation-defined masks) given another value."""
+
+    name = "allowed-changes"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op not in ("if", "case", "while"):
+            return inner
+
+        def run(inputs):
+            out = inner(inputs)
+            regions = sig.regions
+            _, masks = cf.evaluate_batched(sig.op, [np.asarray(x)[None] for x in inputs],
+                                           list(regions))
+            changed = []
+            for x, m in zip(out, masks):
+                x = np.array(x, copy=True)
+                m = np.asarray(m[0]).reshape(x.shape)
+                if x.dtype.kind in "iu":
+                    x[m] = x[m] ^ 1
+                elif x.dtype == np.float32:
+                    bits = x.view(np.uint32)
+                    nan = np.isnan(x)
+                    bits[nan] = (bits[nan] | np.uint32(0x00400001)) ^ np.uint32(0x80000000)
+                changed.append(x)
+            return changed
+        return run

@@ -1,0 +1,244 @@
+"""if, case and while (issue 16): region programs as data, the oracle's branch and loop
+semantics, the jax/xla/interpreter paths, and the verdicts with planted backends (a
+realistic bug fails, a difference the spec allows passes)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance import oracles
+from conformance.checker import SignatureCheck
+from conformance.core import region_program as rp
+from conformance.core.case import Case, Signature
+from conformance.core.program import Operation
+from conformance.core.types import tensor_type
+from conformance.emitter import module_text, parse
+from conformance.generators import canonical
+from conformance.oracles import control_flow as cf
+from conformance.plan import batch_for
+from conformance.specs import load_spec
+from conformance.specs.validity import violations
+
+import planted_control_flow as planted
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _t(text):
+    return tensor_type(text)
+
+
+def _unary(op, t, name="c0"):
+    return Operation(Signature.make(op, [_t(t)], [_t(t)]), (name,), "v0")
+
+
+def _branch(t, ops=(), results=("c0",), ncap=1):
+    return rp.make([(f"c{i}", t) for i in range(ncap)], list(ops), list(results), block=0)
+
+
+def _case_sig(branches, t="tensor<8xf32>", ncap=1):
+    return Signature.make("case", ["tensor<si32>"] + [t] * ncap,
+                          [_t(x) for x in rp.parse(branches[0]).result_types],
+                          regions=tuple(branches))
+
+
+def _counts(backend, sig, batches=4):
+    spec = load_spec(sig.op)
+    check = SignatureCheck(spec, sig, [backend])
+    check.compile()
+    key = sig.input_types[-1].element_type.name
+    counts: dict[str, int] = {}
+    for b in range(batches):
+        v = check.run_batch(b, batch_for(0, "default", spec, key, 0, b, sig)
+                            ).results[backend.name].verdict
+        for cls, n in v.counts().items():
+            counts[cls] = counts.get(cls, 0) + n
+    return counts
+
+
+# -- region programs as data --------------------------------------------------------------
+
+def test_a_region_program_round_trips_and_reads_well():
+    spec = load_spec("while")
+    sig = canonical(spec, {"E": "f32"})
+    for text in sig.regions:
+        body = rp.parse(text)
+        assert rp.text(body) == text
+        assert body.block == len(sig.input_types) and body.capture_types == ()
+        assert rp.parse(rp.text(rp.Body(body.program, body.block))) == body
+    cond, body = (rp.parse(t) for t in sig.regions)
+    assert [str(t) for t in cond.result_types] == ["tensor<i1>"]
+    assert list(body.result_types) == list(sig.input_types)
+    shown = body.describe()
+    assert shown.startswith("(arg0: tensor<i32>, arg1: tensor<i32>") and "return" in shown
+
+
+def test_a_malformed_region_program_is_one_line_error():
+    with pytest.raises(rp.RegionProgramError) as e:
+        rp.parse('program {"arguments":[],"block":0,"operations":[],"results":["x"]}')
+    assert "\n" not in str(e.value) and "x" in str(e.value)
+    with pytest.raises(rp.RegionProgramError):
+        rp.parse("program {not json")
+
+
+def test_generated_bodies_have_several_ops_results_and_shapes():
+    ops, results, shapes = set(), set(), set()
+    spec = load_spec("if")
+    from conformance.generators.control_flow import branches
+    for seed in range(30):
+        for text in branches(seed, 2, [_t("tensor<2x3xf32>"), _t("tensor<si32>")], 2):
+            b = rp.parse(text)
+            ops |= set(b.program.ops())
+            results.add(len(b.program.results))
+            shapes |= {t.shape for t in b.result_types}
+            for o in b.program.operations:
+                assert not violations(o.signature), o.signature.key()
+                assert load_spec(o.op).signature_accuracy(o.signature).kind in ("exact", "bits")
+    assert len(ops) >= 6 and results == {2} and len(shapes) >= 2, (ops, shapes)
+    assert spec.name == "if"
+
+
+# -- the oracle -------------------------------------------------------------------------
+
+def test_case_sends_negative_and_past_the_end_indices_to_the_last_branch():
+    t = "tensor<2xf32>"
+    brs = [_branch(t, [_unary("negate", t)], ["v0"]), _branch(t, [_unary("abs", t)], ["v0"]),
+           _branch(t)]
+    x = np.array([-1.5, 2.0], np.float32)
+    sig = _case_sig(brs, t)
+    for index, want in [(0, -x), (1, np.abs(x)), (2, x), (-1, x), (3, x),
+                        (np.iinfo(np.int32).min, x), (np.iinfo(np.int32).max, x)]:
+        (got,) = oracles.evaluate("case", [np.int32(index), x], result_types=sig.result_types,
+                                  regions=sig.regions)
+        np.testing.assert_array_equal(got, want, err_msg=str(index))
+    one = _case_sig([_branch(t, [_unary("negate", t)], ["v0"])], t)
+    for index in (-5, 0, 7):
+        (got,) = oracles.evaluate("case", [np.int32(index), x], result_types=one.result_types,
+                                  regions=one.regions)
+        np.testing.assert_array_equal(got, -x)
+
+
+def test_while_trip_counts_zero_one_and_many_by_construction():
+    spec = load_spec("while")
+    sig = canonical(spec, {"E": "si32"})
+    stacked = batch_for(0, "default", spec, "si32", 0, 0, sig)
+    starts, bounds = (np.asarray(x).astype(np.int64) for x in stacked[:2])
+    trips = np.maximum(bounds - starts, 0)
+    assert {0, 1} <= set(trips.tolist()) and trips.max() >= 5
+    assert (bounds < starts).any()                  # a bound below the counter: 0 trips
+    for b in range(12):
+        out = oracles.evaluate_case(Case(sig, tuple(x[b] for x in stacked)))
+        assert int(out[0]) == starts[b] + trips[b]     # the counter counted the trips
+        assert int(out[1]) == bounds[b]
+
+
+def test_an_endless_loop_stops_the_oracle_with_an_error(monkeypatch):
+    s = "tensor<si32>"
+    cond = rp.make([("a", s)], [Operation(Signature.make(
+        "compare", [_t(s), _t(s)], [_t("tensor<i1>")],
+        {"comparison_direction": "EQ", "compare_type": "SIGNED"}), ("a", "a"), "v0")], ["v0"])
+    body = rp.make([("a", s)], [], ["a"])
+    monkeypatch.setattr(cf, "MAX_TRIPS", 50)
+    with pytest.raises(oracles.OracleError, match="did not end"):
+        oracles.evaluate("while", [np.int32(0)], result_types=[s], regions=(cond, body))
+
+
+def test_masks_follow_overflow_through_iterations():
+    s = "tensor<si32>"
+    spec = load_spec("while")
+    ex = next(e for e in __import__("conformance.golden", fromlist=["x"]).examples(spec)
+              if e.name == "spec example")
+    cond, body = ex.case.signature.regions
+    # x doubles each trip: overflows at some trip; masked from there on
+    double = rp.make([("arg0", s), ("arg1", s), ("arg2", s)], [
+        Operation(Signature.make("constant", [], [_t(s)], {"value": "dense<1> : tensor<i32>"}),
+                  (), "v0"),
+        Operation(Signature.make("add", [_t(s), _t(s)], [_t(s)]), ("arg0", "v0"), "v1"),
+        Operation(Signature.make("add", [_t(s), _t(s)], [_t(s)]), ("arg2", "arg2"), "v2")],
+        ["v1", "arg1", "v2"])
+    cond3 = rp.make([("arg0", s), ("arg1", s), ("arg2", s)],
+                    rp.parse(cond).program.operations, ["v0"])
+    ins = [np.array([0, 0]), np.array([3, 40]), np.array([5, 5])]
+    _, masks = cf.evaluate_batched("while", [x.astype(np.int32) for x in ins], [cond3, double])
+    assert masks[2].tolist() == [False, True] and not masks[0].any()
+
+
+# -- the backends run the emitted text ------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["jax", "xla", "interpreter"])
+@pytest.mark.parametrize("op", ["if", "case", "while"])
+def test_backends_run_generated_control_flow(backend, op):
+    from conformance.backends import Unsupported, get_backend
+    try:
+        b = get_backend(backend)
+    except Unsupported as e:
+        pytest.skip(str(e))
+    spec = load_spec(op)
+    sig = canonical(spec, {"E": "f32"})
+    parse(module_text(sig))
+    counts = _counts(b, sig, batches=1)
+    assert set(counts) <= {"pass", "subnormal_flush"}, counts
+
+
+# -- verdicts: a realistic bug fails, an allowed difference passes -------------------------
+
+def test_case_that_clamps_a_negative_index_to_branch_0_fails():
+    t = "tensor<8xf32>"
+    sig = _case_sig([_branch(t, [_unary("negate", t)], ["v0"]), _branch(t)], t)
+    assert not violations(sig)
+    assert _counts(planted.CaseClampsNegativeIndex(), sig).get("value", 0) > 0
+    assert set(_counts(planted._Oracle(), sig)) == {"pass"}
+
+
+def test_while_one_iteration_too_many_fails():
+    spec = load_spec("while")
+    for et in ("si32", "f32"):
+        sig = canonical(spec, {"E": et})
+        assert _counts(planted.WhileOneIterationTooMany(), sig).get("value", 0) > 0
+
+
+def test_another_nan_payload_and_other_values_where_the_spec_leaves_them_open_pass():
+    t = "tensor<16xsi32>"
+    add = Operation(Signature.make("add", [_t(t), _t(t)], [_t(t)]), ("c0", "c0"), "v0")
+    sig = _case_sig([_branch(t, [add], ["v0"]), _branch(t)], t)
+    backend = planted.ChangesAllowed()
+    # the change is real: some element differs from the oracle's (an overflow of add)
+    spec = load_spec("case")
+    stacked = batch_for(0, "default", spec, "si32", 0, 0, sig)
+    exe = backend.compile(sig)
+    cases = [Case(sig, tuple(x[b] for x in stacked)) for b in range(len(stacked[0]))]
+    assert any((exe(list(c.inputs))[0] != oracles.evaluate_case(c)[0]).any() for c in cases)
+    assert set(_counts(backend, sig)) == {"pass"}
+    f = "tensor<8xf32>"
+    nan_sig = _case_sig([_branch(f, [_unary("negate", f)], ["v0"]), _branch(f)], f)
+    assert set(_counts(backend, nan_sig)) == {"pass"}
+    wsig = canonical(load_spec("while"), {"E": "f32"})
+    assert set(_counts(backend, wsig)) <= {"pass"}
+
+
+def test_a_while_that_never_ends_costs_one_timeout_and_the_run_goes_on(tmp_path,
+                                                                        monkeypatch):
+    from conformance.backends import get_backend
+    from conformance.core.results import read_results
+    from conformance.runner import MAX_HANGS_PER_OP, RunConfig, run
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+    name = "planted_control_flow:WhileUntilEqual"
+    cfg = RunConfig(backends=[name], depth="quick", out=tmp_path, isolate=True, timeout=1.0,
+                    ops=["while", "if"], element_types=["si32"], invalid=False,
+                    examples=False)
+    run(cfg, [get_backend(name)], tmp_path / "results.jsonl")
+    recs = list(read_results(tmp_path / "results.jsonl"))
+    assert recs[-1]["kind"] == "end"
+    sigs = [r for r in recs if r["kind"] == "signature"]
+    assert all(r["outcome"] == "pass" for r in sigs if r["op"] == "if")
+    hung = [r for r in sigs if r["op"] == "while" and r["outcome"] == "timeout"]
+    assert 0 < len(hung) <= MAX_HANGS_PER_OP
+    saved = [r for r in recs if r["kind"] == "divergence" and r["class"] == "timeout"]
+    assert len(saved) == 1                       # the one case that hangs, bisected
+    counter, bound = (int(np.asarray(x["literal"]).reshape(-1)[0])
+                      for x in saved[0]["case"]["inputs"][:2])
+    assert bound < counter                       # counter != bound never becomes false
