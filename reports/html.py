@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
-from . import style, svg
+from . import nway, style, svg
 from .aggregate import COLUMNS, Cell, CrossCell, OpData, Report, pair_backends
 from .gating import Verdict, anchor, safe_link, where
 
@@ -193,7 +194,9 @@ def _environment() -> jinja2.Environment:
                        short_cell_text=short_cell_text, cross_title=cross_title,
                        cross_css=cross_css, pair_label=pair_label, percent=percent,
                        pair_backends=pair_backends, safe_link=safe_link, gate_where=where,
-                       gate_anchor=anchor, gate_title=gate_title, EXPECTED_MARK=EXPECTED_MARK)
+                       gate_anchor=anchor, gate_title=gate_title, EXPECTED_MARK=EXPECTED_MARK,
+                       nway_table=lambda op, backends: markupsafe.Markup(
+                           nway.render(op, backends)))
     return env
 
 
