@@ -39,8 +39,9 @@ import threading
 from typing import Any, Sequence
 
 from conformance.core.case import Signature
-from conformance.core.types import TensorType, TupleType
+from conformance.core.types import TensorType, TokenType, TupleType
 from conformance.specs import load_spec
+from conformance.specs.host import device_signature
 from conformance.specs.mlir import OpSyntax, syntax_of
 from conformance.specs.regions import Arg, Node, RegionError, parse as parse_region
 from conformance.core.region_program import (RegionProgramError, is_program as
@@ -149,12 +150,24 @@ class _AttributeFormatter(string.Formatter):
         if format_spec == "precision":
             items = ", ".join(f"#stablehlo<precision {attribute_value(v)}>" for v in value)
             return f"[{items}]"
+        if format_spec == "channel_type":   # #stablehlo.channel_handle's integer type
+            if value not in _CHANNEL_TYPES:
+                raise EmitError(f"unknown channel_type {value!r} (one of {list(_CHANNEL_TYPES)})")
+            return str(_CHANNEL_TYPES[value])
+        if format_spec == "symbols":        # called_computations: [@f, @g]
+            return "[" + ", ".join(f"@{attribute_value(v)}" for v in value) + "]"
+        if format_spec == "string":         # a string constant, quoted and escaped
+            return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
         if format_spec:
             raise EmitError(f"unknown attribute format spec {format_spec!r}")
         return attribute_value(value)
 
 
 _FORMATTER = _AttributeFormatter()
+
+#: the integers of StableHLO's ChannelType in ``#stablehlo.channel_handle<type = N>``
+_CHANNEL_TYPES = {"CHANNEL_TYPE_INVALID": 0, "DEVICE_TO_DEVICE": 1, "DEVICE_TO_HOST": 2,
+                  "HOST_TO_DEVICE": 3}
 
 
 def _regions_text(sig: Signature, captured: Sequence[str] = ()) -> str:
@@ -282,7 +295,14 @@ def module_text(sig: Signature) -> str:
     ``Signature.input_leaves``/``result_leaves`` and every case's values are). Those
     helper ops are printed in the custom form, so the op under test stays the only
     generic-form op of the module (the one a VerifyError names).
+
+    Tokens (after_all, infeed, ...) carry no data and do not cross ``@main``'s boundary
+    either: a token operand is made inside with ``stablehlo.after_all`` of no tokens,
+    and a token result is not returned. A host transfer's queues (``host: true`` in the
+    spec: infeed's data, outfeed's) are not in the program at all: the op is printed
+    with its own operands and results (conformance.specs.host).
     """
+    sig = device_signature(sig)
     args = [f"%arg{i}" for i in range(len(sig.input_leaves))]
     params = ", ".join(f"{a}: {t.mlir()}" for a, t in zip(args, sig.input_leaves))
     lines: list[str] = []
@@ -312,7 +332,11 @@ def _pack(types, args, lines: list[str]) -> list[str]:
     (inner tuples first) with ``stablehlo.tuple``; the lines are appended."""
     out = []
     for t in types:
-        if isinstance(t, TupleType):
+        if isinstance(t, TokenType):
+            name = f"%token{len(lines)}"
+            lines.append(f"{name} = stablehlo.after_all : !stablehlo.token")
+            out.append(name)
+        elif isinstance(t, TupleType):
             elements = _pack(t.elements, args, lines)
             name = f"%tuple{len(lines)}"
             lines.append(f"{name} = stablehlo.tuple {', '.join(elements)} : {t.mlir()}")
@@ -327,6 +351,8 @@ def _unpack(values, types, lines: list[str]) -> list[str]:
     ``stablehlo.get_tuple_element``, depth-first; the lines are appended."""
     out = []
     for v, t in zip(values, types):
+        if isinstance(t, TokenType):        # no data: not returned
+            continue
         if not isinstance(t, TupleType):
             out.append(v)
             continue
@@ -442,12 +468,13 @@ def verifier_rejects(sig: Signature) -> str | None:
     verifier is then its message. So is an invalid program of an op outside the
     stablehlo dialect: jaxlib 0.10.2's CHLO verifier segfaults on a negative
     ``broadcast_dimensions`` entry of ``chlo.broadcast_add``. And so is an invalid
-    collective (a grid of several processes): the StableHLO verifier divides by the group
-    size (SIGFPE on an empty ``replica_groups`` of reduce_scatter).
+    collective with an empty list attribute: the StableHLO verifier divides by the group
+    size (SIGFPE on all_to_all's empty ``replica_groups``).
     """
     if (sig.regions and not sig.input_types) or (
             sig.invalid and not op_name(sig).startswith("stablehlo.")) or (
-            sig.invalid and sig.num_replicas * sig.num_partitions > 1):
+            sig.invalid and sig.num_replicas * sig.num_partitions > 1
+            and any(v == [] for v in sig.attributes.values())):
         return _verify_in_child(sig)
     try:
         verify(sig)

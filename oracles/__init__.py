@@ -21,7 +21,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from conformance.core.case import Case, Signature
-from conformance.core.types import (TensorType, TupleType, flatten, leaves, type_of, unflatten,
+from conformance.core.types import (TensorType, TupleType, flatten, is_structured, leaves, type_of,
+                                    unflatten,
                                     value_type)
 from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
@@ -59,8 +60,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
     else:
         types = [value_type(t) for t in result_types]
     args: list = inputs
-    if input_types is not None and any(isinstance(value_type(t), TupleType)
-                                       for t in input_types):
+    if input_types is not None and any(is_structured(value_type(t)) for t in input_types):
         args = unflatten(inputs, input_types)
     attrs = dict(attributes or {})
     if regions:
@@ -68,7 +68,7 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
     with np.errstate(all="ignore"):
         out = fn(args, attrs, types)
     out = out if isinstance(out, tuple) else (out,)
-    if any(isinstance(t, TupleType) for t in types):
+    if any(is_structured(t) for t in types):       # tuples and tokens (no data)
         out, types = tuple(flatten(out)), list(leaves(types))
     for i, (x, t) in enumerate(zip(out, types)):
         if x.dtype != t.element_type.dtype or x.shape != t.shape:
