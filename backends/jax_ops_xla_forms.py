@@ -15,6 +15,10 @@ from .base import Unsupported
 from .jax_ops import build, builder
 
 
+@builder("power_with_broadcast_dimensions")
+@builder("atan2_with_broadcast_dimensions")
+@builder("compare_with_broadcast_dimensions")
+@builder("complex_with_broadcast_dimensions")
 @builder("binary_with_broadcast_dimensions")
 def _binary_with_broadcast_dimensions(sig: Signature):
     a = sig.attributes
@@ -27,8 +31,9 @@ def _binary_with_broadcast_dimensions(sig: Signature):
             or high.rank != out.rank:
         raise Unsupported(f"lax.broadcast_in_dim cannot express broadcast_dimensions "
                           f"{list(dims)} for ranks {lhs.rank} and {rhs.rank}")
+    own = {k: v for k, v in a.items() if k not in ("operation", "broadcast_dimensions")}
     op = build(Signature.make(a["operation"], [TensorType(out.shape, lhs.element_type)] * 2,
-                              [out]))
+                              [out], own))
     shape = out.shape
 
     def run(x, y):

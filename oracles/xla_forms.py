@@ -35,12 +35,24 @@ def broadcast_operands(lhs: np.ndarray, rhs: np.ndarray, dims: Sequence[int],
     return (low, high) if lo_is_lhs else (high, low)
 
 
-@register("binary_with_broadcast_dimensions")
+def operation_attributes(attrs) -> dict:
+    """The attributes of the broadcast operation itself (compare's direction and type):
+    all but ``operation`` and ``broadcast_dimensions``."""
+    return {k: v for k, v in attrs.items() if k not in ("operation", "broadcast_dimensions")}
+
+
+# One oracle for every form: the spec's `operation` names the StableHLO op (a spec of its
+# own where the verdict or result type differs: pow and atan2 by ULP bounds, compare's i1
+# and complex's complex result).
+@register("binary_with_broadcast_dimensions", "power_with_broadcast_dimensions",
+          "atan2_with_broadcast_dimensions", "compare_with_broadcast_dimensions",
+          "complex_with_broadcast_dimensions")
 def binary_with_broadcast_dimensions(inputs, attrs, types):
     lhs, rhs = (np.asarray(x) for x in inputs)
     a, b = broadcast_operands(lhs, rhs, attrs["broadcast_dimensions"])
     op = attrs["operation"]
-    out = oracle_for(op)([np.ascontiguousarray(a), np.ascontiguousarray(b)], {}, list(types))
+    out = oracle_for(op)([np.ascontiguousarray(a), np.ascontiguousarray(b)],
+                         operation_attributes(attrs), list(types))
     return out
 
 

@@ -173,3 +173,229 @@ def test_the_child_verifier_runs_inside_a_daemonic_worker():
     with multiprocessing.get_context("fork").Pool(1) as pool:
         (message,) = pool.map(_verify_invalid_chlo, [0])
     assert isinstance(message, str) and message
+
+
+# ---------------------------------------------------------------------------
+# pow, atan2, compare and complex with broadcast_dimensions: specs of their own, judged
+# as the underlying op's spec judges it (pow/atan2 ULP bounds, compare and complex exact)
+# ---------------------------------------------------------------------------
+
+FORMS = ["power_with_broadcast_dimensions", "atan2_with_broadcast_dimensions",
+         "compare_with_broadcast_dimensions", "complex_with_broadcast_dimensions"]
+
+
+def _form_classes(backend, op, keys, depth="default"):
+    spec = load_spec(op)
+    counts: dict[str, int] = {}
+    for key in keys:
+        for i, sig in enumerate(plan_binding(spec, binding_for(spec, key), 0, depth)):
+            check = SignatureCheck(spec, sig, [backend])
+            check.compile()
+            if check.failed or check.unsupported:
+                continue
+            batch = check.run_batch(0, batch_for(0, depth, spec, key, i, 0, sig))
+            for cls, n in batch.results[backend.name].verdict.counts().items():
+                counts[cls] = counts.get(cls, 0) + n
+    return counts
+
+
+class _Broadcasting(OracleBackend):
+    """Broadcasts explicitly (jax's path), then runs ``element(op, x, y, sig)`` on the
+    broadcast operands: a planted element-wise implementation."""
+    name = "planted-form"
+
+    def element(self, x, y, sig):
+        raise NotImplementedError
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError("invalid program")
+        dims = sig.attributes["broadcast_dimensions"]
+        t = sig.result_types[0]
+
+        def run(inputs):
+            x, y = broadcast_operands(np.asarray(inputs[0]), np.asarray(inputs[1]), dims)
+            with np.errstate(all="ignore"):
+                return [np.asarray(self.element(np.ascontiguousarray(x),
+                                                np.ascontiguousarray(y), sig),
+                                   t.element_type.dtype).reshape(t.shape)]
+        return run
+
+    def oracle(self, x, y, sig, **attrs):
+        from conformance.oracles.xla_forms import operation_attributes
+        t = sig.result_types[0]
+        return oracles.evaluate(sig.attributes["operation"], [x, y],
+                                {**operation_attributes(sig.attributes), **attrs},
+                                result_types=[t])[0]
+
+
+def _ulps_off(out, n):
+    """``out`` moved ``n`` ULPs up where it is a normal finite float (a subnormal would
+    read as a flush)."""
+    out = np.asarray(out)
+    if out.dtype.kind != "f":
+        return out
+    info = np.finfo(out.dtype)
+    bump = np.isfinite(out) & (np.abs(out) >= info.tiny) & (np.abs(out) < info.max / 2)
+    moved = out.copy()
+    for _ in range(n):
+        moved = np.nextafter(moved, np.asarray(np.inf, out.dtype))
+    return np.where(bump, moved, out)
+
+
+class PowWithinBound(_Broadcasting):
+    """pow 3 ULPs off (power's bound is 4 at f32 and f64): allowed."""
+    def element(self, x, y, sig):
+        return _ulps_off(self.oracle(x, y, sig), 3)
+
+
+class NaivePow(_Broadcasting):
+    """pow as exp(y * log(x)) at the operands' precision (no extra-precise log): the
+    rounding error of y*log(x) is multiplied by |y log x|, far beyond 4 ULPs for large
+    results; negative bases give NaN."""
+    def element(self, x, y, sig):
+        return np.exp(y * np.log(x))
+
+
+def test_pow_form_within_its_ulp_bound_passes():
+    assert set(_form_classes(PowWithinBound(), FORMS[0], ["f32", "f64"])) <= {"pass"}
+
+
+def test_pow_form_computed_naively_fails():
+    counts = _form_classes(NaivePow(), FORMS[0], ["f32", "f64"])
+    assert counts.get("accuracy", 0) + counts.get("value", 0) > 0, counts
+
+
+class Atan2WithinBound(_Broadcasting):
+    """atan2 2 ULPs off (atan2's bound is 4 at f32 and f64): allowed."""
+    def element(self, x, y, sig):
+        return _ulps_off(self.oracle(x, y, sig), 2)
+
+
+class Atan2WithoutQuadrant(_Broadcasting):
+    """atan(y / x): the classic bug, right for x > 0, off by pi for x < 0."""
+    def element(self, x, y, sig):
+        return np.arctan(x / y)
+
+
+def test_atan2_form_within_its_ulp_bound_passes():
+    assert set(_form_classes(Atan2WithinBound(), FORMS[1], ["f32", "f64"])) <= {"pass"}
+
+
+def test_atan2_form_without_the_quadrant_fails():
+    counts = _form_classes(Atan2WithoutQuadrant(), FORMS[1], ["f32", "f64"])
+    assert counts.get("value", 0) > 0, counts
+
+
+_MIRROR = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+
+
+class CompareMirrored(_Broadcasting):
+    """rhs OP' lhs with the mirrored direction (a < b as b > a): the same booleans."""
+    def element(self, x, y, sig):
+        d = sig.attributes["comparison_direction"]
+        return self.oracle(y, x, sig, comparison_direction=_MIRROR[d])
+
+
+class CompareLowOnTheRight(OracleBackend):
+    """XLA's implicit broadcast read as 'the broadcast operand is the right one': where
+    lhs is the lower-rank operand, the operands are swapped (b < a for a < b)."""
+    name = "planted-form"
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError("invalid program")
+        a = sig.attributes
+        t = sig.result_types[0]
+
+        def run(inputs):
+            x, y = (np.asarray(v) for v in inputs)
+            if x.ndim < y.ndim:
+                x, y = y, x
+            x, y = broadcast_operands(x, y, a["broadcast_dimensions"])
+            from conformance.oracles.xla_forms import operation_attributes
+            return oracles.evaluate("compare", [np.ascontiguousarray(x),
+                                                np.ascontiguousarray(y)],
+                                    operation_attributes(a), result_types=[t])
+        return run
+
+
+def test_compare_form_mirrored_passes():
+    assert set(_form_classes(CompareMirrored(), FORMS[2], ["si32", "f32", "ui8"])) \
+        == {"pass"}
+
+
+def test_compare_form_with_swapped_operands_fails():
+    counts = _form_classes(CompareLowOnTheRight(), FORMS[2], ["si32", "f32", "ui8"])
+    assert counts.get("value", 0) > 0, counts
+
+
+class ComplexOtherNaN(_Broadcasting):
+    """complex(lhs, rhs) with every NaN part replaced by another NaN (a negative quiet
+    NaN): any NaN equals any NaN."""
+    def element(self, x, y, sig):
+        out = self.oracle(x, y, sig)
+        nan = -np.asarray(np.nan, x.dtype)
+        re = np.where(np.isnan(out.real), nan, out.real)
+        im = np.where(np.isnan(out.imag), nan, out.imag)
+        return _pair(re, im, out.dtype)
+
+
+def _pair(re, im, dtype):
+    out = np.empty(np.shape(re), dtype)
+    out.real, out.imag = re, im
+    return out
+
+
+class ComplexByArithmetic(_Broadcasting):
+    """x + 1j * y: the imaginary unit times y loses -0 (0*(-0) + 1*0 ... gives +0) and
+    makes a NaN real part of an infinite y."""
+    def element(self, x, y, sig):
+        return x + np.asarray(1j, sig.result_types[0].element_type.dtype) * y
+
+
+def test_complex_form_with_other_nans_passes():
+    assert set(_form_classes(ComplexOtherNaN(), FORMS[3], ["f32", "f64"])) == {"pass"}
+
+
+def test_complex_form_by_arithmetic_fails():
+    counts = _form_classes(ComplexByArithmetic(), FORMS[3], ["f32", "f64"])
+    assert set(counts) - {"pass"}, counts
+
+
+@pytest.mark.parametrize("op,text", [
+    (FORMS[0], '"chlo.broadcast_power"'), (FORMS[1], '"chlo.broadcast_atan2"'),
+    (FORMS[3], '"chlo.broadcast_complex"')])
+def test_the_forms_print_as_chlo_broadcasting_ops(op, text):
+    et = "f32"
+    out = "complex<f32>" if op == FORMS[3] else et
+    sig = Signature.make(op, [f"tensor<2x3x{et}>", f"tensor<3x{et}>"], [f"tensor<2x3x{out}>"],
+                         {"operation": op.split("_")[0], "broadcast_dimensions": [1]})
+    module = emitter.module_text(sig)
+    assert text in module and "broadcast_dimensions = array<i64: 1>" in module
+    emitter.parse(module)
+
+
+def test_the_compare_form_prints_chlos_direction_and_type():
+    sig = Signature.make(FORMS[2], ["tensor<2x3xf32>", "tensor<3xf32>"], ["tensor<2x3xi1>"],
+                         {"operation": "compare", "broadcast_dimensions": [1],
+                          "comparison_direction": "LT", "compare_type": "TOTALORDER"})
+    module = emitter.module_text(sig)
+    assert "#chlo<comparison_direction LT>" in module
+    assert "#chlo<comparison_type TOTALORDER>" in module
+    emitter.parse(module)
+
+
+def test_a_size_one_dimension_against_size_zero_broadcasts_to_zero():
+    """XLA's degenerate-dimension rule: a size-1 dimension takes the other's size, 0
+    too (the result shape is not the larger of the two)."""
+    attrs = {"operation": "compare", "broadcast_dimensions": [0],
+             "comparison_direction": "EQ", "compare_type": "SIGNED"}
+    ins = ["tensor<1x3xsi32>", "tensor<0xsi32>"]
+    assert not violations(Signature.make(FORMS[2], ins, ["tensor<0x3xi1>"], attrs))
+    assert "C6" in str(violations(Signature.make(FORMS[2], ins, ["tensor<1x3xi1>"], attrs)))
+    got = oracles.evaluate(FORMS[2], [np.zeros((1, 3), np.int32), np.zeros((0,), np.int32)],
+                           {"operation": "compare", "broadcast_dimensions": [0],
+                            "comparison_direction": "EQ", "compare_type": "SIGNED"},
+                           result_types=["tensor<0x3xi1>"])[0]
+    assert got.shape == (0, 3)
