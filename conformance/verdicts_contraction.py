@@ -42,23 +42,27 @@ from im2col patches with ``oracles.contraction.magnitudes`` and :func:`granulari
     TERMS["convolution"] = my_terms
 
 and name ``{bound: contraction}`` under ``accuracy:``; :func:`limits` is the formula itself.
-An op's precision_config attribute, if it has one, is read by name.
+An op's precision_config attribute, if it has one, is read by name. Register the op's
+contraction of two nonnegative operand-shaped arrays in :data:`PAIRS` too, and its
+subnormal flushes are judged on each element's own evidence (:func:`contraction_flush`).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Sequence
 
 import ml_dtypes
 import numpy as np
 
 from conformance.compare import PRECISION
+from conformance.core.numerics import flush_subnormals, is_subnormal
 from conformance.core.types import ElementType, element_type
 from conformance.oracles import contraction
 from conformance.oracles.reduction import granularity
 from conformance.verdicts import (Judgement, bound_function, flush_allowance, gamma,
                                   looser_bound, unit_roundoff)
 
-__all__ = ["TERMS", "limits", "granularity_floor", "contraction_bound", "contraction_flush",
+__all__ = ["TERMS", "PAIRS", "pair_count", "limits", "granularity_floor", "contraction_bound", "contraction_flush",
            "contraction_looser", "reduced_precision", "LOWEST_PRECISION_U"]
 
 _U64 = 2.0 ** -53
@@ -160,36 +164,178 @@ def contraction_bound(j: Judgement) -> list[np.ndarray]:
     """Per result element: :func:`limits` at the operands' precision (0 where exact)."""
     s, k, g = _terms(j)
     et = _operand_type(j)
-    return [limits(s, k, np.asarray(e), et, element_type(np.asarray(e).dtype), g)
-            for e in j.expected]
+    out = [limits(s, k, np.asarray(e), et, element_type(np.asarray(e).dtype), g)
+           for e in j.expected]
+    _LAST_BOUND[:] = [j, out]
+    return out
+
+
+#: op -> function(judgement, L, R) -> float64 per batched result element: the op's own
+#: contraction of two nonnegative float64 arrays shaped like its (batched) operands,
+#: Σ L·R over each element's terms (padding and holes as zeros). The flush allowance
+#: counts an element's own subnormal operands and fine products with it.
+PAIRS: dict[str, Callable[[Judgement, np.ndarray, np.ndarray], np.ndarray]] = {}
+
+
+def _dot_pairs(j: Judgement, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    a = j.sig.attributes
+    return contraction.magnitudes(left, right, a["lhs_batching_dimensions"],
+                                  a["rhs_batching_dimensions"],
+                                  a["lhs_contracting_dimensions"],
+                                  a["rhs_contracting_dimensions"], lead=1)
+
+
+PAIRS["dot_general"] = _dot_pairs
+
+# the bound of the judgement the last call computed, so that the flush allowance does not
+# compute it again for the same judgement (the ``bound`` verdict asks for both in a row)
+_LAST_BOUND: list = [None, None]
+
+
+def _bound_of(j: Judgement) -> list[np.ndarray]:
+    if _LAST_BOUND[0] is j:
+        return _LAST_BOUND[1]
+    return contraction_bound(j)
+
+
+def _exponents(x: np.ndarray, kind: str) -> np.ndarray:
+    """Per element, +inf for zeros and non-finite values: ``granularity``, log2 of the
+    largest power of two dividing it (complex: the finer part); ``magnitude``,
+    floor(log2 |x|) (complex: of the smaller nonzero part, so that a small product of
+    parts is never missed)."""
+    x = np.asarray(x)
+    parts = [x.real.astype(np.float64), x.imag.astype(np.float64)] if np.iscomplexobj(x) \
+        else [x.astype(np.float64)]
+    out = np.full(x.shape, np.inf)
+    with np.errstate(all="ignore"):
+        for q in parts:
+            ok = np.isfinite(q) & (q != 0)
+            if kind == "granularity":
+                e = np.log2(granularity(q))
+            else:
+                e = np.frexp(np.where(ok, np.abs(q), 1.0))[1] - 1.0
+            out = np.minimum(out, np.where(ok, e, np.inf))
+    if np.iscomplexobj(x):
+        bad = ~(np.isfinite(x.real) & np.isfinite(x.imag))
+        out = np.where(bad, np.inf, out)
+    return out
+
+
+def pair_count(j: Judgement, ea: np.ndarray, eb: np.ndarray, t: float,
+               max_groups: int = 12) -> np.ndarray:
+    """Per batched result element: how many of its terms pair an lhs element and an rhs
+    element whose exponents (``ea``, ``eb``, +inf: never) sum below ``t``. One
+    contraction of indicator arrays (:data:`PAIRS`) per group of lhs exponents (at most
+    ``max_groups``; a group counts pairs against its smallest member: an over-count)."""
+    out = PAIRS[j.sig.op](j, np.zeros(np.shape(ea)), np.zeros(np.shape(eb)))
+    finite_b = eb[np.isfinite(eb)]
+    if not finite_b.size:
+        return out
+    levels = np.unique(ea[np.isfinite(ea) & (ea + finite_b.min() < t)])
+    if not levels.size:
+        return out
+    for chunk in np.array_split(levels, min(max_groups, levels.size)):
+        left = np.isin(ea, chunk).astype(np.float64)
+        right = (eb < t - chunk.min()).astype(np.float64)
+        out = out + PAIRS[j.sig.op](j, left, right)
+    return out
+
+
+def _ftz_room(j: Judgement, lhs, rhs, et: ElementType, tiny: float) -> np.ndarray:
+    """Per batched result element: what flushing its own subnormal products and partial
+    sums (FTZ) can move it by, each flush by less than ``tiny``. A flush needs a term of
+    its own finer than ``tiny`` (every partial sum of every order is a multiple of the
+    smallest granularity among its terms, and a flushed product or partial sum takes its
+    fine terms with it): at most ``F`` flushes, F the terms whose operands' granularities
+    multiply below ``tiny``. And each is a product below ``tiny`` (at most ``P``, the
+    terms whose operands' magnitudes may multiply below it) or a partial sum of nonzero
+    terms (at most ``N − 1``): at most ``min(F, P + N − 1)`` flushes (complex: times two,
+    each pair giving two real products to each part). 0 where F is 0."""
+    t = float(np.log2(tiny))
+    fine = pair_count(j, _exponents(lhs, "granularity"), _exponents(rhs, "granularity"), t)
+    if not fine.any():
+        return fine
+    small = pair_count(j, _exponents(lhs, "magnitude"), _exponents(rhs, "magnitude"), t)
+    nz = lambda x: np.isfinite(_exponents(x, "magnitude")).astype(np.float64)  # noqa: E731
+    nonzero = PAIRS[j.sig.op](j, nz(lhs), nz(rhs))
+    flushes = np.minimum(fine, small + np.maximum(nonzero - 1, 0))
+    return flushes * tiny * (2 if et.is_complex else 1)
+
+
+def _subnormal_count(j: Judgement, lhs, rhs) -> np.ndarray:
+    """Per batched result element: how many subnormal operand elements its terms hold."""
+    sl, sr = is_subnormal(lhs).astype(np.float64), is_subnormal(rhs).astype(np.float64)
+    return (PAIRS[j.sig.op](j, sl, np.ones(sr.shape)) +
+            PAIRS[j.sig.op](j, np.ones(sl.shape), sr))
+
+
+def _oracle_on(j: Judgement, inputs) -> list[np.ndarray]:
+    if j.reevaluate is not None:
+        return list(j.reevaluate(inputs))
+    from conformance import oracles
+    return list(oracles.evaluate_batch(j.sig, inputs, j.spec))
 
 
 @flush_allowance("contraction")
 def contraction_flush(j: Judgement) -> list[np.ndarray]:
-    """How far flushing subnormals (inputs, products, partial sums) can move a dot
-    product beyond the bound: each flushed operand element moves its terms by less than
-    ``tiny·|other operand|``, and each flushed product or partial sum by less than
-    ``tiny``: ``tiny·(Σ|a| + Σ|b|) + 2K·tiny`` (tiny: E's smallest normal; Σ over the
-    contraction). dot_general only (another op's TERMS give no operand sums)."""
+    """Beyond the bound, per element and only on the element's own evidence, how far
+    flushing subnormals can have moved it (issue 12: no batch-wide leniency):
+
+    - FTZ (subnormal products and partial sums flushed): :func:`_ftz_room`, which is 0
+      unless some product of the element's own operands is finer than the smallest
+      normal ``tiny`` (of E, or of R where that is larger);
+    - DAZ (subnormal operands read as zero, and FTZ on top): only where the element's
+      own terms hold a subnormal operand, the oracle is run again on the inputs with
+      their subnormals flushed, and the backend's value must lie within the bound (and
+      the FTZ room) of *that* value; then the allowance is the distance between the two
+      oracle values plus that bound.
+
+    A one-ulp error beside no subnormal operand and no fine product (e.g. fp8 values of
+    a coarse granularity, where ``tiny`` is 2^-6) gets no allowance and stays ``bound``
+    / ``value``. Elements within the bound, and ops without :data:`PAIRS`, get 0.
+    """
     et = _operand_type(j)
-    out = []
-    for e in j.expected:
-        rt = element_type(np.asarray(e).dtype)
+    limits_ = _bound_of(j)
+    lhs, rhs = (np.asarray(x) for x in j.inputs[:2])
+    out: list[np.ndarray] = []
+    daz = None
+    for i, (e, a) in enumerate(zip(j.expected, j.actual)):
+        e, a = np.asarray(e), np.asarray(a)
+        rt = element_type(e.dtype)
+        zero = np.zeros(e.shape)
         if not (et.is_float or et.is_complex) or not (rt.is_float or rt.is_complex) \
-                or j.sig.op != "dot_general":
-            out.append(np.zeros(np.shape(e)))
+                or j.sig.op not in PAIRS or a.shape != e.shape:
+            out.append(zero)
             continue
-        a = j.sig.attributes
-        dims = (a["lhs_batching_dimensions"], a["rhs_batching_dimensions"],
-                a["lhs_contracting_dimensions"], a["rhs_contracting_dimensions"])
-        lhs, rhs = (np.asarray(x) for x in j.inputs[:2])
+        lim = np.broadcast_to(np.asarray(limits_[i], np.float64), e.shape)
+        with np.errstate(all="ignore"):
+            wide = np.complex128 if rt.is_complex else np.float64
+            diff = np.abs(a.astype(wide) - e.astype(wide))
+        need = np.isfinite(diff) & (diff > lim)
+        if not need.any():
+            out.append(zero)
+            continue
         tiny = max(float(ml_dtypes.finfo(et.component.dtype).smallest_normal),
                    float(ml_dtypes.finfo(rt.component.dtype).smallest_normal))
-        ones_l, ones_r = np.ones(lhs.shape), np.ones(rhs.shape)
-        sb = contraction.magnitudes(ones_l, rhs, *dims, lead=1)
-        sa = contraction.magnitudes(lhs, ones_r, *dims, lead=1)
-        k = contraction.term_count(lhs.shape, dims[2], lead=1)
-        out.append(tiny * (sa + sb) * (2 if et.is_complex else 1) + 2 * k * tiny)
+        room = np.where(need, _ftz_room(j, lhs, rhs, et, tiny), 0.0)
+        if is_subnormal(lhs).any() or is_subnormal(rhs).any():
+            if daz is None:
+                flushed = [flush_subnormals(x) for x in (lhs, rhs)] + list(j.inputs[2:])
+                fj = dataclasses.replace(j, inputs=flushed)
+                with np.errstate(all="ignore"):
+                    daz = (fj, _oracle_on(j, flushed), contraction_bound(fj),
+                           _subnormal_count(j, lhs, rhs) > 0)
+                _LAST_BOUND[0] = None
+            fj, yd, limd, own = daz
+            yd = np.asarray(yd[i])
+            limd = np.broadcast_to(np.asarray(limd[i], np.float64), e.shape)
+            with np.errstate(all="ignore"):
+                rd = limd + _ftz_room(fj, *fj.inputs[:2], et, tiny)
+                d2 = np.abs(a.astype(wide) - yd.astype(wide))
+                move = np.abs(yd.astype(wide) - e.astype(wide)) + rd - lim
+            ok = need & own & np.isfinite(d2) & (d2 <= rd) & np.isfinite(move)
+            room = np.where(ok, np.maximum(room, move), room)
+        out.append(room)
     return out
 
 

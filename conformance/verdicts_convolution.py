@@ -13,10 +13,11 @@ the ``contraction`` bound applies unchanged once it knows, per batched result el
   smallest among the kernel slice's rhs elements, so that the bound is 0 (bit-exact)
   where every partial sum of every order is representable (the exact-value inputs).
 
-This module only registers those terms (``TERMS["convolution"]``); verdicts.py imports
-every ``verdicts_*`` module together when a spec names a bound not yet registered, so the
-terms are there whenever the ``contraction`` bound is. :func:`flush_scale` is the
-convolution's Σ|a| + Σ|b| per result element, for a subnormal-flush allowance.
+This module only registers those terms (``TERMS["convolution"]``) and the op's
+contraction of indicator arrays (``PAIRS["convolution"]``, with which the flush allowance
+counts an element's own subnormal operands and fine products); verdicts.py imports every
+``verdicts_*`` module together when a spec names a bound not yet registered, so both are
+there whenever the ``contraction`` bound is.
 """
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ import numpy as np
 from conformance.oracles import convolution as conv
 from conformance.oracles.reduction import granularity
 from conformance.verdicts import Judgement
-from conformance.verdicts_contraction import TERMS, granularity_floor
+from conformance.verdicts_contraction import PAIRS, TERMS, granularity_floor
 
-__all__ = ["convolution_terms", "flush_scale"]
+__all__ = ["convolution_terms", "convolution_pairs"]
 
 
 def _gran(x: np.ndarray) -> np.ndarray:
@@ -53,14 +54,13 @@ def convolution_terms(j: Judgement):
     return s, k, conv.from_groups(floor, g)
 
 
-def flush_scale(j: Judgement) -> np.ndarray:
-    """Σ|a| + Σ|b| per batched result element over its window and kernel slice: a flushed
-    (subnormal) operand element moves its terms by less than tiny times the other's."""
-    lhs, rhs = (np.asarray(x) for x in j.inputs[:2])
-    attrs = j.sig.attributes
-    sa, _ = conv.bound_parts(lhs, np.ones(rhs.shape), attrs)
-    sb, _ = conv.bound_parts(np.ones(lhs.shape), rhs, attrs)
-    return sa + sb
+def convolution_pairs(j: Judgement, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Σ L·R per batched result element over its window and kernel slice, for two
+    nonnegative arrays shaped like the (batched) operands: what the contraction flush
+    allowance counts an element's own subnormal operands and fine products with."""
+    s, _ = conv.bound_parts(left, right, j.sig.attributes)
+    return s
 
 
 TERMS["convolution"] = convolution_terms
+PAIRS["convolution"] = convolution_pairs

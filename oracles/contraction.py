@@ -131,42 +131,39 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (a - (s - bb)) + (b - bb)
 
 
-def _slices(x: np.ndarray, axis: int, k: int, max_slices: int = 40) -> list[np.ndarray]:
-    """``x`` (finite, every row (``axis`` -1) or column (``axis`` -2) scaled to at most 1)
-    as a sum of slices: within a slice, each row (column) is a multiple of one power of
-    two and at most ``2^beta`` times it, with ``2·beta + log2(k) <= 52``, so that a
-    product of two slices, summed over ``k`` terms, is exact in float64."""
+def _slices(x: np.ndarray, axis: int, k: int, max_slices: int = 96) -> list[np.ndarray]:
+    """``x`` (finite) as a sum of slices: within a slice, each row (``axis`` -1) or column
+    (``axis`` -2) is a multiple of one power of two and at most ``2^beta`` times it, with
+    ``2·beta + log2(k) <= 52``, so that a product of two slices, summed over ``k`` terms,
+    is exact in float64 (up to products below the smallest subnormal).
+
+    A slice is the rest truncated to a multiple of ``2^(e - beta)`` (``2^e`` above the
+    row's largest magnitude in the rest) by scaling with a power of two, truncating to
+    an integer and scaling back: exact at every exponent and never above the rest (so
+    never overflowing, where rounding 1.8e308 up would), so no row is ever scaled as a
+    whole (scaling a row of 1e299 down to keep a rounding constant finite flushed its
+    1e-300 elements, whose products with a column's 1e300 are not negligible). Each row
+    needs about 53/beta slices per magnitude cluster of its elements: rows spanning
+    f64's whole range take many; beyond ``max_slices`` the remainder is one more slice
+    (its products rounded once each: within the bound's own γ₆₄ term)."""
     beta = max(1, (52 - int(np.ceil(np.log2(max(k, 1))))) // 2)
     out = []
     rest = x.copy()
-    for _ in range(max_slices):
-        if not rest.size:
-            break
-        mx = np.max(np.abs(rest), axis=axis, keepdims=True)
-        if not np.any(mx):
-            break
-        with np.errstate(divide="ignore"):
-            e = np.ceil(np.log2(np.where(mx > 0, mx, 1.0))).astype(np.int64)
-        # sigma = 0.75 * 2^(e + 53 - beta): (rest + sigma) - sigma rounds rest to a
-        # multiple of 2^(e - beta), and |rest| <= 2^e keeps it in sigma's binade
-        sigma = np.ldexp(np.float64(0.75), e + 53 - beta)
-        hi = np.where(mx > 0, (rest + sigma) - sigma, 0.0)
-        out.append(hi)
-        rest = rest - hi
+    with np.errstate(all="ignore"):
+        for _ in range(max_slices):
+            if not rest.size:
+                break
+            mx = np.max(np.abs(rest), axis=axis, keepdims=True)
+            if not np.any(mx):
+                break
+            e = np.frexp(np.where(mx > 0, mx, 1.0))[1]          # mx < 2^e
+            shift = (beta - e).astype(np.int64)
+            hi = np.where(mx > 0, np.ldexp(np.trunc(np.ldexp(rest, shift)), -shift), 0.0)
+            out.append(hi)
+            rest = rest - hi
     if rest.size and np.any(rest):
         out.append(rest)      # (a remainder beyond max_slices: not exact, but tiny)
     return out
-
-
-def _row_scale(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` with each row (column) whose largest element is above 2^900 scaled down by a
-    power of two to 2^900 (so that the slicing constant does not overflow), and the
-    exponents; other rows as they are (a row's tiny elements are kept: scaling every row
-    to 1 would flush the elements 2^1074 below its largest)."""
-    mx = np.max(np.abs(x), axis=axis, keepdims=True)
-    _, e = np.frexp(np.where(mx > 0, mx, 1.0))
-    shift = np.maximum(e - 900, 0)
-    return np.ldexp(x, -shift), shift
 
 
 def exact_f64_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -176,22 +173,21 @@ def exact_f64_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     k = a.shape[-1]
     if a.size == 0 or b.size == 0 or k == 0:
         return np.matmul(a, b) + 0.0
-    a, ea = _row_scale(a, -1)
-    b, eb = _row_scale(b, -2)
     sa = _slices(a, -1, k)
     sb = _slices(b, -2, k)
-    terms = [np.matmul(x, y) for x in sa for y in sb]
+    with np.errstate(all="ignore"):
+        terms = [np.matmul(x, y) for x in sa for y in sb]
     if not terms:
         return np.zeros(a.shape[:-1] + (b.shape[-1],))
     # large terms first (slice i holds the bits below slice i-1's)
     terms.sort(key=lambda t: -float(np.max(np.abs(t))))
     s = terms[0]
     err = np.zeros_like(s)
-    for t in terms[1:]:
-        s, e = _two_sum(s, t)
-        err = err + e
-    with np.errstate(over="ignore", under="ignore"):
-        return np.ldexp(s + err, ea + eb)
+    with np.errstate(all="ignore"):
+        for t in terms[1:]:
+            s, e = _two_sum(s, t)
+            err = err + e
+        return s + err
 
 
 def _finite_matmul(a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:

@@ -191,3 +191,17 @@ class MultiLineError(OracleBackend):
                             "argument types are supported:\n    1. (x: numpy.ndarray) -> "
                             "Buffer\n\nInvoked with: <bfloat16 scalar>")
         return super().compile(sig)
+
+
+def one_ulp_up(out: np.ndarray) -> np.ndarray:
+    """Every finite normal value of ``out`` (below the type's largest) one ulp further
+    from zero, any float type (fp8 and bf16 included: the bits plus one); subnormals,
+    zeros, infinities and NaN unchanged (a subnormal moved would read as a flush)."""
+    import ml_dtypes
+    out = np.asarray(out)
+    bits = out.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[out.dtype.itemsize])
+    fi = ml_dtypes.finfo(out.dtype)
+    with np.errstate(invalid="ignore"):
+        w = np.abs(out.astype(np.float64))
+    ok = np.isfinite(w) & (w >= float(fi.smallest_normal)) & (w < float(fi.max))
+    return np.where(ok, bits + bits.dtype.type(1), bits).view(out.dtype)

@@ -450,3 +450,141 @@ def test_an_intermediate_overflow_of_a_finite_complex_product_is_open():
     assert set(classes(_Fixed(inf), sig, batches=1, inputs=[a[None], b[None]])) == {"pass"}
     small = [a[None] * 1e-300, b[None]]
     assert set(classes(_Fixed(inf), sig, batches=1, inputs=small)) - {"pass"}
+
+
+def test_f64_terms_across_the_whole_exponent_range_are_correctly_rounded():
+    """Rows whose elements span 2^-1020 .. 2^1020, against columns scaled inversely (every
+    product near one, cancelling): the error-free product slices each row at every
+    exponent (a row of 1e299 once scaled down flushed its 1e-300 elements, whose products
+    with 1e300 matter: 52 of these 240 elements were wrong)."""
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        k = 24
+        x = rng.integers(-1000, 1000, (1, k))
+        a = rng.standard_normal((3, k)) * np.exp2((x + rng.integers(-20, 20, (3, k))).astype(float))
+        b = rng.standard_normal((k, 4)) * np.exp2(np.clip(
+            -x[0][:, None] + rng.integers(-20, 20, (k, 4)), -1070, 1000).astype(float))
+        got = contraction.contract(a, b, [], [], [1], [0])
+        want = [[float(sum(Fraction(p) * Fraction(q) for p, q in zip(a[i], b[:, j])))
+                 for j in range(4)] for i in range(3)]
+        assert np.array_equal(got, np.array(want)), seed
+
+
+# ---------------------------------------------------------------------------
+# subnormal_flush only on the element's own evidence
+# ---------------------------------------------------------------------------
+
+class Flushing(Planted):
+    """DAZ and FTZ, as XLA on CPU: subnormal operands read as zero, then left to right
+    with every product and partial sum rounded to the element type and flushed when
+    subnormal, the result flushed too (``bump``: and then one ulp off, a value bug)."""
+
+    def __init__(self, bump=False, name="flushing"):
+        super().__init__(name=name)
+        self.bump = bump
+
+    def compile(self, sig):
+        from conformance.core.numerics import flush_subnormals
+        from planted import one_ulp_up
+        a = sig.attributes
+        dims = [a[k] for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                               "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+        (rt,) = sig.result_types
+        et = sig.input_types[0].element_type
+        wide = np.complex128 if et.is_complex else np.float64
+
+        def fl(v):
+            return flush_subnormals(round_to(v, et)).astype(wide)
+
+        def run(inputs):
+            lhs, rhs = (flush_subnormals(np.asarray(x)) for x in inputs)
+            lay = contraction.Layout(lhs.shape, rhs.shape, *dims)
+            x, y = lay.operands(lhs.astype(wide), rhs.astype(wide))
+            acc = np.zeros(x.shape[:-1] + (y.shape[-1],), wide)
+            with np.errstate(all="ignore"):
+                for k in range(x.shape[-1]):
+                    acc = fl(acc + fl(x[..., :, k, None] * y[..., None, k, :]))
+                out = flush_subnormals(round_to(lay.result(acc + 0.0), rt.element_type))
+            out = out.reshape(rt.shape)
+            return [one_ulp_up(out) if self.bump else out]
+        return run
+
+
+class OneUlp(Planted):
+    """The oracle, every normal result one ulp further from zero."""
+
+    def compile(self, sig):
+        from planted import one_ulp_up
+        inner = super().compile(sig)
+        return lambda inputs: [one_ulp_up(inner(inputs)[0])]
+
+
+def test_one_ulp_off_on_fp8_is_no_subnormal_flush():
+    """fp8's smallest normal is 2^-6: an allowance of tiny·(Σ|a| + Σ|b|) granted without
+    evidence made 34 of these elements (exact-value rows, bound 0) subnormal_flush."""
+    counts = classes(OneUlp(name="ulp"), F8, batches=3)
+    assert counts.get("value", 0) + counts.get("bound", 0) > 0, counts
+    assert "subnormal_flush" not in counts, counts
+
+
+@pytest.mark.parametrize("sig", [F8, BF16, BF16_F32, F32, F64, C64],
+                         ids=["f8", "bf16", "bf16-f32", "f32", "f64", "c64"])
+def test_daz_and_ftz_pass_or_are_subnormal_flush(sig):
+    counts = classes(Flushing(), sig, batches=3)
+    assert set(counts) <= {"pass", "subnormal_flush"}, counts
+
+
+def _subnormal_heavy(et: str, seed: int = 0):
+    """f32/f64 operands where every element's terms mix normal products near 2^-20 with
+    products of subnormal lhs elements near 2^-35 (rhs near 2^100 / 2^900 there): flushing
+    those moves each result far beyond its bound."""
+    t = element_type(et)
+    tiny = float(ml_dtypes.finfo(t.dtype).smallest_normal)
+    rng = np.random.default_rng(seed)
+    sub = np.arange(8) % 2 == 0                       # K = 8, even terms subnormal
+    scale = 2.0 ** -20 / tiny
+    lhs = np.where(sub[None, None, :], rng.integers(1, 100, (4, 3, 8)) * tiny / 512,
+                   rng.standard_normal((4, 3, 8)) * tiny * 2)
+    rhs = np.where(sub[None, :, None], rng.standard_normal((4, 8, 2)) * scale / 2 ** 15 * 512,
+                   rng.standard_normal((4, 8, 2)) * scale)
+    return [lhs.astype(t.dtype), rhs.astype(t.dtype)]
+
+
+@pytest.mark.parametrize("et", ["f32", "f64"])
+def test_daz_beyond_the_bound_is_subnormal_flush_and_bugs_beside_it_are_not(et):
+    from conformance.core.numerics import is_subnormal
+    sig = dg_sig((3, 8), (8, 2), et, [], [], [1], [0])
+    inputs = _subnormal_heavy(et)
+    assert is_subnormal(inputs[0]).any() and not is_subnormal(inputs[1]).any()
+    counts = classes(Flushing(), sig, batches=1, inputs=inputs)
+    assert counts.get("subnormal_flush", 0) > 0 and set(counts) <= {"pass", "subnormal_flush"}, \
+        counts
+    # the flushed value one ulp off is still within the bound: a value three orders of
+    # magnitude off (every term dropped) is not a flush, nor is a sign error
+    lhs, rhs = inputs
+    (e,) = oracles.evaluate_batch(sig, inputs, SPEC)
+    for wrong in (np.zeros_like(e), -e):
+        counts = classes(_Fixed(wrong[0]), sig, batches=1, inputs=[lhs[:1], rhs[:1]])
+        assert counts.get("bound", 0) + counts.get("value", 0) > 0, counts
+        assert "subnormal_flush" not in counts, counts
+
+
+def test_a_subnormal_in_another_case_lends_no_flush():
+    """Exact-value fp8 rows, one case holding subnormals: one ulp off in the other case is
+    a value error; in the case with subnormals it is a value error too where they do not
+    reach the element."""
+    lt, rt = F8.input_types
+    lhs = (np.arange(2 * lt.size).reshape((2,) + lt.shape) % 3 - 1.0)
+    rhs = (np.arange(2 * rt.size).reshape((2,) + rt.shape) % 2 * 0.125)
+    lhs[1, 0, :, 0] = 2.0 ** -8                      # subnormal in E4M3FN (tiny 2^-6)
+    inputs = [lhs.astype(lt.element_type.dtype), rhs.astype(rt.element_type.dtype)]
+    check = SignatureCheck(SPEC, F8, [OneUlp(name="ulp")])
+    check.compile()
+    v = check.run_batch(0, inputs).results["ulp"].verdict
+    (cls,) = v.element_classes
+    from conformance.compare import SUBNORMAL_FLUSH
+    expected = np.asarray(oracles.evaluate_batch(F8, inputs, SPEC)[0], np.float64)
+    reach = np.zeros(cls.shape, bool)
+    reach[1, 0, 0, :] = True                         # the row lhs[1, 0, :, 0] feeds
+    assert not (cls[~reach] == SUBNORMAL_FLUSH).any()
+    assert (cls[~reach & (np.abs(expected) >= 2.0 ** -6)] > SUBNORMAL_FLUSH).all()
