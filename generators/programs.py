@@ -414,6 +414,38 @@ def _convert_there_and_back(b: Builder, t: TensorType):
     return True
 
 
+def _convert_chain(b: Builder, t: TensorType):
+    """convert(convert(x: f64, f32), R), R = f16 or bf16, x drawn next to the midpoints
+    of R (:func:`midpoint_values`): each step rounds, so the pair is not convert(x, R)
+    (double rounding); a compiler folding the chain into one convert diverges."""
+    if t.element_type.name not in ("f64", "f32", "f16", "bf16"):
+        return False
+    last = ("f16", "bf16")[int(b.rng.integers(2))]
+    x = b.fill(TensorType(t.shape, element_type("f64")), hint=("midpoints", last),
+               fresh=True)
+    (y,) = b.op("convert", [x], [TensorType(t.shape, element_type("f32"))])
+    b.op("convert", [y], [TensorType(t.shape, element_type(last))])
+    return True
+
+
+def midpoint_values(target: str, shape: Sequence[int], rng: np.random.Generator
+                    ) -> np.ndarray:
+    """float64 values a hair (2^-40 relative) above or below a midpoint between two
+    neighbours of ``target`` (f16, bf16): float32 holds the midpoint exactly, so x -> f32
+    -> target rounds twice (a tie, to even) where x -> target rounds once (away from the
+    tie): they differ for about half of the values."""
+    import ml_dtypes
+    dtype = element_type(target).dtype
+    p = int(ml_dtypes.finfo(dtype).nmant) + 1
+    r = rng.uniform(-200, 200, shape).astype(dtype).astype(np.float64)
+    r = np.where(r == 0, 1.0, r)
+    _, e = np.frexp(r)
+    half_ulp = np.ldexp(1.0, e - p - 1)
+    mid = r + half_ulp * np.sign(r)
+    sign = np.where(rng.integers(0, 2, shape) == 1, 1.0, -1.0)
+    return (mid * (1 + sign * 2.0 ** -40)).astype(np.float64)
+
+
 def _broadcast_feeding(b: Builder, t: TensorType):
     if t.rank == 0:
         return False
@@ -456,7 +488,8 @@ PATTERNS: dict[str, Callable[[Builder, TensorType], bool]] = {
     "a*b+c": _fma, "x-x": _x_minus_x, "x*1": _x_times_one, "x+0": _x_plus_zero,
     "select_of_compare": _select_of_compares, "there_and_back": _there_and_back,
     "slice_of_concatenate": _slice_of_concatenate, "convert_there_and_back":
-    _convert_there_and_back, "broadcast_feeding": _broadcast_feeding,
+    _convert_there_and_back, "convert_chain": _convert_chain,
+    "broadcast_feeding": _broadcast_feeding,
     "reduce_of_elementwise": _reduce_of_elementwise, "double_negation": _double_negation,
 }
 
@@ -524,7 +557,8 @@ _PATTERN_OPS = {"a*b+c": {"multiply", "add"}, "x-x": {"subtract"}, "x*1": {"mult
                 "x+0": {"add"}, "select_of_compare": {"compare", "select"},
                 "there_and_back": {"transpose", "reshape"},
                 "slice_of_concatenate": {"concatenate", "slice"},
-                "convert_there_and_back": {"convert"}, "broadcast_feeding": {"broadcast_in_dim"},
+                "convert_there_and_back": {"convert"}, "convert_chain": {"convert"},
+                "broadcast_feeding": {"broadcast_in_dim"},
                 "reduce_of_elementwise": {"reduce"}, "double_negation": {"negate", "not"}}
 
 
@@ -573,6 +607,9 @@ def draw_inputs(drawn: Drawn, rng: np.random.Generator, batch: int) -> list[np.n
     out = []
     for name, t in drawn.program.arguments:
         hint = hints.get(name)
+        if isinstance(hint, tuple) and hint and hint[0] == "midpoints":
+            out.append(midpoint_values(hint[1], (batch, *t.shape), rng))
+            continue
         if hint is not None:
             sig, slot = hint
             try:
