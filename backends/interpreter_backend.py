@@ -40,6 +40,13 @@ ABORTS = {
     for op in ("rng", "rng_bit_generator")}
 
 
+#: ops whose valid programs kill the interpreter's process, declined once they verified
+ABORTS_VERIFIED = {
+    "custom_call": ("the StableHLO reference interpreter has no custom call targets: jaxlib "
+                    "0.10.2's eval_module aborts the process (\"LLVM ERROR: Unsupported op: "
+                    "stablehlo.custom_call\")")}
+
+
 class InterpreterError(RuntimeError):
     """``eval_module`` refused to run the program; the message has its diagnostics."""
 
@@ -93,19 +100,39 @@ class InterpreterBackend(Backend):
         """Verify ``text`` (the canonical module of ``sig``) once; return a function
         that interprets it on input arrays."""
         self._refuse(sig)
-        return self._interpret(text, sig.op)
+        run = self._interpret(text, sig.op)         # verified: an invalid one raised here
+        self._refuse_verified(sig)
+        return run
+
+    def _refuse_verified(self, sig: Signature) -> None:
+        """Unsupported, once the program verified (so an invalid one is still rejected),
+        where eval_module would abort the process: a host transfer (``host: true`` in
+        the op's spec) or an op in :data:`ABORTS_VERIFIED`."""
+        from conformance.specs import SpecError, UnknownOp, load_spec
+        try:
+            host = load_spec(sig.op).host_transfer
+        except (UnknownOp, SpecError):
+            host = False
+        if host:
+            raise Unsupported(
+                f"{sig.op}: the StableHLO reference interpreter's eval_module has no host "
+                "queues: jaxlib's eval_module aborts the process (\"LLVM ERROR: infeed is only "
+                "supported when run via interpreter.run_parallel\"; the same for outfeed, "
+                "send and recv), and run_parallel is not in jaxlib's bindings")
+        if sig.op in ABORTS_VERIFIED:
+            raise Unsupported(f"{sig.op}: {ABORTS_VERIFIED[sig.op]}")
 
     def _refuse(self, sig: Signature) -> None:
         """Unsupported where the interpreter cannot (or must not) run ``sig``'s op."""
         if sig.num_replicas * sig.num_partitions > 1:
             raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
                               "processes; eval_module interprets one")
-        from conformance.emitter import op_syntax
-        dialect = op_syntax(sig.op).name.partition(".")[0]
-        if dialect != "stablehlo":
+        from conformance.emitter import op_name
+        name = op_name(sig)
+        if name.partition(".")[0] != "stablehlo":
             # (jaxlib 0.10.2's eval_module aborts the process on a chlo op)
             raise Unsupported(f"{sig.op}: the StableHLO reference interpreter evaluates "
-                              f"stablehlo ops only, not {op_syntax(sig.op).name}")
+                              f"stablehlo ops only, not {name}")
         if sig.op in ABORTS:
             raise Unsupported(f"{sig.op}: {ABORTS[sig.op]}")
 

@@ -79,11 +79,38 @@ class XlaBackend(Backend):
             if devices > 1:         # one device per process (issue 18)
                 return jaxlib_support.GridLoaded(self.pjrt, text, sig.num_replicas,
                                                  sig.num_partitions)
-            return self.pjrt.compile(text)
+            compiled = self.pjrt.compile(text)
         except Exception as e:  # noqa: BLE001 - classified below, re-raised otherwise
             if not sig.invalid and jaxlib_support.status_code(e) == "UNIMPLEMENTED":
                 raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
+            if not sig.invalid and jaxlib_support.status_code(e) == "NOT_FOUND" and \
+                    "custom call" in str(e):
+                # a custom_call target this XLA has no implementation of
+                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
             raise
+        self._refuse_host_transfer(sig)
+        return compiled
+
+    def _refuse_host_transfer(self, sig: Signature) -> None:
+        """Unsupported for an op that exchanges data with the host (``host: true`` in its
+        spec: infeed, outfeed, send, recv), after the program compiled (so an invalid one
+        is still rejected): PJRT gives no way here to fill or drain the device's queues,
+        and XLA CPU's infeed and outfeed wait for them forever (measured on jaxlib
+        0.10.2: the run never returns)."""
+        from conformance.specs import SpecError, UnknownOp, load_spec
+        try:
+            host = load_spec(sig.op).host_transfer
+        except (UnknownOp, SpecError):
+            return
+        if host:
+            missing = [n for n in ("transfer_to_infeed", "transfer_from_outfeed")
+                       if not hasattr(self.pjrt.device, n)]
+            raise Unsupported(
+                f"XLA {self.platform}: {sig.op} exchanges data with the host, and jaxlib "
+                f"{self.lib.jaxlib_version}'s PJRT client has no host-transfer API "
+                f"({', '.join(missing) or 'no transfer'} missing on its devices), so nothing "
+                "could fill or drain the queue and the program would wait forever; declined "
+                "at compile time")
 
     def _executable(self, sig: Signature):
         compiled = self.compile_text(module_text(sig), sig)

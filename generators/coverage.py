@@ -531,6 +531,8 @@ def _operand_types(spec: OpSpec, sig: Signature, m: Model) -> list[TensorType]:
     out = []
     for o in m.operands:
         g = groups[o.spec_index]
+        if isinstance(g, list) and not g:       # an empty variadic group (outfeed of none)
+            continue
         out.append(g[0] if isinstance(g, list) else g)
     return out
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 __all__ = ["MlirSyntaxError", "OpSyntax", "FORMAT_SPECS", "fields", "syntax_of"]
 
 #: the format specs a placeholder may carry (``{dims:i64array}``)
-FORMAT_SPECS = ("", "i64array", "precision", "i64tensor", "unit")
+FORMAT_SPECS = ("", "i64array", "precision", "i64tensor", "unit", "string", "channel_type",
+                "symbols")
 
 
 class MlirSyntaxError(ValueError):

@@ -35,6 +35,8 @@ def checks(spec: OpSpec) -> list[Check]:
     """Every rule a signature of ``spec`` must satisfy, in spec order."""
     out = []
     for i, t in enumerate(spec.inputs):
+        if t.host:          # a host-side queue (specs/host.py), not an operand: no row
+            continue
         out.append(Check(t.label or f"I{i + 1}",
                          f"`{t.name}` is a {t.type_text or 'tensor'}", "input_type"))
     for a in spec.attributes:
@@ -47,6 +49,8 @@ def checks(spec: OpSpec) -> list[Check]:
                              "attribute_value"))
     out += [Check(c.id, c.text, "constraint") for c in spec.constraints]
     for i, t in enumerate(spec.outputs):
+        if t.host:
+            continue
         out.append(Check(f"O{i + 1}", f"`{t.name}` is a {t.type_text or 'tensor'}", "output_type"))
     return out
 
@@ -114,7 +118,7 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
         return ["arity"]
     broken: list[str] = []
     for i, (t, tt) in enumerate(zip(spec.inputs, ins)):
-        if _type_row_broken(t, tt):
+        if not t.host and _type_row_broken(t, tt):
             broken.append(t.label or f"I{i + 1}")
     attrs = sig.attributes
     for a in spec.attributes:
@@ -138,7 +142,7 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
         if not ok:
             broken.append(c.id)
     for i, (t, tt) in enumerate(zip(spec.outputs, outs)):
-        if _type_row_broken(t, tt):
+        if not t.host and _type_row_broken(t, tt):
             broken.append(f"O{i + 1}")
     return broken
 

@@ -7,7 +7,8 @@ input values. Result types are always carried, even where the spec could infer
 them, so that convert/bitcast_convert and invalid cases need no special path.
 
 Types are value types: tensors, or tuples (``tuple<tensor<2xf32>, tuple<>>``, for
-tuple and get_tuple_element). Values are always tensors: a case holds one array per
+tuple and get_tuple_element), or tokens (``token``: after_all, infeed, ...; they carry no
+data, so no array). Values are always tensors: a case holds one array per
 input *leaf* (tuple-typed inputs flattened depth-first, ``Signature.input_leaves``) and
 a backend returns one array per result leaf (``Signature.result_leaves``).
 """
@@ -19,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from conformance.core.types import TensorType, TupleType, leaves, type_of, value_type
+from conformance.core.types import TensorType, is_structured, leaves, type_of, value_type
 
 
 def _freeze(value: Any) -> Any:
@@ -76,7 +77,9 @@ class Signature:
 
     @property
     def has_tuples(self) -> bool:
-        return any(isinstance(t, TupleType) for t in self.input_types + self.result_types)
+        """Whether a value type is a tuple or a token (conformance.core.types.is_structured):
+        then a case's values are not one array per type."""
+        return any(is_structured(t) for t in self.input_types + self.result_types)
 
     def key(self) -> str:
         """A stable, readable one-line identity (used for caching, ids and reports)."""

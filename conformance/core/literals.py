@@ -226,8 +226,12 @@ def from_value_literal(value: Any, vtype: Any) -> list[np.ndarray]:
     :func:`from_literal`; a tuple type (``tuple<tensor<2xf32>, tuple<tensor<si32>>>``,
     conformance.core.types.TupleType) takes the list of its elements' literals
     (``[[1.0, 2.0], [3]]``) and gives their leaves flattened depth-first."""
-    from conformance.core.types import TupleType, value_type
+    from conformance.core.types import TokenType, TupleType, value_type
     vtype = value_type(vtype)
+    if isinstance(vtype, TokenType):            # no data: no leaves; its literal is null
+        if value is not None:
+            raise LiteralError(f"a token carries no data; its value is null, got {value!r}")
+        return []
     if not isinstance(vtype, TupleType):
         return [from_literal(value, vtype)]
     if not isinstance(value, (list, tuple)) or len(value) != len(vtype):

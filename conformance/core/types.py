@@ -273,6 +273,59 @@ class TupleType:
         return str(self)
 
 
+# ---------------------------------------------------------------------------
+# Token types ("Types": TokenType ::= 'token')
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TokenType:
+    """``token`` (``!stablehlo.token`` in MLIR): an opaque value that orders side effects
+    (after_all, infeed, outfeed, send, recv).
+
+    A token carries no data, so it has no leaves: a case holds no array for a token
+    input and a backend returns none for a token result (``Signature.input_leaves`` /
+    ``result_leaves`` leave them out, as they do an empty tuple). Where a value must
+    stand for a token (an oracle function's arguments and results, through
+    :func:`unflatten`) it is :data:`TOKEN`. The canonical program makes the tokens its
+    op takes inside ``@main`` and returns none (conformance/emitter.py).
+    """
+
+    def leaves(self) -> tuple[TensorType, ...]:
+        return ()
+
+    def mlir(self) -> str:
+        return "!stablehlo.token"
+
+    def __str__(self) -> str:
+        return "token"
+
+    def to_json(self) -> str:
+        return "token"
+
+
+class Token:
+    """The value of a token (see :class:`TokenType`): one object, no data."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "TOKEN"
+
+
+TOKEN = Token()
+
+
+def is_structured(t) -> bool:
+    """A value type that is not one tensor (a tuple or a token): its values travel as
+    leaves (:func:`leaves`, :func:`unflatten`)."""
+    return isinstance(t, (TupleType, TokenType))
+
+
 def _split_top_level(body: str) -> list[str]:
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(body):
@@ -287,18 +340,23 @@ def _split_top_level(body: str) -> list[str]:
     return [p for p in (p.strip() for p in parts) if p]
 
 
-def value_type(text: "str | TensorType | TupleType") -> "TensorType | TupleType":
-    """Parse a value type: ``tensor<2xf32>`` or ``tuple<tensor<2xf32>, tuple<>>``."""
-    if isinstance(text, (TensorType, TupleType)):
+def value_type(text: "str | TensorType | TupleType | TokenType"
+               ) -> "TensorType | TupleType | TokenType":
+    """Parse a value type: ``tensor<2xf32>``, ``tuple<tensor<2xf32>, tuple<>>`` or
+    ``token`` (``!stablehlo.token``)."""
+    if isinstance(text, (TensorType, TupleType, TokenType)):
         return text
     s = str(text).strip()
+    if s in ("token", "!stablehlo.token"):
+        return TokenType()
     if s.startswith("tuple<") and s.endswith(">"):
         return TupleType(tuple(value_type(p) for p in _split_top_level(s[len("tuple<"):-1])))
     return tensor_type(s)
 
 
 def leaves(types) -> tuple[TensorType, ...]:
-    """The tensors of a list of value types, tuples flattened depth-first."""
+    """The tensors of a list of value types, tuples flattened depth-first (tokens have
+    none)."""
     return tuple(leaf for t in types for leaf in value_type(t).leaves())
 
 
@@ -312,6 +370,8 @@ def unflatten(values, types) -> list:
         nonlocal pos
         if isinstance(t, TupleType):
             return tuple(take(e) for e in t.elements)
+        if isinstance(t, TokenType):
+            return TOKEN
         if pos >= len(values):
             raise ValueError(f"{len(values)} values for the tensor leaves of "
                              f"{', '.join(map(str, types))}")
@@ -326,11 +386,14 @@ def unflatten(values, types) -> list:
 
 
 def flatten(values) -> list:
-    """Inverse of :func:`unflatten`: Python tuples (tuple values) spliced depth-first."""
+    """Inverse of :func:`unflatten`: Python tuples (tuple values) spliced depth-first,
+    tokens (:data:`TOKEN`, no data) left out."""
     out = []
     for v in values:
         if isinstance(v, tuple):
             out.extend(flatten(v))
+        elif isinstance(v, Token):
+            continue
         else:
             out.append(v)
     return out
