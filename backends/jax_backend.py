@@ -87,10 +87,44 @@ class JaxBackend(Backend):
     def _compiled(self, sig: Signature, batched: bool):
         jax = self._jax
         fn = self._function(sig)
+        if getattr(fn, "per_process", False):          # a collective (issue 18)
+            return self._on_grid(sig, fn, batched)
         if batched:
             fn = jax.vmap(fn)
         self._check_types(sig, fn, 1 if batched else None)
         return self._executor(jax.jit(fn))
+
+    def _on_grid(self, sig: Signature, fn, batched: bool):
+        """One process's program under shard_map over the grid's devices
+        (backends/jax_ops_collectives.py); a batch runs case by case."""
+        from .jax_ops_collectives import on_grid
+        jax = self._jax
+        grid_fn = on_grid(sig, fn, jax.devices(self.platform))
+        n = sig.num_replicas * sig.num_partitions
+        lead = () if n == 1 else (n,)
+        specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
+                 for t in sig.input_leaves]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jax.eval_shape(grid_fn, *specs)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            if sig.invalid:
+                raise
+            raise Unsupported(f"jax.lax refuses {sig.op} on {sig.key()}: "
+                              f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        run = self._executor(jax.jit(grid_fn))
+        if not batched:
+            return run
+
+        def execute(stacked):
+            batch = stacked[0].shape[0] if stacked else 1
+            cases = [run([x[b] for x in stacked]) for b in range(batch)]
+            if not cases:
+                return [np.zeros((0,) + lead + t.shape, t.element_type.dtype)
+                        for t in sig.result_leaves]
+            return [np.stack([c[i] for c in cases]) for i in range(len(cases[0]))]
+        return execute
 
     def _executor(self, jitted):
         """Inputs to results through ``jitted``: numpy inputs go straight to it (a separate
@@ -129,6 +163,11 @@ class JaxBackend(Backend):
                               f"{', '.join(map(str, inferred))}, not "
                               f"{', '.join(map(str, program.result_types))}")
         return self._executor(jax.jit(fn))
+
+    def compile_pack(self, signatures):
+        """Several independent signatures under one jax.jit (backends/jax_pack.py)."""
+        from .jax_pack import JaxPack
+        return JaxPack(self, signatures)
 
     def compile_batch(self, signature: Signature):
         """jax.vmap of the op; where only vmap refuses (a batching rule that cannot take
