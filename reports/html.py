@@ -178,6 +178,18 @@ def percent(n: int, of: int) -> str:
     return f"{x:.1f}%" if x >= 0.1 or x == 0 else "<0.1%"
 
 
+def fmt_region(text: str) -> str:
+    """A region as a report shows it: a region program (if/case/while bodies) by its
+    readable form (``Body.describe``), an expression region as written."""
+    from conformance.core import region_program
+    if region_program.is_program(text):
+        try:
+            return region_program.parse(text).describe()
+        except ValueError:
+            return text
+    return text
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("conformance.reports", "templates"),
@@ -186,7 +198,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.ChainableUndefined)
     env.filters.update(error=fmt_error, time=fmt_time, elapsed=fmt_elapsed,
                        literal=fmt_literal, counts=fmt_counts, css=style.css_class,
-                       abbrev=lambda o: style.look(o).abbrev, page=op_filename)
+                       abbrev=lambda o: style.look(o).abbrev, page=op_filename,
+                       region=fmt_region)
     env.globals.update(look=style.look, legend=style.LEGEND, looks=style.LOOKS,
                        outcome_css=style.stylesheet(), columns=COLUMNS, ulp_chart=svg.ulp_chart,
                        bound_chart=svg.bound_chart,

@@ -242,3 +242,11 @@ def test_a_while_that_never_ends_costs_one_timeout_and_the_run_goes_on(tmp_path,
     counter, bound = (int(np.asarray(x["literal"]).reshape(-1)[0])
                       for x in saved[0]["case"]["inputs"][:2])
     assert bound < counter                       # counter != bound never becomes false
+
+
+def test_the_report_shows_region_programs_readably():
+    from conformance.reports.html import fmt_region
+    sig = canonical(load_spec("case"), {"E": "si32"})
+    shown = fmt_region(sig.regions[0])
+    assert shown.startswith("(captured: ") and "return" in shown and '"operations"' not in shown
+    assert fmt_region("(f32, f32) -> add(arg0, arg1)") == "(f32, f32) -> add(arg0, arg1)"

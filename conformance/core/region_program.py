@@ -19,7 +19,7 @@ The API (small on purpose; call/composite may reuse it):
 - :func:`is_program` ``(text)``: is this a region program (rather than a
   ``specs/regions.py`` expression)?
 - ``Body.block_types``, ``capture_types``, ``result_types``; ``Body.describe()``: the
-  readable form for reports (``block 1 of (arg0: tensor<i32>, ...) { ... }``).
+  readable form for reports (``(captured: c0) (c0: tensor<i32>) { ... }``).
 
 Evaluated by ``conformance.oracles.control_flow`` (each op at its own oracle, via
 ``oracles/programs.py``), printed by the emitter (``conformance.emitter.block_text``),
@@ -64,8 +64,11 @@ class Body:
         return self.program.result_types
 
     def describe(self) -> str:
-        head = f"block {self.block} of " if self.block != len(self.program.arguments) else ""
-        return head + self.program.describe()
+        names = self.program.argument_names
+        if self.block == len(names):
+            return self.program.describe()
+        captured = ", ".join(names[self.block:])
+        return f"(captured: {captured}) " + self.program.describe()
 
     def problems(self) -> list[str]:
         out = self.program.problems()
