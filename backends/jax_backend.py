@@ -113,6 +113,12 @@ class JaxBackend(Backend):
                 raise
             raise Unsupported(f"jax.lax refuses {sig.op} on {sig.key()}: "
                               f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        if sig.invalid:
+            # jax builds its own collective from the attributes it maps (no channel, no
+            # region, no declared result type): what it did not refuse it cannot express
+            raise Unsupported(f"jax.lax cannot express this invalid {sig.op} (it breaks "
+                              f"{sig.invalid}; jax's collective takes no channel, region or "
+                              "declared result type)")
         run = self._executor(jax.jit(grid_fn))
         if not batched:
             return run

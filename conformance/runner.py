@@ -31,6 +31,7 @@ from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
 from conformance.core.results import ResultsWriter, finite_or_none, merge_bound_hist
 from conformance.generators import breakable, unbreakable
+from conformance.packing import DEFAULT_PACK, UnitPacker
 from conformance.plan import (DEPTHS, Depth, plan_signatures, select_bindings,  # noqa: F401
                               signatures_per_binding, stable_hash)
 from conformance.repro import case_record, folder_name, save
@@ -64,6 +65,9 @@ class RunConfig:
     progress: bool = True
     replay: bool = True              # re-run the reproducers already in ``out`` first
     shard: tuple[int, int] | None = None   # (K, N): only shard K of N of the units (1-based)
+    #: signatures compiled together as one program where a backend can (0 or 1: one
+    #: compile per signature; conformance.packing); records are the same either way
+    pack: int = DEFAULT_PACK
 
 
 def select_ops(config: RunConfig) -> list[OpSpec]:
@@ -110,6 +114,7 @@ class Runner:
         self.on_progress = on_progress or (lambda _: None)
         self.repro_dir = Path(config.out) / "repros"
         self.hangs: dict[tuple[str, str], int] = defaultdict(int)   # (backend, op) -> timeouts
+        self.packer: UnitPacker | None = None       # the unit's packs (conformance.packing)
 
     # -- top level -------------------------------------------------------------------
     def header(self) -> dict[str, Any]:
@@ -141,19 +146,34 @@ class Runner:
 
     def _run_unit(self, spec: OpSpec) -> None:
         bindings = select_bindings(spec, self.config.element_types)
-        planned: list[Signature] = []
-        for binding in bindings:
+        plans: list[tuple[str, list[Signature] | Exception]] = []
+        for binding in bindings:        # planned first, so that packs may span bindings
             key = binding_key(binding)
-            self.on_progress(f"{spec.name} {key}")
             try:
-                sigs = plan_binding(spec, binding, self.config)
+                plans.append((key, plan_binding(spec, binding, self.config)))
             except Exception as e:  # noqa: BLE001 - a generator bug must not stop the run
-                self._internal_error(spec.name, key, "generating signatures", e)
-                continue
-            planned += sigs
-            self._record_validity(spec, key, sigs)
-            for i, sig in enumerate(sigs):
-                self.run_signature(spec, key, i, sig)
+                plans.append((key, e))
+        self.packer = UnitPacker(
+            self.backends, [(key, i, s) for key, sigs in plans if isinstance(sigs, list)
+                            for i, s in enumerate(sigs)],
+            self.config.pack, self.depth.batches,
+            lambda key, i, b, sig: batch_for(self.config, spec, key, i, b, sig),
+            skip=lambda b: self.hangs[(b.name, spec.name)] >= MAX_HANGS_PER_OP, spec=spec)
+        planned: list[Signature] = []
+        try:
+            for key, sigs in plans:
+                self.on_progress(f"{spec.name} {key}")
+                if isinstance(sigs, Exception):
+                    self._internal_error(spec.name, key, "generating signatures", sigs)
+                    continue
+                planned += sigs
+                self._record_validity(spec, key, sigs)
+                for i, sig in enumerate(sigs):
+                    self.packer.before(spec.name, key, i)
+                    self.run_signature(spec, key, i, sig)
+        finally:
+            self.packer.clear()
+            self.packer = None
         if self.config.invalid:
             self.run_invalid(spec, planned)
         if self.config.examples:
@@ -219,7 +239,9 @@ class Runner:
         for b in range(self.depth.batches):
             if not check.executables:
                 break
-            stacked = batch_for(self.config, spec, key, index, b, sig)
+            stacked = self.packer and self.packer.take_inputs(spec.name, key, index, b)
+            if stacked is None:
+                stacked = batch_for(self.config, spec, key, index, b, sig)
             met.add(stacked)
             try:
                 batch = check.run_batch(b, stacked)
