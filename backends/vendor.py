@@ -194,12 +194,23 @@ class NeverCompiledWarning(UserWarning):
 
 
 _WARNED: set[str] = set()
+_COMPILED_OPS: set[tuple[str, str]] = set()     # (backend, op) compiled for a valid program
+
+
+def note_compiled(backend_name: str, op: str) -> None:
+    """The checker saw ``backend_name`` compile a valid program of ``op``: the backend
+    implements the op, so declining one of its invalid programs untried is a gap (a
+    backend that implements no program of an op declines them all, rightly)."""
+    _COMPILED_OPS.add((backend_name, op))
 
 
 def warn_never_compiled(backend_name: str, sig: Signature, error: Unsupported) -> bool:
     """Warn (once per backend and process) when ``error`` declines the invalid ``sig``
-    without the backend having compiled it; True when it was such a case."""
+    of an op the backend compiles valid programs of, without having compiled it; True
+    when it was such a case."""
     if not sig.invalid or getattr(error, "compiled", False) or isinstance(error, NoProgram):
+        return False
+    if (backend_name, sig.op) not in _COMPILED_OPS:
         return False
     if backend_name not in _WARNED:
         _WARNED.add(backend_name)

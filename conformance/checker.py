@@ -221,6 +221,9 @@ class SignatureCheck:
         for name, b in self.backends.items():
             try:
                 self.executables[name] = b.batch_executable(self.sig)
+                if not self.sig.invalid:
+                    from conformance.backends.vendor import note_compiled
+                    note_compiled(name, self.sig.op)
             except Unsupported as e:
                 self.unsupported[name] = str(e)
             except Exception as e:  # noqa: BLE001 - the backend's failure is a finding

@@ -72,11 +72,14 @@ def test_module_text_is_plain_text_with_main_and_no_program_is_unsupported():
 
 
 class DeclinesByType(Backend):
-    """A realistic adapter bug: it refuses f32 before compiling anything."""
+    """A realistic adapter bug: it refuses f32 by type, before compiling anything, even
+    for an invalid program (si32 it compiles)."""
     name = "declines-by-type"
 
-    def run(self, case):
-        raise Unsupported("f32 is not supported")
+    def compile(self, sig):
+        if sig.input_leaves[0].element_type.name == "f32":
+            raise Unsupported("f32 is not supported")
+        return lambda xs: [np.add(*xs)]
 
 
 class CompilerDeclines(Backend):
@@ -93,15 +96,24 @@ class FrontEnd(DeclinesByType):
 
 def test_declining_an_invalid_program_untried_warns_once(monkeypatch):
     monkeypatch.setattr(vendor, "_WARNED", set())
+    monkeypatch.setattr(vendor, "_COMPILED_OPS", set())
     case = Case(INVALID, (np.zeros(2, np.float32), np.zeros(2, np.float32)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # the op was never compiled: no warning
+        assert check_invalid(DeclinesByType(), case)[0] == "unsupported"
+    from conformance.checker import SignatureCheck
+    from conformance.specs import load_spec
+    si32 = Signature.make("add", ["tensor<2xi32>"] * 2, ["tensor<2xi32>"])
+    SignatureCheck(load_spec("add"), si32, [DeclinesByType()]).compile()   # add compiles
     with pytest.warns(vendor.NeverCompiledWarning, match="declines-by-type"):
         outcome, reason = check_invalid(DeclinesByType(), case)
     assert outcome == "unsupported" and "without compiling" in reason
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_invalid(DeclinesByType(), case)                  # once per backend
-        assert check_invalid(CompilerDeclines(), case)[0] == "unsupported"
-        assert check_invalid(FrontEnd(), case)[0] == "unsupported"
+        for b in (CompilerDeclines(), FrontEnd()):
+            vendor.note_compiled(b.name, "add")
+            assert check_invalid(b, case)[0] == "unsupported"
         valid = Case(VALID, case.inputs)
         assert check_invalid(DeclinesByType(), valid)[0] == "unsupported"
 
