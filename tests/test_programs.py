@@ -61,7 +61,9 @@ class OpByOp(Backend):
 
     def compile(self, signature):
         return lambda xs: evaluate(signature.op, xs, signature.attributes,
-                                   result_types=signature.result_types)
+                                   result_types=signature.result_types,
+                                   input_types=signature.input_types,
+                                   regions=signature.regions)
 
     def step(self, program, o, env):
         return self.compile(o.signature)([env[v] for v in o.operands])
