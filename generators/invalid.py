@@ -121,7 +121,7 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives += [xs + [a.values[0]]] + ([xs[:-1]] if xs else [])
         elif a.kind == "tensor":
             alternatives = list(_tensor_attribute_mutations(current))
-        elif a.kind == "string":
+        elif a.kind in ("string", "string_list"):
             alternatives = []       # any string is a string: no change breaks its row
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
@@ -370,9 +370,15 @@ def candidates(spec: OpSpec, valid: Signature, target: str) -> list[Signature]:
     return [dataclasses.replace(m, invalid=target) for m in out]
 
 
-@functools.lru_cache(maxsize=None)
 def unbreakable(op: str) -> dict[str, str]:
-    """Rules of ``op`` that no single change breaks alone, with the reason."""
+    """Rules of ``op`` that no single change breaks alone, with the reason (cached; anew
+    when the registered custom_call targets change, which custom_call's rules read)."""
+    from conformance.specs import custom_calls
+    return _unbreakable(op, custom_calls.generation())
+
+
+@functools.lru_cache(maxsize=None)
+def _unbreakable(op: str, generation: int) -> dict[str, str]:
     spec = load_spec(op)
     out: dict[str, str] = {c.id: c.unbreakable for c in spec.constraints if c.unbreakable}
     bindings = spec.type_bindings()

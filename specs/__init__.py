@@ -535,6 +535,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         if a["kind"] == "enum_list" and "range" not in a and "value" not in a:
             raise _fail(path, f"{key}.range", "an enum_list attribute needs a length range "
                                               "or a value")
+        if a["kind"] == "string_list" and "value" not in a:
+            raise _fail(path, f"{key}.value", "a string_list attribute needs a value")
         if a["kind"] == "string" and not a.get("values") and "value" not in a:
             raise _fail(path, f"{key}.values", "a string attribute needs its values or a value")
         if a["kind"] == "float" and not a.get("values") and "value" not in a:

@@ -209,6 +209,14 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "token": lambda: TokenType(),
     "is_token": lambda x: isinstance(x, TokenType),
     "is_tensor": lambda x: isinstance(x, TensorType),
+    # custom_call's registered targets (specs/custom_calls.py)
+    "custom_call_targets": lambda et: _custom_calls().names_for(str(et)),
+    "custom_call_io": lambda name, et, shape: _custom_calls().io_types(name, str(et), shape),
+    "custom_call_accepts": lambda name, ins, outs: _custom_calls().accepts(name, ins, outs),
+    "custom_call_side_effects": lambda name: _custom_calls().side_effect_choices(name),
+    "custom_call_side_effect_ok": lambda name, s: _custom_calls().side_effect_ok(name, s),
+    "custom_call_api_versions": lambda name: _custom_calls().api_version_choices(name),
+    "custom_call_backend_config": lambda name: _custom_calls().backend_config_of(name),
     "same_shape": _same(lambda x: tuple(_tensor_shape(x))),
     "same_element_type": _same(lambda x: _as_type(x).name),
     # collections
@@ -259,6 +267,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # build what a spec cannot write as an expression (a region program from a seed)
     "draw": lambda name, *args: _draw(name, *args),
 }
+
+
+def _custom_calls():
+    from . import custom_calls
+    return custom_calls
 
 
 def _body(text, part: str):

@@ -133,6 +133,9 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
             broken.append(a.label or a.name)
         elif a.kind == "string" and not isinstance(attrs[a.name], str):
             broken.append(a.label or a.name)
+        elif a.kind == "string_list" and not (isinstance(attrs[a.name], (list, tuple)) and
+                                              all(isinstance(x, str) for x in attrs[a.name])):
+            broken.append(a.label or a.name)
     env = environment(spec, sig)
     for c in spec.constraints:
         try:

@@ -1,0 +1,206 @@
+"""custom_call: what 003 fixes for every target, and a vendor's registered target checked
+like a built-in op (specs/custom_calls.py, oracles/custom_call.py)."""
+import dataclasses
+import importlib.metadata
+
+import numpy as np
+import pytest
+
+from conformance.backends import Backend, Unsupported, get_backend
+from conformance.core.case import Case, Signature
+from conformance.core.results import read_results
+from conformance.emitter import module_text, verifier_rejects
+from conformance.generators.invalid import breakable, candidates, unbreakable
+from conformance.generators.signatures import canonical
+from conformance.oracles import evaluate_case
+from conformance.oracles.registry import OracleError
+from conformance.runner import RunConfig, run
+from conformance.specs import custom_calls, load_spec
+from conformance.specs.validity import violations
+
+SPEC = load_spec("custom_call")
+TARGET = "vendor.scaled_add"
+
+
+def _types(et, shape):
+    t = f"tensor<{''.join(f'{d}x' for d in shape)}{et}>"
+    return [t, t], [t]
+
+
+def _scaled_add(inputs, attributes):
+    """The vendor's reference: x + 2 y, in the inputs' type."""
+    x, y = inputs
+    return [(x + y * x.dtype.type(2)).astype(x.dtype)]
+
+
+@pytest.fixture
+def vendor_target():
+    """The vendor's target, registered with the Python hook for the test's duration."""
+    custom_calls.register_target(custom_calls.CustomCallTarget(
+        TARGET, _scaled_add, _types, element_types=("f32", "si32"), api_versions=(1, 2),
+        backend_config="scale=2"))
+    yield custom_calls.target(TARGET)
+    custom_calls.unregister_target(TARGET)
+
+
+class VendorBackend(Backend):
+    """A vendor backend that implements vendor.scaled_add and checks what it is given:
+    another target, another type or api version is a rejection (an exception)."""
+
+    name = "vendor"
+    isolate = False
+
+    def compute(self, x, y):
+        return x + y * x.dtype.type(2)
+
+    def compile(self, sig):
+        if sig.op != "custom_call":
+            raise Unsupported("vendor: custom_call only")
+        a = sig.attributes
+        if a["api_version"] not in (0, 1, 2, 3):        # the dialect's, checked first
+            raise ValueError(f"vendor: unknown api_version {a['api_version']}")
+        if a["call_target_name"] != TARGET:
+            raise Unsupported(f"vendor: no target {a['call_target_name']!r}")
+        x, y = sig.input_types
+        if not (x == y and sig.result_types == (x,)) or a["api_version"] not in (1, 2):
+            raise ValueError(f"vendor: {TARGET} takes two equal tensors and gives one "
+                             "(api_version 1 or 2)")
+        return lambda inputs: [np.asarray(self.compute(*inputs), x.element_type.dtype)]
+
+
+class BuggyVendorBackend(VendorBackend):
+    """The same, with a realistic bug: the scale is applied to x instead of y."""
+
+    name = "vendor-buggy"
+
+    def compute(self, x, y):
+        return x * x.dtype.type(2) + y
+
+
+def _run(tmp_path, backend, **kw):
+    cfg = RunConfig(backends=[backend.name], ops=["custom_call"], depth="quick", out=tmp_path,
+                    probes=False, replay=False, isolate=False, **kw)
+    run(cfg, [backend], tmp_path / "results.jsonl")
+    return list(read_results(tmp_path / "results.jsonl"))
+
+
+# -- what 003 fixes, for any target --------------------------------------------------------
+
+def test_unregistered_target_is_signature_level_and_declined_with_reasons():
+    sig = canonical(SPEC, {"E": "f32"}, (2, 3))
+    assert sig.attributes["call_target_name"] == custom_calls.UNREGISTERED
+    assert violations(sig) == [] and verifier_rejects(sig) is None
+    with pytest.raises(OracleError, match="signature level only"):
+        evaluate_case(Case(sig, (np.zeros((2, 3), np.float32), np.zeros((3,), np.int32))))
+    assert set(unbreakable("custom_call")) >= {"C2", "C3"}      # nothing known of the target
+    case = Case(sig, (np.zeros((2, 3), np.float32), np.zeros((3,), np.int32)))
+    for name, said in (("jax", "jax.lax has no call"), ("xla", "No registered implementation"),
+                       ("interpreter", "no custom call targets")):
+        with pytest.raises(Unsupported, match=said):
+            get_backend(name).run(case)
+
+
+def test_api_version_outside_the_dialect_is_rejected_by_the_verifier():
+    sig = canonical(SPEC, {"E": "f32"}, (2,))
+    found = candidates(SPEC, sig, "C1")
+    assert found and all(violations(c) == ["C1"] for c in found)
+    assert all("api_version" in verifier_rejects(c) for c in found)
+
+
+def test_attributes_print_as_the_spec_writes_them():
+    sig = canonical(SPEC, {"E": "si8"}, (2,))
+    sig = dataclasses.replace(sig, attribute_items=tuple(
+        (k, ("a\"b" if k == "backend_config" else v)) for k, v in sig.attribute_items))
+    text = module_text(sig)
+    assert 'call_target_name = "conformance.unregistered_target"' in text
+    assert 'backend_config = "a\\"b"' in text and "api_version = 1 : i32" in text
+    assert "has_side_effect = false" in text and "called_computations = []" in text
+    assert verifier_rejects(sig) is None
+
+
+def test_called_computations_print_as_symbols_and_the_example_has_values():
+    from conformance import golden
+    (ex,) = golden.examples(SPEC)
+    assert golden.mismatch(ex, evaluate_case(ex.case)) is None
+    sig = dataclasses.replace(ex.case.signature, attribute_items=tuple(
+        (k, (("foo", "bar") if k == "called_computations" else v))
+        for k, v in ex.case.signature.attribute_items))
+    assert "called_computations = [@foo, @bar]" in module_text(sig)
+
+
+# -- a vendor's registered target ----------------------------------------------------------
+
+def test_registered_target_is_drawn_with_its_types_and_attributes(vendor_target):
+    sig = canonical(SPEC, {"E": "f32"}, (2, 3))
+    a = sig.attributes
+    assert a["call_target_name"] == TARGET and a["backend_config"] == "scale=2"
+    assert [str(t) for t in sig.input_types] == ["tensor<2x3xf32>"] * 2
+    assert canonical(SPEC, {"E": "si8"}, (2,)).attributes["call_target_name"] == \
+        custom_calls.UNREGISTERED                       # not registered for si8
+    x, y = np.float32([[1, 2, 3], [4, 5, 6]]), np.float32([[1, 1, 1], [0, -1, 2]])
+    (out,) = evaluate_case(Case(sig, (x, y)))
+    np.testing.assert_array_equal(out, x + 2 * y)
+
+
+def test_registered_target_contract_is_breakable(vendor_target):
+    assert "C2" in breakable(SPEC)
+    sig = canonical(SPEC, {"E": "f32"}, (2,))
+    found = candidates(SPEC, sig, "C2")
+    assert found and all(violations(c) == ["C2"] for c in found)
+    # the StableHLO verifier knows nothing of a target: only the vendor can reject these
+    assert all(verifier_rejects(c) is None for c in found)
+
+
+def test_side_effect_declared_by_the_target_is_required(vendor_target):
+    custom_calls.register_target(dataclasses.replace(vendor_target, has_side_effect=True),
+                                 replace=True)
+    sig = canonical(SPEC, {"E": "f32"}, (2,))
+    assert sig.attributes["has_side_effect"] is True
+    assert "C3" in breakable(SPEC)
+    (bad,) = candidates(SPEC, sig, "C3")
+    assert bad.attributes["has_side_effect"] is False
+
+
+def test_vendor_backend_implementing_the_target_passes(tmp_path, vendor_target):
+    recs = _run(tmp_path, VendorBackend())
+    sigs = [r for r in recs if r["kind"] == "signature" and r["type_key"] == "f32"]
+    assert sigs and all(r["outcome"] == "pass" and r["cases"] > 0 for r in sigs)
+    invalid = [r for r in recs if r["kind"] == "invalid" and r["rule"] in ("C1", "C2")]
+    assert {r["rule"] for r in invalid} == {"C1", "C2"}
+    assert all(r["outcome"] == "rejected" for r in invalid), invalid
+    assert not [r for r in recs if r["kind"] == "internal_error"]
+
+
+def test_vendor_backend_with_a_bug_in_the_target_fails(tmp_path, vendor_target):
+    recs = _run(tmp_path, BuggyVendorBackend())
+    bad = [r for r in recs if r["kind"] == "signature" and r["type_key"] in ("f32", "si32")]
+    assert bad and all(r["outcome"] == "value" for r in bad if r["cases"])
+    assert [r for r in recs if r["kind"] == "divergence"]
+
+
+def test_entry_point_group_registers_a_target(monkeypatch):
+    ep = importlib.metadata.EntryPoint(name="scaled", value="test_custom_call:entry_point_target",
+                                       group=custom_calls.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(custom_calls, "_ENTRY_POINTS_LOADED", False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [ep] if group == custom_calls.ENTRY_POINT_GROUP
+                        else [])
+    try:
+        assert custom_calls.target("vendor.from_entry_point") is not None
+        sig = canonical(SPEC, {"E": "f32"}, (2,))
+        assert sig.attributes["call_target_name"] == "vendor.from_entry_point"
+    finally:
+        custom_calls.unregister_target("vendor.from_entry_point")
+
+
+def entry_point_target():
+    return custom_calls.CustomCallTarget("vendor.from_entry_point", _scaled_add, _types)
+
+
+def test_bad_registrations_are_one_line_errors():
+    with pytest.raises(custom_calls.TargetError, match="api_versions"):
+        custom_calls.register_target(custom_calls.CustomCallTarget(
+            "v.x", _scaled_add, _types, api_versions=(4,)))
+    with pytest.raises(custom_calls.TargetError, match="not allowed"):
+        custom_calls.register_target(custom_calls.CustomCallTarget(
+            custom_calls.UNREGISTERED, _scaled_add, _types))
