@@ -38,6 +38,8 @@ ABORTS = {
          f"(jaxlib 0.10.2: \"LLVM ERROR: Operation stablehlo.{op} is unsupported at the "
          "moment\", openxla/stablehlo#1571)")
     for op in ("rng", "rng_bit_generator")}
+# RngBernoulli's canonical program draws with stablehlo.rng (conformance/core/decompositions.py)
+ABORTS["rng_bernoulli"] = "its canonical program draws with stablehlo.rng: " + ABORTS["rng"]
 
 
 #: ops whose valid programs kill the interpreter's process, declined once they verified
@@ -45,6 +47,13 @@ ABORTS_VERIFIED = {
     "custom_call": ("the StableHLO reference interpreter has no custom call targets: jaxlib "
                     "0.10.2's eval_module aborts the process (\"LLVM ERROR: Unsupported op: "
                     "stablehlo.custom_call\")")}
+# The collectives (issue 18), on any grid, 1x1 included
+ABORTS_VERIFIED.update({
+    op: (f"jaxlib 0.10.2's eval_module aborts the process on stablehlo.{op} (\"LLVM ERROR: "
+         f"{op} is only supported when run via interpreter.run_parallel\"), and run_parallel, "
+         "the interpreter's entry point for a process grid, is not in jaxlib's bindings")
+    for op in ("all_gather", "all_reduce", "all_to_all", "collective_permute",
+               "reduce_scatter", "replica_id", "partition_id")})
 
 
 class InterpreterError(RuntimeError):
@@ -126,7 +135,8 @@ class InterpreterBackend(Backend):
         """Unsupported where the interpreter cannot (or must not) run ``sig``'s op."""
         if sig.num_replicas * sig.num_partitions > 1:
             raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
-                              "processes; eval_module interprets one")
+                              "processes; jaxlib's interpreter entry point (stablehlo."
+                              "eval_module) interprets one and takes no process grid")
         from conformance.emitter import op_name
         name = op_name(sig)
         if name.partition(".")[0] != "stablehlo":

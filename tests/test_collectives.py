@@ -405,3 +405,16 @@ def test_jax_runs_a_one_by_one_grid_through_shard_map():
         from conformance.generators import case_inputs
         case = Case(sig, case_inputs(sig, rng))
         assert check_case(jax_backend, case).cls == "pass", (op, sig.key())
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (2, 1)])
+def test_the_interpreter_says_why_it_runs_no_collective(grid):
+    """jaxlib's eval_module aborts its process on every collective, 1x1 grid included, and
+    has no process-grid entry point (run_parallel is not bound): Unsupported, before it runs."""
+    from conformance.backends import Unsupported, get_backend
+    b = get_backend("interpreter")
+    sig = Signature.make("all_reduce", ["tensor<2xf32>"], ["tensor<2xf32>"],
+                         {"replica_groups": [list(range(grid[0]))], **RG},
+                         regions=(ADD["f32"],), num_replicas=grid[0], num_partitions=grid[1])
+    with pytest.raises(Unsupported, match="run_parallel|process grid"):
+        b.compile(sig)
