@@ -2,7 +2,7 @@
 
     conformance run [--backend jax] [--ops add,sine] [--family arithmetic]
                     [--types f32,bf16] [--depth quick|default|deep] [--seed N] [--out DIR]
-                    [--jobs N] [--resume | --force] [--no-replay] [--shard K/N]
+                    [--jobs N] [--pack N] [--resume | --force] [--no-replay] [--shard K/N]
                     [--cluster ray|auto|ray://HOST:PORT]
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance fuzz (--for 8h | --cases N) [--backend ...] [--ops ...] [--seed N]
@@ -216,6 +216,12 @@ def _parser() -> argparse.ArgumentParser:
                         "(> 0; default 60)")
     r.add_argument("--jobs", type=_Int(1, MAX_JOBS), default=1, metavar="N",
                    help="worker processes (ops are spread over them; same cases and verdicts)")
+    r.add_argument("--pack", type=_Int(0, 256), default=None, metavar="N",
+                   help="compile up to N independent signatures of an op as one program on "
+                        "backends that can (xla, jax): one compile per pack instead of per "
+                        "signature, the same records; a pack that fails is split down to "
+                        "the signature at fault; 0 or 1: one compile per signature "
+                        "(default 16)")
     r.add_argument("--shard", type=_Shard(), metavar="K/N",
                    help="run only shard K of N of the plan's units (1 <= K <= N; a stable "
                         "hash of each op): N machines split a run, `conformance merge` joins it")
@@ -599,7 +605,8 @@ def cmd_run(args) -> int:
                        invalid=not args.no_invalid, examples=not args.no_examples,
                        probes=not getattr(args, "no_probes", False),
                        progress=not args.no_progress, isolate=args.isolate,
-                       timeout=args.timeout, replay=not args.no_replay, shard=args.shard)
+                       timeout=args.timeout, replay=not args.no_replay, shard=args.shard,
+                       **({} if args.pack is None else {"pack": args.pack}))
     cluster = _cluster(args.cluster) if args.cluster is not None else None
     results = out / "results.jsonl"
     if not args.resume:

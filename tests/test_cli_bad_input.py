@@ -127,7 +127,7 @@ def ws(tmp_path_factory):
     # Each command's baseline: (positional values, option values, flags); valid, fast.
     run = ([], {"--backend": "numpy", "--ops": "abs", "--family": "arithmetic",
                 "--types": "f32", "--depth": "quick", "--seed": "0", "--out": str(w.good),
-                "--max-repros": "2", "--timeout": "60", "--jobs": "1",
+                "--max-repros": "2", "--timeout": "60", "--jobs": "1", "--pack": "16",
                 "--tolerances": str(w.tol), "--expectations": str(w.exp)},
            ["--no-progress", "--no-replay", "--no-invalid"])
     code, out, err = call(argv_of(("run",), *run))
