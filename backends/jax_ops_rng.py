@@ -95,3 +95,25 @@ def _rng(sig: Signature):
     from jax._src.lax.lax import rng_uniform      # PRIVATE: not re-exported everywhere
     shape = tuple(sig.result_types[0].shape)
     return _per_case(lambda a, b, _shape: rng_uniform(a, b, shape), "rng")
+
+
+@builder("rng_bernoulli")
+def _rng_bernoulli(sig: Signature):
+    """XLA's RngBernoulli as its canonical decomposition (conformance/core/decompositions.py)
+    in lax ops: ``rng_uniform(0, 1, shape) < mean``, converted to ui32 (the same
+    stablehlo.rng UNIFORM, compare, convert). jax.random.bernoulli is not it: it takes a
+    key and draws with threefry bits, where RngBernoulli takes no state."""
+    import jax.numpy as jnp
+    out = sig.result_types[0]
+    if out.element_type.name != "ui32":
+        raise Unsupported(f"rng_bernoulli: RngBernoulli's output is U32; its decomposition "
+                          f"(rng, compare, convert) cannot check a {out.element_type.name} "
+                          f"output")
+    from jax._src.lax.lax import rng_uniform      # PRIVATE: not re-exported everywhere
+    shape = tuple(out.shape)
+    dtype = out.element_type.dtype
+
+    def run(mean):
+        u = rng_uniform(jnp.float32(0), jnp.float32(1), shape)
+        return lax.convert_element_type(lax.lt(u, mean), dtype)   # (no type promotion)
+    return _per_case(run, "rng_bernoulli")

@@ -189,6 +189,7 @@ def _program_block(text: str, prefix: str, indent: str, captured: Sequence[str])
     ``captured`` (in order), every op by :func:`op_text`."""
     body = parse_region_program(text)
     program = body.program
+    prefix = f"{prefix}b_"      # never the names of a nested op's regions (r0_arg0, ...)
     names = {}
     for i, (n, _) in enumerate(program.arguments):
         if i < body.block:
@@ -302,6 +303,9 @@ def module_text(sig: Signature) -> str:
     spec: infeed's data, outfeed's) are not in the program at all: the op is printed
     with its own operands and results (conformance.specs.host).
     """
+    syntax = op_syntax(sig.op)
+    if syntax.decomposition:
+        return _decomposition_text(sig, syntax.decomposition)
     sig = device_signature(sig)
     args = [f"%arg{i}" for i in range(len(sig.input_leaves))]
     params = ", ".join(f"{a}: {t.mlir()}" for a, t in zip(args, sig.input_leaves))
@@ -325,6 +329,28 @@ def module_text(sig: Signature) -> str:
             f"    {ret}\n"
             f"  }}\n"
             f"}}\n")
+
+
+def _decomposition_text(sig: Signature, name: str) -> str:
+    """The module of a form whose canonical program is a decomposition (the spec's
+    ``mlir.decomposition``: conformance/core/decompositions.py), each op printed as its
+    single-op case would be."""
+    from conformance.core.decompositions import DecompositionError, decompose
+    try:
+        program = decompose(name, sig)
+    except DecompositionError as e:
+        raise EmitError(str(e)) from None
+    problems = program.problems()
+    if problems:
+        raise EmitError(f"{sig.op}: malformed decomposition {name}: {'; '.join(problems)}")
+    lines = [op_text(o.signature, [f"%{v}" for v in o.operands], f"%{o.name}")
+             for o in program.operations]
+    params = ", ".join(f"%{n}: {t.mlir()}" for n, t in program.arguments)
+    out_types = ", ".join(t.mlir() for t in program.result_types)
+    body = "".join(f"    {line}\n" for line in lines)
+    values = ", ".join(f"%{r}" for r in program.results)
+    return (f"module {{\n  func.func public @main({params}) -> ({out_types}) {{\n{body}"
+            f"    func.return {values} : {out_types}\n  }}\n}}\n")
 
 
 def _pack(types, args, lines: list[str]) -> list[str]:

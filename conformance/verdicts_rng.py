@@ -61,6 +61,18 @@ rng (a, b, shape -> result):
   every value finite. b = 0: every value equals a within one spacing of a.
 - ``rng_records_repeatability``: recording only: whether running the same executable again
   gives the same values (``repeats`` / ``differs``).
+
+rng_bernoulli (XLA's RngBernoulli, 000: mean -> ui32, B(1, mean)):
+
+- ``rng_bernoulli_values``: every element is 0 or 1, all 0 for mean 0 and all 1 for
+  mean 1. False alarms: none. Where the mean is no probability (outside [0, 1], NaN:
+  masked) what the backend gave is recorded: ``all_zero``, ``all_one``, ``mixed``,
+  ``other``.
+- ``rng_bernoulli_mean``: for 0 < mean < 1 and a case of 64 or more elements, the
+  number of ones k is within the exact binomial tails of B(n, p') at alpha/2 each side,
+  for p' within 2^-23 of mean (a uniform on f32's grid in [0, 1) compared with mean, the
+  canonical program, is B(1, p') with |p' - mean| below it): a B(1, mean) sample fails
+  with probability at most α.
 """
 from __future__ import annotations
 
@@ -543,3 +555,80 @@ def records_repeatability(j: Judgement):
         "elements": int(j.batch), "conventional": int(same.sum()),
         "alternatives": {k: v for k, v in (("repeats", int(same.sum())),
                                            ("differs", int((~same).sum()))) if v}}}
+
+
+# ---------------------------------------------------------------------------
+# rng_bernoulli (XLA's RngBernoulli: mean -> ui32 result, B(1, mean))
+# ---------------------------------------------------------------------------
+
+#: the allowance of rng_bernoulli_mean for a uniform drawn on a grid: |P(u < p) - p| is
+#: at most the grid's spacing, 2^-24 for f32 in [0.5, 1) and less below (f32's machine
+#: epsilon, twice that, leaves room for a grid of 2^23 values)
+BERNOULLI_GRID = 2.0 ** -23
+
+
+def _bernoulli_means(j: Judgement) -> np.ndarray:
+    return np.asarray(j.inputs[0], np.float64).reshape(j.batch)
+
+
+@property_check("rng_bernoulli_values")
+def bernoulli_values(j: Judgement):
+    """Every element 0 or 1; all 0 for mean 0 and all 1 for mean 1 (B(1, 0) and B(1, 1)
+    are certain). Where the mean is no probability (masked rule
+    mean_outside_unit_interval) what the backend gave is recorded instead."""
+    x = np.asarray(j.actual[0])
+    means = _bernoulli_means(j)
+    undefined = _undefined(j, "mean_outside_unit_interval")
+    ok = np.ones(j.batch, bool)
+    records = {"all_zero": 0, "all_one": 0, "mixed": 0, "other": 0}
+    elements = 0
+    for c in range(j.batch):
+        xc = x[c].reshape(-1).astype(np.int64)
+        if not xc.size:
+            continue
+        binary = bool(np.all((xc == 0) | (xc == 1)))
+        if undefined[c]:
+            elements += xc.size
+            kind = ("other" if not binary else "all_zero" if not xc.any()
+                    else "all_one" if xc.all() else "mixed")
+            records[kind] += int(xc.size)
+            continue
+        ok[c] = binary and (means[c] != 0 or not xc.any()) and (means[c] != 1 or xc.all())
+    rec = {}
+    if elements:
+        rec["mean_outside_unit_interval"] = {
+            "elements": elements, "conventional": records["all_zero"] + records["all_one"],
+            "alternatives": {k: v for k, v in records.items() if v}}
+    return ok, rec
+
+
+@property_check("rng_bernoulli_mean")
+def bernoulli_mean(j: Judgement):
+    """For 0 < mean < 1 and 64 or more elements, the number of ones k against B(n, p'),
+    for every p' within BERNOULLI_GRID of mean (a uniform on f32's grid in [0, 1)
+    compared with mean): fails where P(X <= k) < alpha/2 at the largest p' or
+    P(X >= k) < alpha/2 at the smallest (the exact binomial tails: a B(1, mean) sample
+    fails with probability at most alpha). The recorded ratio is
+    log(smaller tail) / log(alpha/2): above 1 fails."""
+    from scipy.stats import binom
+    x = np.asarray(j.actual[0])
+    means = _bernoulli_means(j)
+    undefined = _undefined(j, "mean_outside_unit_interval")
+    alpha = _alpha(j)
+    ok = np.ones(j.batch, bool)
+    st = {"tests": 0, "failed": 0, "samples": 0, "worst": 0.0}
+    for c in range(j.batch):
+        xc = x[c].reshape(-1)
+        n = xc.size
+        p = means[c]
+        if n < 64 or undefined[c] or not 0 < p < 1:
+            continue
+        k = int(np.count_nonzero(xc.astype(np.int64) == 1))
+        low = float(binom.cdf(k, n, min(p + BERNOULLI_GRID, 1.0)))
+        high = float(binom.sf(k - 1, n, max(p - BERNOULLI_GRID, 0.0)))
+        tail = min(low, high)
+        ratio = math.log(tail) / math.log(alpha / 2) if tail > 0 else math.inf
+        ok[c] = tail >= alpha / 2
+        _tally(st, n, ok[c], max(ratio, 0.0))
+    return ok, ({f"{STATISTICS_PREFIX}Bernoulli mean (binomial tails)": st}
+                if st["tests"] else {})

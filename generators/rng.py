@@ -149,3 +149,28 @@ def _normal_pair(et, kind, rng):
 def _round(v: float, et: ElementType):
     fi = ml_dtypes.finfo(et.dtype)
     return np.asarray(np.clip(v, -float(fi.max), float(fi.max))).astype(et.dtype)
+
+
+#: rng_bernoulli's means by row (row % 12): the certain ones (0, 1), the usual ones, the
+#: extremes of f32 in (0, 1), a random one; row 11 is no probability (undefined, masked)
+_MEANS = [0.0, 1.0, 0.5, 0.1, 0.9, 1e-3, 0.999, 2.0 ** -24, 1.0 - 2.0 ** -24, None, 0.25]
+_NOT_PROBABILITIES = [-0.5, 1.5, float("nan"), -0.0, float("inf")]
+
+
+def mean_values(sig: Signature, spec: OpSpec, index: int, k: int, et: ElementType,
+                shape, rng: np.random.Generator, param: str) -> np.ndarray:
+    """rng_bernoulli's ``mean``, one per row (see :data:`_MEANS`); -0.0 is a probability
+    (= 0) but is drawn among the odd ones to see that a backend reads it as 0."""
+    if len(shape) != 1 or et.name != "f32":
+        return draw_array(et, shape, rng)
+    out = np.zeros(shape, np.float32)
+    for r in range(shape[0]):
+        kind = r % 12
+        if kind == 11:
+            v = _NOT_PROBABILITIES[(r // 12) % len(_NOT_PROBABILITIES)]
+        else:
+            v = _MEANS[kind]
+            if v is None:
+                v = float(rng.uniform(0, 1))
+        out[r] = np.float32(v)
+    return out

@@ -186,6 +186,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "rng_state": _default_sources,
     "rng_shape": _default_sources,
     "rng_params": _default_sources,
+    "rng_mean": _default_sources,
     "contraction": _default_sources,
     "while_state": _default_sources,
 }
@@ -210,6 +211,8 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "rng_state": "rng:state_values",
     "rng_shape": "rng:shape_values",
     "rng_params": "rng:param_values",
+    # rng_bernoulli's mean: certain, usual and extreme probabilities, and none (generators/rng.py)
+    "rng_mean": "rng:mean_values",
     # exact values, accumulation probes, Gaussian and special values per case
     # (generators/contraction.py: dot_general, convolution)
     "contraction": "contraction:contraction_values",

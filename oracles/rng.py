@@ -273,3 +273,43 @@ def _normal_undefined(a, b, distribution, result):
     with np.errstate(invalid="ignore"):
         bad = ~(wb >= 0) | ~np.isfinite(wa) | ~np.isfinite(wb)
     return _to_result(bad, result)
+
+
+@register("rng_bernoulli")
+def _rng_bernoulli(inputs, attrs, result_types):
+    """A real B(1, mean) sample as conventional values, as the canonical program draws
+    it: a uniform u on [0, 1) (a numpy generator seeded by the case's inputs and shape,
+    rounded down to f32) and 1 where u < mean. A mean outside [0, 1] (masked: the text
+    says nothing) gives what the same comparison gives (all 0 below, all 1 above, NaN
+    all 0)."""
+    import zlib
+    mean = np.asarray(inputs[0]).reshape(()).astype(np.float32)
+    (t,) = result_types
+    seed = zlib.crc32(np.ascontiguousarray(mean).tobytes() + repr(tuple(t.shape)).encode())
+    u = np.random.default_rng(seed).random(size=t.shape)
+    # the largest f32 not above u (so that u stays in [0, 1) at f32)
+    u32 = u.astype(np.float32)
+    u32 = np.where(u32.astype(np.float64) > u, np.nextafter(u32, np.float32(0)), u32)
+    with np.errstate(invalid="ignore"):
+        return (u32 < mean).astype(t.element_type.dtype)
+
+
+def _mean_of(mean, result) -> np.ndarray:
+    return np.asarray(mean, np.float64).reshape(np.shape(mean) + (1,) * (
+        len(np.shape(result)) - np.ndim(mean)))
+
+
+@condition("rng_bernoulli_undefined")
+def _bernoulli_undefined(mean, result):
+    """A mean that is no probability: outside [0, 1], or NaN (-0 is 0)."""
+    with np.errstate(invalid="ignore"):
+        bad = ~((_mean_of(mean, result) >= 0) & (_mean_of(mean, result) <= 1))
+    return np.broadcast_to(bad, np.shape(result))
+
+
+@condition("rng_bernoulli_random")
+def _bernoulli_random(mean, result):
+    """Elements whose value B(1, mean) leaves open: 0 < mean < 1."""
+    m = _mean_of(mean, result)
+    with np.errstate(invalid="ignore"):
+        return np.broadcast_to((m > 0) & (m < 1), np.shape(result))

@@ -37,6 +37,9 @@ class OpSyntax:
     # the spec input (the last) whose values the op's regions read from the enclosing
     # function instead of taking them as operands (if's and case's ``captured``)
     captured: str | None = None
+    # the canonical program is a decomposition, not one op (an XLA form with no StableHLO
+    # op: rng_bernoulli): a builder of conformance/core/decompositions.py
+    decomposition: str | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -92,4 +95,4 @@ def syntax_of(spec) -> OpSyntax:
         raise MlirSyntaxError(f"{spec.path}: mlir.captured: {captured!r} must name the "
                               f"op's last input")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
-                    captured)
+                    captured, data.get("decomposition"))
