@@ -17,8 +17,8 @@ function of its draws (the same seed gives the same bodies in any process):
 
 Bodies are built by the programs generator's :class:`~conformance.generators.programs
 .Builder` (spec steps and its rewrite patterns) restricted to ops whose verdict is exact
-for the drawn signature (element-wise and data movement), so that a branch or loop
-result has exactly one right answer; a new operand the builder needs becomes a constant,
+for the drawn signature (element-wise, data movement, reductions of integers), so that
+a branch or loop result has exactly one right answer; a new operand the builder needs becomes a constant,
 never a new argument. Each result is a value of its type that the body made, else one
 converted or reshaped from one, else a constant.
 """
@@ -40,7 +40,7 @@ __all__ = ["BODY_OPS", "branches", "while_regions", "value_types", "while_state_
 #: ops bodies may draw (each kept only where its verdict is exact for the signature)
 BODY_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "negate", "abs", "and",
             "or", "xor", "not", "select", "compare", "clamp", "reverse", "transpose",
-            "reshape", "slice", "concatenate", "broadcast_in_dim")
+            "reshape", "slice", "concatenate", "broadcast_in_dim", "reduce")
 
 #: element types of the other captured values / results / loop state
 OTHER_TYPES = ("f32", "si32", "f16", "ui8", "i1", "f64", "bf16", "si64")
@@ -54,7 +54,12 @@ def _rng(seed, salt: int) -> np.random.Generator:
 
 
 def _exact(sig: Signature) -> bool:
-    return load_spec(sig.op).signature_accuracy(sig).kind in ("exact", "bits")
+    """Is the op's result exact for this signature: its verdict ``exact`` or ``bits``, or
+    ``bound`` on integer and boolean results only (a reduction of integers has one
+    answer in every order)?"""
+    kind = load_spec(sig.op).signature_accuracy(sig).kind
+    return kind in ("exact", "bits") or kind == "bound" and all(
+        t.element_type.is_integer or t.element_type.is_boolean for t in sig.result_types)
 
 
 class _BodyBuilder(Builder):
