@@ -570,16 +570,6 @@ def _same_run_or_new(config, locators: list[str], results: Path, force: bool) ->
 # Commands
 # ---------------------------------------------------------------------------
 
-def _grid_devices(specs) -> None:
-    """Collectives (issue 18) run on a grid of up to 8 processes, which the in-process jax
-    backend maps onto CPU devices: XLA's host platform gets 8 from XLA_FLAGS, read when jax
-    starts (it has not here), and every other op still runs on the first."""
-    flag = "--xla_force_host_platform_device_count"
-    if any(s.family == "collectives" for s in specs) and \
-            flag not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=8".strip()
-
-
 def cmd_run(args) -> int:
     from conformance import reports
     from conformance.backends import get_backend
@@ -594,7 +584,6 @@ def cmd_run(args) -> int:
     expectations = (_expectations(args.expectations, "--expectations")
                     if args.expectations is not None else None)
     specs = _select(ops, families, types)
-    _grid_devices(specs)
     if ops:
         from conformance.specs import resolve_op
         ops = list(dict.fromkeys(resolve_op(o) for o in ops))
