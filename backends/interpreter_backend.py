@@ -125,9 +125,10 @@ class InterpreterBackend(Backend):
         if host:
             raise Unsupported(
                 f"{sig.op}: the StableHLO reference interpreter's eval_module has no host "
-                "queues: jaxlib's eval_module aborts the process (\"LLVM ERROR: infeed is only "
-                "supported when run via interpreter.run_parallel\"; the same for outfeed, "
-                "send and recv), and run_parallel is not in jaxlib's bindings")
+                "queues: jaxlib 0.10.2's eval_module aborts the process on infeed and outfeed "
+                "(\"LLVM ERROR: infeed is only supported when run via "
+                "interpreter.run_parallel\", which jaxlib's bindings lack) and dies with "
+                "SIGSEGV on send and recv (measured)")
         if sig.op in ABORTS_VERIFIED:
             raise Unsupported(f"{sig.op}: {ABORTS_VERIFIED[sig.op]}")
 
