@@ -67,6 +67,10 @@ class Finding:
     expected: Any = None
     actual: Any = None
     fusion: bool | None = None
+    #: the value where the divergence starts (the first operation, in the result's
+    #: cone, whose value the backend's own whole-program run gets wrong on its own
+    #: operands; ``op`` is that operation's): None when not localised
+    at: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v)
@@ -159,6 +163,7 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
         checks = ["exact"]
         if findings:
             _attribute(backend, program, inputs, actual, findings)
+            _localise(backend, program, inputs, batch, findings)
         if metamorphic and (any(not exact_op(o.signature) for o in program.operations)
                             or any(m.any() for m in oracle.masked.values())):
             checks.append("metamorphic")
@@ -187,6 +192,50 @@ def _unsupported_op(backend, program: Program, error: Unsupported) -> str:
         except Exception:  # noqa: BLE001 - another failure is not the reason asked for
             continue
     return str(error)
+
+
+def _localise(backend, program: Program, inputs, batch: int, findings) -> None:
+    """Move each exact finding to the operation where it starts: the program returning
+    every value runs on the backend, and the first exact operation of the result's cone
+    whose value differs bit for bit from the oracle on the backend's own operands
+    (elements its implementation-defined rules leave open aside) is the op at fault. A
+    program whose exposed values do not show it (the compile changed) keeps the result's
+    op."""
+    from conformance.oracles.programs import _rule_masks
+    try:
+        exposed = program.exposed()
+        values = run_batch(compile_program(backend, exposed), inputs, batch)
+    except Exception:  # noqa: BLE001 - not localised
+        return
+    env = dict(zip(program.argument_names, inputs))
+    env.update(zip(exposed.results, values))
+    producer = program.producer()
+    wrong: dict[str, bool] = {}
+    for o in program.operations:
+        sig = o.signature
+        if not sig.input_types or not exact_op(sig):
+            continue
+        xs = [np.asarray(env[v]) for v in o.operands]
+        try:
+            expected = list(oracles.evaluate_batch(sig, xs, load_spec(sig.op)))
+            skip = _rule_masks(sig, xs, expected, batch)
+        except Exception:  # noqa: BLE001 - an op the oracle cannot take alone
+            continue
+        for r, e, m in zip(o.results, expected, skip):
+            a = np.asarray(env[r])
+            if a.shape != np.asarray(e).shape:
+                continue
+            same = same_bits_or_nan(a, np.asarray(e)) | m
+            wrong[r] = not bool(np.all(same))
+    for f in findings:
+        if f.check != "exact" or f.value not in producer:
+            continue
+        cone = set(program.with_results([f.value]).pruned().producer())
+        for o in program.operations:
+            hit = next((r for r in o.results if r in cone and wrong.get(r)), None)
+            if hit is not None:
+                f.at, f.op = hit, o.op
+                break
 
 
 def _attribute(backend, program, inputs, actual, findings) -> None:

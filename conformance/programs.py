@@ -110,9 +110,10 @@ def _annotate(findings: list[dict], program: Program, drawn: Drawn | None) -> No
     """Each finding's type key and the generator patterns its operation belongs to."""
     producer = program.producer()
     for f in findings:
-        o = program.operations[producer[f["value"]][0]] if f["value"] in producer else None
+        at = f.get("at") or f["value"]
+        o = program.operations[producer[at][0]] if at in producer else None
         f["type_key"] = type_key(o.signature) if o is not None else None
-        f["patterns"] = list(drawn.patterns_of(f["value"])) if drawn is not None else []
+        f["patterns"] = list(drawn.patterns_of(at)) if drawn is not None else []
 
 
 def trace(program: Program, inputs: Sequence[np.ndarray], actual=None) -> list[dict]:

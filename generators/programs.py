@@ -316,9 +316,13 @@ def _is_num(t: TensorType) -> bool:
 def _fma(b: Builder, t: TensorType):
     if not _is_num(t):
         return False
-    x, y, z = b.fill(t), b.fill(t, fresh=True), b.fill(t)
+    x, y = b.fill(t, fresh=b.rng.random() < 0.5), b.fill(t, fresh=True)
+    subtract = b.rng.random() < 0.25
+    # c, where it is a new argument, is often -a*b (+a*b for a*b-c) rounded: then the
+    # product's rounding error is all that is left, so a fused multiply-add shows
+    z = b.fill(t, hint=("product", x, y, 1 if subtract else -1), fresh=b.rng.random() < 0.7)
     (m,) = b.op("multiply", [x, y])
-    if b.rng.random() < 0.25:
+    if subtract:
         b.op("subtract", [m, z])
     else:
         b.op("add", [m, z] if b.rng.random() < 0.5 else [z, m])
@@ -605,12 +609,21 @@ def draw_inputs(drawn: Drawn, rng: np.random.Generator, batch: int) -> list[np.n
     shape [batch] + its shape (see the module docstring)."""
     hints = dict(drawn.hints)
     out = []
+    drawn_so_far: dict[str, np.ndarray] = {}
     for name, t in drawn.program.arguments:
         hint = hints.get(name)
         if isinstance(hint, tuple) and hint and hint[0] == "midpoints":
             out.append(midpoint_values(hint[1], (batch, *t.shape), rng))
+            drawn_so_far[name] = out[-1]
             continue
-        if hint is not None:
+        if isinstance(hint, tuple) and hint and hint[0] == "product":
+            x = draw_array(t.element_type, (batch, *t.shape), rng)
+            out.append(product_values(x, drawn_so_far.get(hint[1]),
+                                      drawn_so_far.get(hint[2]), hint[3]))
+            drawn_so_far[name] = out[-1]
+            continue
+        if hint is not None and not isinstance(hint, tuple) or \
+                isinstance(hint, tuple) and len(hint) == 2 and hasattr(hint[0], "op"):
             sig, slot = hint
             try:
                 out.append(np.asarray(batch_inputs(sig, rng, batch)[slot]))
@@ -618,6 +631,22 @@ def draw_inputs(drawn: Drawn, rng: np.random.Generator, batch: int) -> list[np.n
             except Exception:  # noqa: BLE001 - a signature distribution that cannot
                 pass           # serve this slot: the default values
         out.append(draw_array(t.element_type, (batch, *t.shape), rng))
+        drawn_so_far[name] = out[-1]
+    return out
+
+
+def product_values(drawn: np.ndarray, a: np.ndarray | None, b: np.ndarray | None,
+                   sign: int) -> np.ndarray:
+    """``drawn`` with every other case (odd batch rows) replaced by ``sign * a * b``
+    rounded to the type (real floats, where a and b are arguments drawn before)."""
+    if a is None or b is None or drawn.dtype.kind == "c" or \
+            not np.issubdtype(np.asarray(drawn).dtype, np.inexact) and \
+            drawn.dtype.kind not in "fV" and "float" not in str(drawn.dtype):
+        return drawn
+    out = np.array(drawn, copy=True)
+    with np.errstate(all="ignore"):
+        p = (np.asarray(a, np.float64) * np.asarray(b, np.float64) * sign).astype(out.dtype)
+    out[1::2] = p[1::2]
     return out
 
 

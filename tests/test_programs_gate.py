@@ -151,9 +151,11 @@ def test_cli_gates_programs_on_expectations(tmp_path):
             .splitlines()]
     items, _, _ = program_findings(recs)
     assert items and all(i["fusion"] for i in items)
+    assert {i["op"] for i in items} == {"add"}        # localised: where it starts
     lines = ["expectations:"]
     for i in items:
-        lines.append(f"- {{op: {i['op']}, program: [{', '.join(i['patterns'])}], element_type: "
+        pats = ", ".join(i["patterns"]) or "'*'"
+        lines.append(f"- {{op: {i['op']}, program: [{pats}], element_type: "
                      f"{i['element_type']}, class: {i['class']}, reason: a planted FMA}}")
     exp = tmp_path / "fma.yaml"
     exp.write_text("\n".join(lines) + "\n")
