@@ -1020,9 +1020,8 @@ def cmd_programs(args) -> int:
                          f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
     _output_dir(args.out, "--out")
     args.expectations_loaded = None
-    if args.expectations:
-        from conformance.expectations import load_expectations
-        args.expectations_loaded = load_expectations(args.expectations)
+    if args.expectations is not None:
+        args.expectations_loaded = _expectations(args.expectations, "--expectations")
     if args.resume:
         from conformance.programs import ResumeError, header, load_resume
         from conformance.backends import get_backend
