@@ -24,6 +24,8 @@ converted or reshaped from one, else a constant.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from conformance.core.case import Signature
@@ -35,7 +37,7 @@ from conformance.specs.expressions import draw
 
 from .programs import Builder, Config, InvalidStep, _accepted, _undo
 
-__all__ = ["BODY_OPS", "branches", "while_regions", "value_types", "while_state_values"]
+__all__ = ["BODY_OPS", "exact", "branches", "while_regions", "value_types", "while_state_values"]
 
 #: ops bodies may draw (each kept only where its verdict is exact for the signature)
 BODY_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "negate", "abs", "and",
@@ -53,7 +55,7 @@ def _rng(seed, salt: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, salt, 16])
 
 
-def _exact(sig: Signature) -> bool:
+def exact(sig: Signature) -> bool:
     """Is the op's result exact for this signature: its verdict ``exact`` or ``bits``, or
     ``bound`` on integer and boolean results only (a reduction of integers has one
     answer in every order)?"""
@@ -73,7 +75,7 @@ class _BodyBuilder(Builder):
         return super().argument(t, hint)
 
     def add(self, sig, operands):
-        if not _exact(sig):
+        if not exact(sig):
             raise InvalidStep(f"{sig.op}: not exact for {sig.key()}")
         return super().add(sig, operands)
 
@@ -97,7 +99,7 @@ def _steps(b: _BodyBuilder, n: int) -> None:
             et = b.types[anchor].element_type.name
             usable = [o for o in ops if et in _accepted(o)]
             if usable:
-                b.spec_step(usable[int(b.rng.integers(len(usable)))], anchor)
+                b.spec_step(usable[int(b.rng.integers(len(usable)))], anchor, tries=2)
         except InvalidStep:
             _undo(b, before)
 
@@ -147,11 +149,20 @@ def value_types(seed, E, S, n) -> list[TensorType]:
     return out[:max(0, int(n))]
 
 
+def _types(ts) -> tuple[TensorType, ...]:
+    return tuple(TensorType(tuple(t.shape), t.element_type) for t in ts)
+
+
 @draw("cf_branches")
 def branches(seed, n, captures, m) -> list[str]:
     """``n`` branch bodies over ``captures`` returning ``m`` results of one list of types."""
+    return list(_branches(int(seed), int(n), _types(captures), int(m)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _branches(seed, n, captures, m) -> tuple[str, ...]:
     rng = _rng(seed, 2)
-    captures = [TensorType(tuple(t.shape), t.element_type) for t in captures]
+    captures = list(captures)
     results = []
     for j in range(int(m)):
         if captures and rng.random() < 0.7:
@@ -166,13 +177,18 @@ def branches(seed, n, captures, m) -> list[str]:
         names = [_value_of(b, t) for t in results]
         out.append(region_program.text(region_program.Body(
             _program(b, names, len(captures)), 0)))
-    return out
+    return tuple(out)
 
 
 @draw("cf_while")
 def while_regions(seed, state) -> list[str]:
     """``[cond, body]`` for ``state`` (counter and bound first; module docstring)."""
-    state = [TensorType(tuple(t.shape), t.element_type) for t in state]
+    return list(_while_regions(int(seed), _types(state)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _while_regions(seed, state) -> tuple[str, str]:
+    state = list(state)
     counter = TensorType((), element_type("si32"))
     if len(state) < 2 or state[0] != counter or state[1] != counter:
         raise ValueError("cf_while: the loop state starts with two tensor<si32> (counter, "
@@ -193,8 +209,8 @@ def while_regions(seed, state) -> list[str]:
     _steps(b, int(rng.integers(1, 6)))
     names = [inc, "arg1"] + [_value_of(b, t) for t in state[2:]]
     body = _program(b, names, len(state))
-    return [region_program.text(region_program.Body(cond, len(state))),
-            region_program.text(region_program.Body(body, len(state)))]
+    return (region_program.text(region_program.Body(cond, len(state))),
+            region_program.text(region_program.Body(body, len(state))))
 
 
 def while_state_values(sig, spec, index, k, et, shape, rng, param) -> np.ndarray:

@@ -28,7 +28,8 @@ from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.expressions import CONDITIONS, condition
 
-from .registry import REGISTRY, OracleError, OracleFn, load_family, oracle_for, register
+from .registry import (BATCHED, REGISTRY, OracleError, OracleFn, load_family, oracle_for,
+                       register)
 
 
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
@@ -107,6 +108,9 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
                         result_types=batched_types, regions=sig.regions)
+    load_family(sig.op)
+    if sig.op in BATCHED:         # a family's oracle of a whole batch (registry.BATCHED)
+        return tuple(BATCHED[sig.op](sig, list(stacked)))
     attrs, result_types = sig.attributes, sig.result_types
     n = sig.num_replicas * sig.num_partitions
     if n > 1:

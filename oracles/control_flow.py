@@ -24,7 +24,7 @@ from conformance.core import region_program
 from conformance.specs.expressions import condition
 
 from .programs import evaluate_program
-from .registry import OracleError, register
+from .registry import OracleError, register, register_batched
 
 __all__ = ["MAX_TRIPS", "branch_index", "evaluate_batched", "run_body"]
 
@@ -138,6 +138,15 @@ def _one_case(op: str):
 
 for _op in ("if", "case", "while"):
     register(_op)(_one_case(_op))
+
+
+@register_batched("if", "case", "while")
+def _batch(sig, stacked):
+    """A whole batch at once (oracles.evaluate_batch): each branch evaluated once."""
+    values, _ = evaluate_batched(sig.op, stacked, list(sig.regions))
+    batch = stacked[0].shape[0] if stacked else 1
+    return [np.asarray(v).astype(t.element_type.dtype).reshape((batch,) + t.shape)
+            for v, t in zip(values, sig.result_types)]
 
 
 @condition("control_flow_masks")

@@ -15,7 +15,8 @@ import numpy as np
 from conformance.core.types import TensorType
 from conformance.specs import import_family_module
 
-__all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family"]
+__all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family",
+           "BATCHED", "register_batched"]
 
 OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
                     "tuple[np.ndarray, ...] | np.ndarray"]
@@ -32,6 +33,22 @@ def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
             if op in REGISTRY:
                 raise RuntimeError(f"oracle for {op!r} registered twice")
             REGISTRY[op] = fn
+        return fn
+    return deco
+
+
+#: op -> ``fn(sig, stacked) -> results``: an oracle that evaluates a whole batch of cases
+#: at once (inputs and results with a leading batch axis); evaluate_batch uses it instead
+#: of one call per case (if, case, while: a branch evaluated once for the rows taking it)
+BATCHED: dict[str, Callable[..., Any]] = {}
+
+
+def register_batched(*ops: str) -> Callable:
+    def deco(fn):
+        for op in ops:
+            if op in BATCHED:
+                raise RuntimeError(f"batched oracle for {op!r} registered twice")
+            BATCHED[op] = fn
         return fn
     return deco
 
