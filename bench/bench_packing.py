@@ -1,0 +1,194 @@
+"""Packing benchmark (issue 20): fresh signatures per second with one compile per
+signature and with packs of several signatures compiled as one program, and the suite's
+overhead against a bare loop measured the same way.
+
+The signature set is bench_throughput.py's (23 element-wise (op, type binding) pairs,
+4 signatures each: 92; 2 each with ``--quick``), its values the runner's own
+(``conformance.plan.batch_for``, drawn beforehand, untimed, the same on every side).
+
+A. suite: ``Runner.run_signature`` for every signature on a new backend (nothing
+   compiled), with ``runner.packer`` a ``conformance.packing.UnitPacker`` over the set
+   in plan order (``--pack 1``: none, one compile per signature): compile, the depth's
+   value batches, oracle, verdicts, records; signatures/s = 92 / wall time.
+B. bare: the same compiles and runs with nothing else: per signature, the backend's
+   ``compile_batch`` and each batch through it (pack 1), or per pack the backend's
+   ``compile_pack`` and each batch through it; signatures/s the same way.
+   overhead = suite time / bare time - 1, paired per repetition.
+
+The speed-up is each pack size's signatures/s over pack 1's (suite, and bare), per
+repetition, median reported. Backends run in this process (``--backend xla``, the
+default: PJRT straight from StableHLO text; ``jax``: jax.jit), not isolated, so that
+compile and run are what is timed, not the child process's pipe.
+
+    python bench/bench_packing.py [--backend xla|jax] [--packs 1,4,8,16,32]
+                                  [--depth default|quick] [--repeat 3] [--quick]
+                                  [--json OUT.json]
+
+Target (issue 20): signatures/s with packing >= 3x that of one compile per signature.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from bench_throughput import MODES, Item, plan  # noqa: E402
+from conformance import packing  # noqa: E402
+from conformance.backends import get_backend  # noqa: E402
+from conformance.core.results import ResultsWriter  # noqa: E402
+from conformance.plan import DEPTHS, batch_for  # noqa: E402
+from conformance.runner import RunConfig, Runner  # noqa: E402
+
+TARGET_SPEEDUP = 3.0
+
+
+def fresh_backend(name: str):
+    if name == "jax":
+        import jax
+        jax.clear_caches()
+    return get_backend(name)
+
+
+def suite(items: list[Item], inputs, backend_name: str, pack: int, depth: str, seed: int,
+          tmp: Path) -> tuple[tuple[float, float], dict]:
+    backend = fresh_backend(backend_name)
+    out = Path(tempfile.mkdtemp(prefix=f"pack{pack}-", dir=tmp))
+    draws = {(it.sig.op, it.key, it.index): batches for it, batches in zip(items, inputs)}
+    with ResultsWriter(out / "results.jsonl") as writer:
+        runner = Runner(RunConfig(backends=(backend_name,), depth=depth, seed=seed, out=out,
+                                  max_repros=0, progress=False, pack=pack),
+                        [backend], writer)
+        packer = packing.UnitPacker(
+            [backend], [(it.key, it.index, it.sig) for it in items], pack,
+            runner.depth.batches,
+            lambda key, i, b, sig: list(draws[(sig.op, key, i)][b]))
+        runner.packer = packer
+        c0, t0 = time.process_time(), time.perf_counter()
+        with np.errstate(all="ignore"):
+            for it in items:
+                packer.before(it.sig.op, it.key, it.index)
+                runner.run_signature(it.spec, it.key, it.index, it.sig)
+        elapsed = time.perf_counter() - t0, time.process_time() - c0
+    counts: dict[str, int] = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("kind") == "signature":
+            for k, v in r["counts"].items():
+                counts[k] = counts.get(k, 0) + v
+    return elapsed, {"counts": counts, **packer.stats}
+
+
+def bare(items: list[Item], inputs, backend_name: str, pack: int) -> tuple[float, float]:
+    backend = fresh_backend(backend_name)
+    c0, t0 = time.process_time(), time.perf_counter()
+    if pack < 2:
+        for it, batches in zip(items, inputs):
+            exe = backend.compile_batch(it.sig)
+            for stacked in batches:
+                exe(list(stacked))
+    else:
+        for start in range(0, len(items), pack):
+            chunk = list(range(start, min(start + pack, len(items))))
+            if len(chunk) < 2:
+                for j in chunk:
+                    exe = backend.compile_batch(items[j].sig)
+                    for stacked in inputs[j]:
+                        exe(list(stacked))
+                continue
+            exe = backend.compile_pack([items[j].sig for j in chunk])
+            for b in range(len(inputs[0])):
+                exe([list(inputs[j][b]) for j in chunk])
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="xla")
+    ap.add_argument("--packs", default="1,4,8,16,32")
+    ap.add_argument("--depth", default="default", choices=list(DEPTHS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="2 signatures per pair (46)")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    mode = MODES["quick" if args.quick else "default"]
+    depth = DEPTHS[args.depth]
+    items, dropped = plan(mode["per_pair"], args.seed, depth.shape_profile)
+    inputs = [[batch_for(args.seed, args.depth, it.spec, it.key, it.index, b, it.sig)
+               for b in range(depth.batches)] for it in items]
+    packs = [int(x) for x in args.packs.split(",")]
+    if 1 not in packs:
+        packs = [1] + packs
+    # one warm-up of everything (imports, first compiles), untimed
+    with tempfile.TemporaryDirectory() as tmp:
+        suite(items[:8], inputs[:8], args.backend, 4, args.depth, args.seed, Path(tmp))
+        bare(items[:8], inputs[:8], args.backend, 4)
+        times = {p: {"suite": [], "bare": [], "suite_cpu": [], "bare_cpu": []}
+                 for p in packs}
+        stats = {}
+        for rep in range(args.repeat):
+            for p in packs:
+                order = ("suite", "bare") if rep % 2 == 0 else ("bare", "suite")
+                for side in order:
+                    if side == "suite":
+                        t, st = suite(items, inputs, args.backend, p, args.depth, args.seed,
+                                      Path(tmp))
+                        stats[p] = st
+                    else:
+                        t = bare(items, inputs, args.backend, p)
+                    times[p][side].append(t[0])
+                    times[p][side + "_cpu"].append(t[1])
+    n = len(items)
+    rows = []
+    for p in packs:
+        s, b = times[p]["suite"], times[p]["bare"]
+        sc, bc = times[p]["suite_cpu"], times[p]["bare_cpu"]
+        rows.append({
+            "suite_cpu_speedup": statistics.median(a / x for a, x in
+                                                   zip(times[1]["suite_cpu"], sc)),
+            "overhead_cpu": statistics.median(x / y - 1 for x, y in zip(sc, bc)),
+            "suite_cpu_s": sc, "bare_cpu_s": bc,
+            "pack": p,
+            "suite_sigs_per_s": n / statistics.median(s),
+            "bare_sigs_per_s": n / statistics.median(b),
+            "suite_speedup": statistics.median(a / x for a, x in zip(times[1]["suite"], s)),
+            "bare_speedup": statistics.median(a / x for a, x in zip(times[1]["bare"], b)),
+            "overhead": statistics.median(x / y - 1 for x, y in zip(s, b)),
+            "suite_s": s, "bare_s": b, "stats": stats.get(p)})
+    print(f"{n} signatures ({args.backend}, depth {args.depth}: {depth.batches} batches of "
+          f"{depth.batch_size}), median of {args.repeat}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"{'pack':>5} {'suite sig/s':>12} {'x pack 1':>9} {'(CPU)':>7} {'bare sig/s':>11} "
+          f"{'x pack 1':>9} {'overhead':>9} {'(CPU)':>7}")
+    for r in rows:
+        print(f"{r['pack']:>5} {r['suite_sigs_per_s']:>12.1f} {r['suite_speedup']:>8.2f}x "
+              f"{r['suite_cpu_speedup']:>6.2f}x {r['bare_sigs_per_s']:>11.1f} "
+              f"{r['bare_speedup']:>8.2f}x {r['overhead']:>+8.1%} {r['overhead_cpu']:>+7.1%}")
+    same = len({json.dumps(r["stats"]["counts"], sort_keys=True) for r in rows}) == 1
+    print("verdict counts identical for every pack size:", same)
+    best = max(r["suite_speedup"] for r in rows)
+    print(f"target: suite speed-up >= {TARGET_SPEEDUP}x: "
+          f"{'met' if best >= TARGET_SPEEDUP else 'NOT met'} (best {best:.2f}x)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "backend": args.backend, "depth": args.depth, "signatures": n,
+            "dropped": dropped, "rows": rows, "python": platform.python_version(),
+            "cpus": os.cpu_count(), "loadavg": os.getloadavg()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
