@@ -143,7 +143,8 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
         except Unsupported as e:
             return ProgramVerdict("unsupported", message=_unsupported_op(backend, program, e))
         except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
-            return ProgramVerdict(failure_class(e), message=error_text(e))
+            cls = failure_class(e)
+            return ProgramVerdict(cls, _failing_ops(backend, program, cls), error_text(e))
         want = [(batch,) + t.shape for t in program.result_types]
         got = [type_of(a) for a in actual]
         if len(actual) != len(want) or any(
@@ -175,6 +176,25 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
                 return ProgramVerdict(failure_class(e), findings, error_text(e), tuple(checks))
     outcome = worst([f.cls for f in findings]) if findings else "pass"
     return ProgramVerdict(outcome, findings, None, tuple(checks))
+
+
+def _failing_ops(backend, program: Program, cls: str) -> list[Finding]:
+    """A program the backend fails to compile or run: the ops it fails on alone (their
+    single-op executables, compiled; ``fusion: False``, the op's own failure, which
+    single-op runs show). None failing alone: one finding without an op, ``fusion:
+    True`` (only the whole program fails)."""
+    out = []
+    for o in program.operations:
+        if not o.signature.input_types:
+            continue
+        try:
+            backend.executable(o.signature)
+        except Unsupported:
+            continue
+        except Exception as e:  # noqa: BLE001 - this op fails alone
+            out.append(Finding(o.name, o.op, "compile", failure_class(e), 0, 0, (),
+                               None, error_text(e)[:300], fusion=False, at=o.name))
+    return out or [Finding("", "", "compile", cls, 0, 0, (), fusion=True)]
 
 
 def _unsupported_op(backend, program: Program, error: Unsupported) -> str:

@@ -243,3 +243,37 @@ def test_resume_refuses_another_runs_results(tmp_path):
     code = programs_run(tmp_path, "planted_programs:OracleProgram", "--depth", "quick",
                         "--count", "2", "--seed", "5", "--no-isolate", "--resume")
     assert code == 2
+
+
+# ---------------------------------------------------------------------------------------
+# Programs a backend fails to compile: the op at fault, when one fails alone
+# ---------------------------------------------------------------------------------------
+
+def test_a_program_failing_to_compile_names_the_op_that_fails_alone():
+    t = "tensor<4xf32>"
+    p = build([("a", t), ("b", t)], [("m", "multiply", ["a", "b"], t, None),
+                                      ("s", "add", ["m", "b"], t, None)], ["s"])
+    x = [np.ones((1, 4), np.float32)] * 2
+
+    class BrokenAdd(pp.OracleProgram):
+        def compile(self, signature):
+            if signature.op == "add":
+                raise RuntimeError("INTERNAL: add lowering failed")
+            return super().compile(signature)
+
+        def compile_program(self, program):
+            raise RuntimeError("INTERNAL: add lowering failed")
+
+    v = check_program(BrokenAdd(), p, x)
+    assert v.outcome == "backend_error"
+    (f,) = v.findings
+    assert (f.op, f.at, f.fusion, f.check) == ("add", "s", False, "compile")
+
+    class BrokenProgramsOnly(pp.OracleProgram):
+        def compile_program(self, program):
+            raise RuntimeError("INTERNAL: fusion pass failed")
+
+    v = check_program(BrokenProgramsOnly(), p, x)
+    assert v.outcome == "backend_error"
+    (f,) = v.findings
+    assert (f.op, f.fusion) == ("", True)
