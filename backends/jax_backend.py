@@ -100,12 +100,9 @@ class JaxBackend(Backend):
         from .jax_ops_collectives import on_grid
         jax = self._jax
         n = sig.num_replicas * sig.num_partitions
-        if n > len(jax.devices(self.platform)):
-            # Too few devices in this process (CPU has one unless XLA_FLAGS said otherwise
-            # before jax started): the grid runs in a child process whose XLA gets 8 host
-            # devices (conformance.isolation), the same program with the same jax
-            child = self._grid_child()
-            return (child.batch_executable if batched else child.executable)(sig)
+        # (Unsupported where this process has fewer devices than processes: CPU has one
+        # unless XLA_FLAGS said otherwise before jax started; the CLI and the pytest plugin
+        # ask for 8)
         grid_fn = on_grid(sig, fn, jax.devices(self.platform))
         lead = () if n == 1 else (n,)
         specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
@@ -137,14 +134,6 @@ class JaxBackend(Backend):
                         for t in sig.result_leaves]
             return [np.stack([c[i] for c in cases]) for i in range(len(cases[0]))]
         return execute
-
-    def _grid_child(self):
-        """This backend in an isolated child process with 8 host devices (started once);
-        a collective that hangs there costs one timeout, and the child is restarted."""
-        if getattr(self, "_child", None) is None:
-            from conformance.isolation import IsolatedBackend
-            self._child = IsolatedBackend(self.name, timeout=60.0)
-        return self._child
 
     def _executor(self, jitted):
         """Inputs to results through ``jitted``: numpy inputs go straight to it (a separate
