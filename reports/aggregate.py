@@ -333,7 +333,8 @@ class OpData:
         """Matrix columns the spec allows for this op (or, without a spec, those seen)."""
         if self.spec is not None:
             try:
-                return {t for b in self.spec.type_bindings() for t in list(b.values())[:1]}
+                from conformance.specs import binding_key
+                return {first_type(binding_key(b)) for b in self.spec.type_bindings()}
             except Exception:  # noqa: BLE001 - a broken spec must not break the report
                 pass
         return {first_type(k) for _, k in self.cells}

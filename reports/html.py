@@ -19,7 +19,7 @@ import jinja2
 import markupsafe
 
 from . import nway, style, svg
-from .aggregate import COLUMNS, Cell, CrossCell, OpData, Report, pair_backends
+from .aggregate import COLUMNS, Cell, CrossCell, OpData, Report, first_type, pair_backends
 from .gating import Verdict, anchor, safe_link, where
 
 #: Longest literal shown inline; longer ones are cut (the reproducer has them all).
@@ -236,9 +236,13 @@ def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
     totals = report.totals()
     per_backend = {b: report.totals(b) for b in report.backends}
     index = out_dir / "index.html"
+    # columns beyond the element types where an op has one (after_all's `token`)
+    extra = sorted({first_type(k) for op in report.ops.values() for _, k in op.cells}
+                   - set(COLUMNS) - {""})
     index.write_text(env.get_template("index.html.j2").render(
         report=report, totals=totals, per_backend=per_backend, run=report.run or {},
-        run_dir=str(run_dir), short=short_names(report.backends)), encoding="utf-8")
+        run_dir=str(run_dir), short=short_names(report.backends),
+        columns=COLUMNS + extra), encoding="utf-8")
     page = env.get_template("op.html.j2")
     for op in report.sorted_ops():
         (ops_dir / op_filename(op.name)).write_text(page.render(

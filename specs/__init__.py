@@ -402,8 +402,9 @@ def _split(specs: tuple, flat: list, op: str, what: str) -> list:
 
 
 def binding_key(binding: dict[str, str]) -> str:
-    """The matrix column name of a type binding: ``f32``, or ``si8->f32`` for convert."""
-    return "->".join(binding.values())
+    """The matrix column name of a type binding: ``f32``, or ``si8->f32`` for convert;
+    ``token`` for an op without type variables (after_all: its values are tokens only)."""
+    return "->".join(binding.values()) or "token"
 
 
 # ---------------------------------------------------------------------------

@@ -176,6 +176,17 @@ def test_backends_decline_host_transfers_at_compile_time(op, backend, says):
         get_backend(backend).compile(sig)
 
 
+def test_after_all_has_one_matrix_column_token_in_the_report(tmp_path):
+    from conformance.specs import binding_key
+    assert [binding_key(b) for b in load_spec("after_all").type_bindings()] == ["token"]
+    cfg = RunConfig(backends=["jax"], ops=["after_all"], depth="quick", out=tmp_path,
+                    probes=False, replay=False)
+    run(cfg, [get_backend("jax")], tmp_path / "results.jsonl")
+    from conformance.reports import render
+    index = render(tmp_path / "results.jsonl", tmp_path / "report").read_text()
+    assert 'data-op="after_all" data-type="token" data-outcome="pass"' in index
+
+
 @pytest.mark.parametrize("backend", ["jax", "xla", "interpreter"])
 def test_after_all_runs_everywhere(backend):
     for n in (0, 1, 3):
