@@ -267,6 +267,45 @@ def _serve(conn, locator: str, seed: int, config: Config, batch: int, out: str |
         conn.send(rec)
 
 
+def attribute_crash(locator: str, drawn: Drawn, seed: int, index: int, timeout: float,
+                    outcome: str) -> list[dict]:
+    """The ops of a program that crashed (or hung) the backend which crash (hang) it
+    alone: each operation's single-op executable compiled and run in a child process on
+    the oracle's values of its operands (first case); ``fusion: False`` findings for
+    those, else one finding without an op, ``fusion: True`` (only the whole program
+    crashes)."""
+    from conformance.checker_programs import Finding
+    from conformance.isolation import BackendCrash, BackendTimeout, IsolatedBackend
+    program = drawn.program
+    out: list[dict] = []
+    iso = None
+    try:
+        with np.errstate(all="ignore"):
+            ov = evaluate_program(program, draw_inputs(drawn, rng_for(seed, index), 1),
+                                  batch=1)
+        iso = IsolatedBackend(locator, timeout=min(timeout, 60.0))
+        seen = set()
+        for o in program.operations:
+            if not o.signature.input_types or o.signature in seen:
+                continue
+            seen.add(o.signature)
+            try:
+                exe = iso.executable(o.signature)
+                exe([ov.values[v][0] for v in o.operands])
+            except (BackendCrash, BackendTimeout) as e:
+                cls = "timeout" if isinstance(e, BackendTimeout) else "crash"
+                out.append(Finding(o.name, o.op, "alone", cls, 0, 0, (), None,
+                                   str(e)[:300], fusion=False, at=o.name).to_json())
+            except Exception:  # noqa: BLE001 - another failure is not this crash
+                continue
+    except Exception:  # noqa: BLE001 - not attributed
+        pass
+    finally:
+        if iso is not None:
+            iso.close()
+    return out or [Finding("", "", "alone", outcome, 0, 0, (), fusion=True).to_json()]
+
+
 class IsolatedChecker:
     def __init__(self, locator: str, name: str, seed: int, config: Config, batch: int,
                  out: Path | None, do_minimize: bool, timeout: float) -> None:
@@ -300,11 +339,15 @@ class IsolatedChecker:
             message = f"the backend's process died (exit code {self.proc.exitcode})"
         self.close()
         program = drawn.program
+        findings = attribute_crash(self.args[0], drawn, self.seed, index, self.timeout,
+                                   outcome)
+        _annotate(findings, program, drawn)
         return {"kind": "program", "id": f"{self.seed}:program:{index}", "backend": self.name,
                 "seed": self.seed, "index": index, "ops": program.ops(),
                 "patterns": list(drawn.patterns), "exercised": exercised(program),
                 "size": len(program.operations), "outcome": outcome, "message": message,
-                "findings": [], "program": program.to_json(), "text": program.describe()}
+                "fusion": all(f["fusion"] for f in findings), "findings": findings,
+                "program": program.to_json(), "text": program.describe()}
 
     def close(self) -> None:
         if self.proc is not None:

@@ -141,3 +141,31 @@ class FoldsConvertChain(OracleProgram):
                 x = np.asarray(env[inner.operands[0]])
                 return [x.astype(o.signature.result_types[0].element_type.dtype)]
         return super().step(o, env, producers)
+
+
+class CrashesOnNegate(OracleProgram):
+    """Dies (abort) compiling negate, alone or in a program: isolated, a crash."""
+
+    name = "crash-negate"
+    isolate = True
+
+    def compile(self, signature):
+        if signature.op == "negate":
+            import os
+            os.abort()
+        return super().compile(signature)
+
+    def compile_program(self, program):
+        if "negate" in program.ops():
+            import os
+            os.abort()
+        return super().compile_program(program)
+
+
+class CrashesOnNegatePrograms(CrashesOnNegate):
+    """Dies compiling a program holding negate; negate alone is fine."""
+
+    name = "crash-negate-programs"
+
+    def compile(self, signature):
+        return OracleProgram.compile(self, signature)

@@ -277,3 +277,18 @@ def test_a_program_failing_to_compile_names_the_op_that_fails_alone():
     assert v.outcome == "backend_error"
     (f,) = v.findings
     assert (f.op, f.fusion) == ("", True)
+
+
+@pytest.mark.parametrize("backend,fusion", [("CrashesOnNegate", False),
+                                            ("CrashesOnNegatePrograms", True)])
+def test_a_crash_is_attributed_to_the_op_that_crashes_alone(tmp_path, backend, fusion):
+    code = programs_run(tmp_path, f"planted_programs:{backend}", "--ops", "negate",
+                        "--types", "f32", "--count", "1", "--isolate", "--no-minimize")
+    crashes = [r for r in records(tmp_path) if r.get("outcome") == "crash"]
+    assert code == 1 and crashes
+    for r in crashes:
+        assert "negate" in r["ops"] and r["fusion"] is fusion
+        ops = {f["op"] for f in r["findings"]}
+        assert ops == ({"negate"} if not fusion else {""})
+        if not fusion:
+            assert all(f["type_key"] == "f32" for f in r["findings"])
