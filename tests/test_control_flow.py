@@ -250,3 +250,57 @@ def test_the_report_shows_region_programs_readably():
     shown = fmt_region(sig.regions[0])
     assert shown.startswith("(captured: ") and "return" in shown and '"operations"' not in shown
     assert fmt_region("(f32, f32) -> add(arg0, arg1)") == "(f32, f32) -> add(arg0, arg1)"
+
+
+class _UlpsOff(planted._Oracle):
+    """The oracle with every finite normal f32 result ``k`` ULPs up."""
+
+    def __init__(self, k):
+        self.k, self.name = k, f"ulps-{k}"
+        super().__init__()
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+
+        def run(inputs):
+            out = []
+            for x in inner(inputs):
+                x = np.asarray(x)
+                if x.dtype == np.float32:
+                    ok = np.isfinite(x) & (np.abs(x) >= np.finfo(np.float32).tiny) & \
+                        (np.abs(x) < np.finfo(np.float32).max / 2)
+                    for _ in range(self.k):
+                        x = np.where(ok, np.nextafter(x, np.float32(np.inf)), x)
+                out.append(x)
+            return out
+        return run
+
+
+def test_branches_of_inexact_ops_are_judged_within_their_ulp_bounds():
+    from conformance.verdicts_control_flow import bodies_accuracy
+    t = "tensor<8xf32>"
+    sig = _case_sig([_branch(t, [_unary("sine", t)], ["v0"]), _branch(t)], t)
+    bound = load_spec("sine").accuracy("f32").bound
+    assert bodies_accuracy(sig).kind == "ulp" and bodies_accuracy(sig).bound == bound
+    assert set(_counts(_UlpsOff(int(bound)), sig)) == {"pass"}
+    assert _counts(_UlpsOff(int(bound) + 3), sig).get("accuracy", 0) > 0
+    exact_sig = _case_sig([_branch(t, [_unary("negate", t)], ["v0"]), _branch(t)], t)
+    assert bodies_accuracy(exact_sig).kind == "exact"
+    assert _counts(_UlpsOff(1), exact_sig).get("value", 0) > 0
+
+
+def test_a_loop_body_of_inexact_ops_is_refused_in_one_line():
+    from conformance.verdicts_control_flow import bodies_accuracy
+    s, f = "tensor<si32>", "tensor<2xf32>"
+    spec = load_spec("while")
+    ex = next(e for e in __import__("conformance.golden", fromlist=["x"]).examples(spec)
+              if e.name.startswith("a state of mixed types"))
+    cond, _ = ex.case.signature.regions
+    body = rp.make([("arg0", s), ("arg1", s), ("arg2", f)],
+                   [Operation(Signature.make("sine", [_t(f)], [_t(f)]), ("arg2",), "v0")],
+                   ["arg0", "arg1", "v0"])
+    sig = Signature.make("while", [s, s, f], [s, s, f], regions=(cond, body))
+    with pytest.raises(ValueError, match="compound") as e:
+        bodies_accuracy(sig, "exact")
+    assert "\n" not in str(e.value)
+    assert bodies_accuracy(ex.case.signature, "exact").kind == "exact"
