@@ -26,7 +26,10 @@ rejects a signature (then no backend ever sees that program).
 
 Regions (sort's comparator, scatter's update, ...) are data (specs/regions.py)
 and print as generic-form blocks (:func:`block_text`) between the operands and the
-attributes.
+attributes. The bodies of if, case and while are region programs
+(conformance/core/region_program.py), printed op by op; an op whose spec names a
+``captured`` input (``mlir: captured:``) takes it as values its regions read from
+``@main``, not as operands.
 """
 from __future__ import annotations
 
@@ -257,7 +260,8 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
     syntax = op_syntax(sig.op)
     n = len(sig.result_types)
     lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
-    results = sig.result_types[0].mlir() if n == 1 else f"({_types(sig.result_types)})"
+    texts = result_type_texts(sig, syntax)
+    results = texts[0] if n == 1 else f"({', '.join(texts)})"
     inputs, captured = list(sig.input_types), []
     if syntax.captured:         # the last input's values: read by the regions, no operands
         k = len(load_spec(sig.op).inputs) - 1
@@ -265,6 +269,31 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
     return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)})'
             f"{_regions_text(sig, captured)}"
             f"{_attributes_text(sig, syntax)} : ({_types(inputs)}) -> {results}")
+
+
+def result_type_texts(sig: Signature, syntax: OpSyntax | None = None) -> list[str]:
+    """The MLIR text of each result type. A spec's ``mlir.dynamic_result``
+    (set_dimension_size) names the result dimension that is dynamic: printed ``?``,
+    bounded by the signature's static size there (``tensor<?x3xf32,
+    #stablehlo.bounds<4, ?>>``); where it is no dimension (an invalid signature) the
+    static type prints."""
+    syntax = syntax or op_syntax(sig.op)
+    texts = [t.mlir() for t in sig.result_types]
+    if not syntax.dynamic_result:
+        return texts
+    try:
+        d = int(string.Formatter().format(syntax.dynamic_result, **sig.attributes))
+    except (KeyError, ValueError, TypeError):
+        return texts
+    out = []
+    for t, text in zip(sig.result_types, texts):
+        if not isinstance(t, TensorType) or not 0 <= d < t.rank:
+            out.append(text)
+            continue
+        dims = "".join("?x" if i == d else f"{n}x" for i, n in enumerate(t.shape))
+        bounds = ", ".join(str(n) if i == d else "?" for i, n in enumerate(t.shape))
+        out.append(f"tensor<{dims}{t.element_type.mlir}, #stablehlo.bounds<{bounds}>>")
+    return out
 
 
 def op_name(sig: Signature, syntax: OpSyntax | None = None) -> str:
@@ -316,7 +345,8 @@ def module_text(sig: Signature) -> str:
     values = ["%0"] if n == 1 else [f"%0#{i}" for i in range(n)]
     if sig.has_tuples:
         values = _unpack(values, sig.result_types, lines)
-    out_types = _types(sig.result_leaves)
+    out_types = _types(sig.result_leaves) if sig.has_tuples else \
+        ", ".join(result_type_texts(sig))
     ret = f"func.return {', '.join(values)} : {out_types}" if values else "func.return"
     attrs = ""
     if sig.num_replicas != 1 or sig.num_partitions != 1:
