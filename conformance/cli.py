@@ -808,6 +808,10 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
 def cmd_expectations(args) -> int:
     from conformance.expectations import DEFAULT_HEADER, dump, is_shipped_name, update
     records = _results(args.results)
+    if args.expectations_command == "check" and records[0].get("command") == "programs":
+        from conformance.programs import check_results
+        return check_results(records, _expectations(args.expectations, "expectations"),
+                             args.fail_on_stale)
     if args.expectations_command == "check":
         return _gate(records, _expectations(args.expectations, "expectations"),
                      args.fail_on_stale, entries=True, strict=args.strict)

@@ -472,16 +472,31 @@ def run(args) -> int:
     for name, c in counts.items():
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     if g is not None:
-        print(f"expectations {getattr(expectations, 'path', '')}: {len(g.unexpected)} "
-              f"unexpected, {len(g.expected)} expected, {len(g.stale)} stale")
-        for item in g.unexpected:
-            print(f"  UNEXPECTED {item['backend']} {item['op']} {item['element_type']} "
-                  f"{item['class']}{' (fusion)' if item.get('fusion') else ''} "
-                  f"[{', '.join(item.get('patterns') or []) or 'no pattern'}] "
-                  f"e.g. {item['ids'][0]}")
+        print_gate(g, getattr(expectations, "path", ""))
     print(f"results: {results}")
     print(f"report: {index}")
     return EXIT_DIVERGED if failed else EXIT_OK
+
+
+def print_gate(g, path: str) -> None:
+    print(f"expectations {path}: {len(g.unexpected)} unexpected, {len(g.expected)} "
+          f"expected, {len(g.stale)} stale")
+    for item in g.unexpected:
+        print(f"  UNEXPECTED {item['backend']} {item['op'] or '(no op)'} "
+              f"{item['element_type'] or ''} {item['class']}"
+              f"{' (fusion)' if item.get('fusion') else ''} "
+              f"[{', '.join(item.get('patterns') or []) or 'no pattern'}] e.g. {item['ids'][0]}")
+    for e in g.stale:
+        print(f"  stale: expectations[{e.index}] {e.flow()}")
+
+
+def check_results(records: Sequence[dict], expectations, fail_on_stale: bool = False) -> int:
+    """``conformance expectations check`` of a programs results file: exit 1 on findings
+    the file does not list (and with ``fail_on_stale`` on stale program entries)."""
+    from conformance.expectations import program_gate
+    g = program_gate(records, expectations)
+    print_gate(g, getattr(expectations, "path", ""))
+    return EXIT_DIVERGED if g.unexpected or (fail_on_stale and g.stale) else EXIT_OK
 
 
 def _label(rec: dict) -> str:

@@ -174,3 +174,16 @@ def test_cli_rejects_a_bad_expectations_file_before_writing(tmp_path):
     bad.write_text("- {op: add, program: nosuch, class: value, reason: r}\n")
     assert _run(tmp_path / "out", "--expectations", str(bad)) == 2
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_expectations_check_gates_a_programs_results_file(tmp_path):
+    assert _run(tmp_path / "r") == 1
+    results = str(tmp_path / "r" / "results.jsonl")
+    empty = tmp_path / "none.yaml"
+    empty.write_text("expectations: []\n")
+    assert main(["expectations", "check", results, str(empty)]) == 1
+    star = tmp_path / "star.yaml"
+    star.write_text("- {op: add, program: '*', class: value, reason: planted}\n"
+                    "- {op: add, program: x-x, class: nan, reason: never}\n")
+    assert main(["expectations", "check", results, str(star)]) == 0
+    assert main(["expectations", "check", results, str(star), "--fail-on-stale"]) == 1
