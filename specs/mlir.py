@@ -40,6 +40,9 @@ class OpSyntax:
     # the canonical program is a decomposition, not one op (an XLA form with no StableHLO
     # op: rng_bernoulli): a builder of conformance/core/decompositions.py
     decomposition: str | None = None
+    # a format string over the attributes naming the result dimension that is dynamic
+    # (set_dimension_size: '{dimension}'), printed `?` bounded by its static size
+    dynamic_result: str | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -57,7 +60,8 @@ def fields(fmt: str, where: str) -> frozenset[str]:
             raise MlirSyntaxError(
                 f"{where}: placeholder {{{field}{'!' + conversion if conversion else ''}"
                 f"{':' + spec if spec else ''}}} in {fmt!r} must be a spec "
-                "attribute name, optionally with the format spec i64array")
+                "attribute name, optionally with a format spec "
+                f"({', '.join(x for x in FORMAT_SPECS if x)})")
         names.add(field)
     return frozenset(names)
 
@@ -90,9 +94,14 @@ def syntax_of(spec) -> OpSyntax:
     if unused:
         raise MlirSyntaxError(f"{spec.path}: mlir.attributes: no MLIR attribute prints the "
                               f"spec attribute(s) {sorted(unused)}")
+    dynamic = data.get("dynamic_result")
+    if dynamic is not None and not fields(dynamic, f"{spec.path}: mlir.dynamic_result") \
+            <= spec_attrs:
+        raise MlirSyntaxError(f"{spec.path}: mlir.dynamic_result: {dynamic!r} must name "
+                              f"an attribute of {op}")
     captured = data.get("captured")
     if captured is not None and (not spec.inputs or spec.inputs[-1].name != captured):
         raise MlirSyntaxError(f"{spec.path}: mlir.captured: {captured!r} must name the "
                               f"op's last input")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
-                    captured, data.get("decomposition"))
+                    captured, data.get("decomposition"), data.get("dynamic_result"))
