@@ -352,9 +352,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # tryfirst: the profiles exist before hypothesis' own plugin loads one named by
     # --hypothesis-profile (conformance-ci, ...).
     config.addinivalue_line("markers", "conformance: a test of the StableHLO conformance suite")
-    # jax gets 8 host CPU devices for the collectives' grids, before anything starts it
-    from conformance.cli import grid_devices
-    grid_devices()
+    # Running the suite: jax gets 8 host CPU devices for the collectives' grids, before
+    # anything starts it (other pytest sessions keep their XLA_FLAGS)
+    if config.getoption("conformance_backend", None) is not None or any(
+            "conformance.suite" in str(a) for a in config.invocation_params.args):
+        from conformance.cli import grid_devices
+        grid_devices()
     options = _read_options(config)
     config.stash[_OPTIONS_KEY] = options
     if options.expectations is not None:
