@@ -462,7 +462,9 @@ def run(args) -> int:
                 if checker is not None:
                     checker.close()
         writer.write({"kind": "end", "command": "programs",
-                      "elapsed": round(time.time() - started, 3)})
+                      "elapsed": round(time.time() - started, 3),
+                      "validity": validity(args.seed, range(args.start,
+                                                            args.start + s["count"]), config)})
     records = list(read_results(results))
     failed, g = failing(records, accept, expectations)
     summary = {name: dict(c) for name, c in counts.items()}
@@ -476,6 +478,25 @@ def run(args) -> int:
     print(f"results: {results}")
     print(f"report: {index}")
     return EXIT_DIVERGED if failed else EXIT_OK
+
+
+def validity(seed: int, indices, config: Config) -> dict[str, int]:
+    """Validity measured: the programs generated, their operations (every signature
+    checked against its spec's rules as it was added), the steps dropped because one
+    broke a rule, and the programs whose StableHLO text the MLIR verifier refuses."""
+    from conformance.generators.programs import Stats
+    from conformance.program_emit import parse_program
+    stats = Stats()
+    programs = refused = 0
+    for i in indices:
+        program = generate(seed, i, config, stats=stats).program
+        programs += 1
+        try:
+            parse_program(program)
+        except Exception:  # noqa: BLE001 - counted: a program the verifier refuses
+            refused += 1
+    return {"programs": programs, "operations": stats.added, "rejected_steps": stats.rejected,
+            "verifier_refused": refused}
 
 
 def print_gate(g, path: str) -> None:

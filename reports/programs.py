@@ -53,6 +53,8 @@ class Group:
 class ProgramsView:
     records: list[dict]
     gate: Any = None                 # conformance.expectations.Gate (program_gate) or None
+    #: the end record's validity: programs, operations, rejected_steps, verifier_refused
+    validity: dict | None = None
 
     @staticmethod
     def from_records(records: Iterable[dict], expectations=None,
@@ -63,7 +65,10 @@ class ProgramsView:
         if expectations is not None and recs:
             from conformance.expectations import program_gate
             gate = program_gate(records, expectations, accept)
-        return ProgramsView(recs, gate)
+        end = next((r for r in records if isinstance(r, dict) and r.get("kind") == "end"
+                    and r.get("command") == "programs"), None)
+        valid = end.get("validity") if end else None
+        return ProgramsView(recs, gate, valid if isinstance(valid, dict) else None)
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -152,7 +157,7 @@ class ProgramsView:
     def summary(self) -> dict[str, Any] | None:
         if not self.records:
             return None
-        out: dict[str, Any] = {"backends": {}}
+        out: dict[str, Any] = {"backends": {}, "validity": self.validity}
         for b in self.backends:
             out["backends"][b] = {
                 "totals": self.totals(b),

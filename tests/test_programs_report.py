@@ -43,6 +43,8 @@ def test_summary_counts_per_backend_pattern_and_op_at_fault(fma_run):
         assert "multiply" in d["program"] and "add" in d["program"]
         names = [row["name"] for row in d["trace"]]
         assert any(row["op"] == "add" and "actual" in row for row in d["trace"]), names
+    assert s["validity"]["programs"] == 300 and s["validity"]["verifier_refused"] == 0
+    assert s["validity"]["operations"] >= 600 and s["validity"]["rejected_steps"] == 0
     assert s["backends"]["no-multiply"]["totals"]["outcomes"].get("unsupported", 0) > 0
     assert s["backends"]["no-multiply"]["totals"]["diverging"] == 0
 
@@ -51,6 +53,7 @@ def test_html_section_shows_patterns_ops_and_reproducers(fma_run):
     out, recs = fma_run
     html = (out / "index.html").read_text()
     assert 'id="programs"' in html and 'id="programs-fma"' in html
+    assert 'id="programs-validity"' in html
     bad = [r for r in recs if r["kind"] == "program" and r.get("fusion")]
     for r in bad:
         assert f'id="prog-fma-{r["id"]}"' in html
