@@ -221,16 +221,15 @@ def test_another_nan_payload_and_other_values_where_the_spec_leaves_them_open_pa
 
 def test_a_while_that_never_ends_costs_one_timeout_and_the_run_goes_on(tmp_path,
                                                                         monkeypatch):
-    from conformance.backends import get_backend
+    from conformance.cli import main
     from conformance.core.results import read_results
-    from conformance.runner import MAX_HANGS_PER_OP, RunConfig, run
+    from conformance.runner import MAX_HANGS_PER_OP
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
-    name = "planted_control_flow:WhileUntilEqual"
-    cfg = RunConfig(backends=[name], depth="quick", out=tmp_path, isolate=True, timeout=1.0,
-                    ops=["while", "if"], element_types=["si32"], invalid=False,
-                    examples=False)
-    run(cfg, [get_backend(name)], tmp_path / "results.jsonl")
+    main(["run", "--backend", "planted_control_flow:WhileUntilEqual", "--ops", "while,if",
+          "--types", "si32", "--depth", "quick", "--timeout", "1", "--no-invalid",
+          "--no-examples", "--no-probes", "--no-replay", "--no-progress", "--out",
+          str(tmp_path)])
     recs = list(read_results(tmp_path / "results.jsonl"))
     assert recs[-1]["kind"] == "end"
     sigs = [r for r in recs if r["kind"] == "signature"]
