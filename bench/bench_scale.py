@@ -72,13 +72,13 @@ def run_once(args, workers: int) -> dict:
 def driver_overhead(args) -> dict:
     """B: the driver's work per record, with the units' results already in memory."""
     from conformance.core.results import ResultsWriter
-    from conformance.executors import Executor, InlineExecutor, drive
+    from conformance.executors import Executor, InlineExecutor, drive, units_of
     from conformance.runner import Runner, select_ops
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(args, Path(tmp))
         specs = select_ops(config)
         results = list(InlineExecutor().map_units(config, [args.backend],
-                                                  [s.name for s in specs]))
+                                                  units_of(config, specs)))
 
         class Replay(Executor):
             def map_units(self, config, locators, ops):
@@ -118,10 +118,12 @@ def main(argv=None) -> int:
     for r in range(args.repeat):
         order = (1, 2) if r % 2 == 0 else (2, 1)         # alternate: the machine drifts
         got = {w: run_once(args, w) for w in order}
+        got["loadavg"] = os.getloadavg()[0]
         reps.append(got)
         print(f"  rep {r}: 1 worker {got[1]['wall_s']:.1f} s, 2 workers "
               f"{got[2]['wall_s']:.1f} s (start-up {got[1]['startup_s']:.1f} / "
-              f"{got[2]['startup_s']:.1f} s), {got[1]['records']} records", flush=True)
+              f"{got[2]['startup_s']:.1f} s), {got[1]['records']} records, load average "
+              f"{got['loadavg']:.1f}", flush=True)
     speedups = [g[1]["wall_s"] / g[2]["wall_s"] for g in reps]
     b = driver_overhead(args)
     result = {"executor": args.executor, "backend": args.backend, "depth": args.depth,

@@ -4,7 +4,10 @@ tasks (``--cluster ray``, ``ray://ADDRESS``, ``auto``; the optional extra
 
 A *unit* is one op of the plan (its type bindings, signatures, invalid programs and
 examples, as :meth:`conformance.runner.Runner.run_unit` runs them; every draw in it
-depends on the seed and the op only). :func:`run_unit` runs one anywhere and returns
+depends on the seed and the op only), or, for an op of more than about
+``UNIT_SIGNATURES`` signatures, a part of one (``op#k/m``: the k-th range of its type
+bindings; the last part also runs the invalid programs, examples and probes): the
+driver writes the op's ``unit_done`` when all its parts are in. :func:`run_unit` runs one anywhere and returns
 a :class:`UnitResult`: the unit's records in the order the runner wrote them (the
 last one its ``unit_done``), its cell totals and the reproducer files it saved (as
 bytes, relative to the run's folder: a worker on another machine need not share a
@@ -43,6 +46,38 @@ from typing import Any, Callable, Iterator, Sequence
 RAY_MAX_RETRIES = 3
 
 
+#: Signatures per unit, about: an op with more is split into parts (ranges of its type
+#: bindings, ``op#k/m``) so that workers balance and a big op (convert) is not one
+#: worker's long pole. Small enough for 2 workers to share the quick plan evenly, large
+#: enough that a part still packs (conformance.packing) and its planning is amortised.
+UNIT_SIGNATURES = 32
+
+
+def units_of(config, specs) -> list[str]:
+    """The units of a plan, biggest first: ``op`` or ``op#k/m`` (part k of m, 1-based)."""
+    from conformance.plan import DEPTHS, select_bindings, signatures_per_binding
+    depth = DEPTHS[config.depth]
+    out: list[tuple[int, str]] = []
+    for s in specs:
+        n = len(select_bindings(s, config.element_types))
+        sigs = n * signatures_per_binding(s, depth)
+        m = max(1, min(n, -(-sigs // UNIT_SIGNATURES)))
+        if m == 1:
+            out.append((sigs, s.name))
+        else:
+            out += [(sigs // m, f"{s.name}#{k}/{m}") for k in range(1, m + 1)]
+    return [u for _, u in sorted(out, key=lambda x: -x[0])]
+
+
+def split_unit(unit: str) -> tuple[str, tuple[int, int] | None]:
+    """``op#k/m`` -> (op, (k-1, m)); ``op`` -> (op, None)."""
+    op, _, part = unit.partition("#")
+    if not part:
+        return op, None
+    k, m = part.split("/")
+    return op, (int(k) - 1, int(m))
+
+
 @dataclasses.dataclass
 class UnitResult:
     op: str
@@ -50,6 +85,7 @@ class UnitResult:
     cells: dict[tuple[str, str, str], dict[str, dict[str, int]]]
     files: dict[str, bytes]                   # path relative to the run's folder -> bytes
     worker: str = ""                          # who ran it (pid@host)
+    unit: str = ""                            # op, or op#k/m for a part of one
 
 
 @dataclasses.dataclass
@@ -59,6 +95,7 @@ class UnitFailure:
     op: str
     error: str
     traceback: str = ""
+    unit: str = ""
 
 
 _BACKENDS: dict[tuple, list] = {}
@@ -86,31 +123,33 @@ class _ListWriter:
                                                   allow_nan=False)))
 
 
-def run_unit(config, locators: Sequence[str], op: str) -> UnitResult:
-    """One unit, in this process; reproducers are saved in a private folder and come
-    back as bytes (see the module doc)."""
+def run_unit(config, locators: Sequence[str], unit: str) -> UnitResult:
+    """One unit (``op`` or ``op#k/m``), in this process; reproducers are saved in a
+    private folder and come back as bytes (see the module doc)."""
     import socket
     from conformance.runner import Runner
     from conformance.specs import load_spec
+    op, part = split_unit(unit)
     backends = _backends(config, tuple(locators))
     with tempfile.TemporaryDirectory(prefix="conformance-unit-") as tmp:
         unit_config = dataclasses.replace(config, out=Path(tmp))
         writer = _ListWriter()
         runner = Runner(unit_config, backends, writer)       # type: ignore[arg-type]
-        runner.run_unit(load_spec(op))
+        runner.run_unit(load_spec(op), part)
         files = {str(p.relative_to(tmp)): p.read_bytes()
                  for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
     cells = {k: {"cases": dict(v.cases), "repros": dict(v.repros)}
              for k, v in runner.cells.items()}
-    return UnitResult(op, writer.records, cells, files, f"{os.getpid()}@{socket.gethostname()}")
+    return UnitResult(op, writer.records, cells, files, f"{os.getpid()}@{socket.gethostname()}",
+                      unit)
 
 
-def _run_unit_safely(config, locators, op) -> "UnitResult | UnitFailure":
+def _run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
     try:
-        return run_unit(config, locators, op)
+        return run_unit(config, locators, unit)
     except Exception as e:  # noqa: BLE001 - a suite bug costs its unit only
-        return UnitFailure(op, f"{type(e).__name__}: {e}",
-                           "".join(traceback.format_exception(e, limit=6)))
+        return UnitFailure(split_unit(unit)[0], f"{type(e).__name__}: {e}",
+                           "".join(traceback.format_exception(e, limit=6)), unit)
 
 
 class Executor:
@@ -160,7 +199,9 @@ class ProcessExecutor(Executor):
                 try:
                     yield fut.result()
                 except Exception as e:  # noqa: BLE001 - a dead worker costs its unit
-                    yield UnitFailure(futures[fut], f"worker process: {type(e).__name__}: {e}")
+                    yield UnitFailure(split_unit(futures[fut])[0],
+                                      f"worker process: {type(e).__name__}: {e}",
+                                      unit=futures[fut])
 
     def describe(self):
         return {"executor": self.name, "jobs": self.jobs}
@@ -219,8 +260,9 @@ class RayExecutor(Executor):
                 try:
                     yield ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - lost for good after the retries
-                    yield UnitFailure(op, f"ray task lost after {self.max_retries} "
-                                          f"retries: {type(e).__name__}: {e}")
+                    yield UnitFailure(split_unit(op)[0], f"ray task lost after "
+                                      f"{self.max_retries} retries: {type(e).__name__}: {e}",
+                                      unit=op)
 
     def close(self) -> None:
         if self._started:
@@ -262,28 +304,38 @@ def drive(executor: Executor, config, locators: Sequence[str], specs, writer, ru
     seen = {record_key(r) for r in already}
     done: set[str] = set()
     out = Path(config.out)
-    ops = [s.name for s in order_units(config, specs)]
-    for res in executor.map_units(config, list(locators), ops):
+    units = units_of(config, specs)
+    parts_left = {}                 # op -> parts not yet arrived
+    for u in units:
+        op, part = split_unit(u)
+        parts_left[op] = part[1] if part else 1
+    for res in executor.map_units(config, list(locators), units):
         if progress:
-            progress(f"{res.op} done")
+            progress(f"{res.unit or res.op} done")
         if isinstance(res, UnitFailure):
             writer.write({"kind": "internal_error", "op": res.op, "type_key": "",
                           "what": f"{executor.name} worker", "error": res.error,
                           "traceback": res.traceback})
             continue
-        if res.op in done:          # delivered twice: the first one counts
+        unit = res.unit or res.op
+        if unit in done:            # delivered twice: the first one counts
             continue
-        done.add(res.op)
+        done.add(unit)
+        parts_left[res.op] -= 1
         for rel, data in res.files.items():
             dest = out / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
         for r in res.records:
+            if r.get("kind") == "unit_done" and "part" in r:
+                continue            # the op's unit_done once all its parts are in
             key = record_key(r)
             if key in seen:
                 continue
             seen.add(key)
             writer.write(r)
+        if "#" in unit and parts_left[res.op] == 0:
+            writer.write({"kind": "unit_done", "op": res.op})
         for key, cell in res.cells.items():
             target = runner.cells[tuple(key)]
             for cls, n in cell["cases"].items():
@@ -293,4 +345,5 @@ def drive(executor: Executor, config, locators: Sequence[str], specs, writer, ru
 
 
 __all__ = ["Executor", "InlineExecutor", "ProcessExecutor", "RayExecutor", "RayNotInstalled",
-           "UnitFailure", "UnitResult", "drive", "executor_for", "run_unit"]
+           "UnitFailure", "UnitResult", "drive", "executor_for", "run_unit", "units_of",
+           "split_unit", "UNIT_SIGNATURES"]

@@ -83,6 +83,14 @@ def in_shard(unit: str, k: int, n: int) -> bool:
     return stable_hash("shard", unit) % n == k - 1
 
 
+def part_bindings(bindings: Sequence[dict], k: int, m: int) -> list[dict]:
+    """The k-th (0-based) of m contiguous, nearly equal ranges of an op's type bindings:
+    a unit finer than an op that never splits a binding (reproducers are counted per
+    binding, so a binding's records are those of a whole-op run)."""
+    n = len(bindings)
+    return list(bindings[k * n // m:(k + 1) * n // m])
+
+
 def plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
     """The signatures the runner runs for one type binding (index = position)."""
     return plan.plan_binding(spec, binding, config.seed, config.depth)
@@ -128,14 +136,19 @@ class Runner:
                 "max_repros": self.config.max_repros, "tolerances": self.config.tolerances,
                 "shard": _shard_text(self.config.shard), "started": time.time()}
 
-    def run_unit(self, spec: OpSpec) -> None:
+    def run_unit(self, spec: OpSpec, part: tuple[int, int] | None = None) -> None:
         """Everything for one op: valid cases per binding, invalid cases, examples.
+
+        ``part`` (k, m), 0-based: only the k-th of m contiguous ranges of the op's type
+        bindings (:func:`part_bindings`), and in the last part the invalid programs,
+        examples and probes as well; its ``unit_done`` record says ``part``. The m parts'
+        records are the whole op's (an executor runs them on several workers).
 
         Floating-point warnings are silenced: NaNs and overflows are what we test.
         """
         with np.errstate(all="ignore"):
             try:
-                self._run_unit(spec)
+                self._run_unit(spec, part)
             finally:
                 # What this op compiled is not needed again: memory stays flat in the
                 # number of ops (bench/bench_memory.py).
@@ -144,8 +157,10 @@ class Runner:
                     if clear is not None:
                         clear()
 
-    def _run_unit(self, spec: OpSpec) -> None:
-        bindings = select_bindings(spec, self.config.element_types)
+    def _run_unit(self, spec: OpSpec, part: tuple[int, int] | None = None) -> None:
+        every = select_bindings(spec, self.config.element_types)
+        bindings = every if part is None else part_bindings(every, *part)
+        last = part is None or part[0] == part[1] - 1
         plans: list[tuple[str, list[Signature] | Exception]] = []
         for binding in bindings:        # planned first, so that packs may span bindings
             key = binding_key(binding)
@@ -174,13 +189,24 @@ class Runner:
         finally:
             self.packer.clear()
             self.packer = None
+        if not last:
+            self.writer.write({"kind": "unit_done", "op": spec.name, "part": list(part)})
+            return
         if self.config.invalid:
+            if part is not None and part[1] > 1:     # the other parts' signatures too
+                planned = []
+                for binding in every:
+                    try:
+                        planned += plan_binding(spec, binding, self.config)
+                    except Exception:  # noqa: BLE001 - its own part recorded the error
+                        pass
             self.run_invalid(spec, planned)
         if self.config.examples:
             self.run_examples(spec)
         if self.config.probes:
             self.run_probes(spec)
-        self.writer.write({"kind": "unit_done", "op": spec.name})
+        self.writer.write({"kind": "unit_done", "op": spec.name,
+                           **({"part": list(part)} if part is not None else {})})
 
     def run_probes(self, spec: OpSpec) -> None:
         """The implementation-defined behaviour an op's probes find on each backend

@@ -286,7 +286,7 @@ class _Twice(InlineExecutor):
     def map_units(self, config, locators, ops):
         from conformance.executors import UnitFailure
         for res in self.inner.map_units(config, locators, ops):
-            if res.op == self.lose:
+            if self.lose in (res.op, res.unit):
                 yield UnitFailure(res.op, "worker lost")
                 continue
             yield res
@@ -324,6 +324,27 @@ def test_executor_interface_gives_the_records_of_a_local_run(full, tmp_path):
         assert (tmp_path / "inline" / f.relative_to(full)).read_bytes() == f.read_bytes()
     p = _run_with(ProcessExecutor(2), tmp_path / "procs")
     assert _records(p) == want
+
+
+def test_parts_of_ops_give_the_records_of_whole_ops(full, tmp_path, monkeypatch):
+    """Units finer than an op (ranges of its type bindings, op#k/m): the records of a
+    local run, each op's unit_done once, written when its last part is in; a lost part
+    leaves its op without unit_done (resume and merge run or drop it whole)."""
+    from conformance import executors
+    from conformance.runner import RunConfig, select_ops
+    monkeypatch.setattr(executors, "UNIT_SIGNATURES", 2)
+    config = RunConfig(ops=["add", "negate", "abs", "compare", "not"],
+                       element_types=["f32", "i1"], depth="quick")
+    units = executors.units_of(config, select_ops(config))
+    assert sum("#" in u for u in units) >= 4, units
+    p = _run_with(executors.InlineExecutor(), tmp_path / "parts")
+    assert _records(p) == _records(full / "results.jsonl")
+    done = [r for r in _lines(p) if r["kind"] == "unit_done"]
+    assert len(done) == 5 and all("part" not in r for r in done)
+    lose = next(u for u in units if u.startswith("compare#"))
+    got = _lines(_run_with(_Twice(lose), tmp_path / "lost"))
+    assert "compare" not in {r["op"] for r in got if r["kind"] == "unit_done"}
+    assert [r["op"] for r in got if r["kind"] == "internal_error"] == ["compare"]
 
 
 def test_ray_local_two_workers_gives_the_records_of_a_local_run(full, tmp_path):
