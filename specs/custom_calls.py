@@ -175,6 +175,13 @@ def names_for(element_type: str) -> list[str]:
     return found or [UNREGISTERED]
 
 
+def covers(element_type: str) -> bool:
+    """Whether custom_call's matrix has a column for ``element_type``: every type while no
+    target is registered (signature-level cases), else the registered targets' types."""
+    drawn = [t for n, t in targets().items() if t is not EXAMPLE_TARGETS.get(n)]
+    return not drawn or any(element_type in t.element_types for t in drawn)
+
+
 def io_types(name: str, element_type: str, shape: list) -> list:
     """[input types, result types] of one call of ``name`` (the placeholder: a tensor of
     the element type and an si32 tensor in, a tensor of the element type out)."""
@@ -198,14 +205,12 @@ def accepts(name: str, inputs: Sequence, results: Sequence) -> bool:
     if t.accepts is not None:
         return bool(t.accepts(list(inputs), list(results)))
     from conformance.core.types import TensorType
-    leaves = [x for x in list(inputs) + list(results) if isinstance(x, TensorType)]
-    if len(leaves) != len(list(inputs)) + len(list(results)):
-        return False
-    et = leaves[0].element_type.name if leaves else t.element_types[0]
+    tensors = [x for x in list(inputs) + list(results) if isinstance(x, TensorType)]
+    et = tensors[0].element_type.name if tensors else t.element_types[0]
     if et not in t.element_types:
         return False
     try:
-        want_in, want_out = io_types(name, et, list(leaves[0].shape) if leaves else [])
+        want_in, want_out = io_types(name, et, list(tensors[0].shape) if tensors else [])
     except Exception:  # noqa: BLE001 - a shape the target's types() cannot take
         return False
     return list(inputs) == want_in and list(results) == want_out

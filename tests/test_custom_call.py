@@ -204,3 +204,26 @@ def test_bad_registrations_are_one_line_errors():
     with pytest.raises(custom_calls.TargetError, match="not allowed"):
         custom_calls.register_target(custom_calls.CustomCallTarget(
             custom_calls.UNREGISTERED, _scaled_add, _types))
+
+
+def test_a_side_effecting_target_threading_a_token(vendor_target):
+    def types(et, shape):
+        t = f"tensor<{''.join(f'{d}x' for d in shape)}{et}>"
+        return [t, "token"], ["token"]
+    custom_calls.register_target(custom_calls.CustomCallTarget(
+        "vendor.log", lambda inputs, attributes: [], types, element_types=("f8E5M2",),
+        has_side_effect=True))
+    try:
+        # the matrix holds the registered targets' element types once there are some
+        assert [b["E"] for b in SPEC.type_bindings()] == ["si32", "f8E5M2", "f32"]   # spec order
+        sig = canonical(SPEC, {"E": "f8E5M2"}, (2,))
+        assert sig.attributes["call_target_name"] == "vendor.log"
+        assert sig.attributes["has_side_effect"] is True and violations(sig) == []
+        text = module_text(sig)
+        assert "%token0 = stablehlo.after_all" in text and "func.return\n" in text
+        assert verifier_rejects(sig) is None
+        assert evaluate_case(Case(sig, (np.zeros(2, "float8_e5m2"),))) == ()
+        (bad,) = candidates(SPEC, sig, "C3")
+        assert bad.attributes["has_side_effect"] is False
+    finally:
+        custom_calls.unregister_target("vendor.log")
