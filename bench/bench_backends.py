@@ -83,6 +83,7 @@ def compile_cost(backend, item: bt.Item, seed: int, batch_size: int) -> float:
     """Seconds a fresh signature adds: compile + first call - a warm call."""
     stacked = list(bt.inputs_for(item, seed, 0, batch_size))
     backend.clear_cache()
+    bt.jax.clear_caches()              # jax's own jit cache would make a re-compile free
     gc.collect()
     t0 = time.perf_counter()
     exe = backend.batch_executable(item.sig)
