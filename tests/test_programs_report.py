@@ -16,7 +16,8 @@ from conformance.reports import render
 def fma_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("fma")
     code = main(["programs", "--backend", "planted_programs:FusesMultiplyAdd,"
-                 "planted_programs:RefusesMultiply", "--depth", "default", "--out", str(out),
+                 "planted_programs:RefusesMultiply", "--depth", "default", "--count", "120",
+                 "--out", str(out),
                  "--quiet", "--no-isolate"])
     assert code == 1
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
@@ -29,7 +30,7 @@ def test_summary_counts_per_backend_pattern_and_op_at_fault(fma_run):
     progs = [r for r in recs if r["kind"] == "program" and r["backend"] == "fma"]
     bad = [r for r in progs if r["outcome"] not in ("pass", "unsupported")]
     t = s["backends"]["fma"]["totals"]
-    assert t["programs"] == len(progs) == 300
+    assert t["programs"] == len(progs) == 120
     assert t["diverging"] == len(bad) and t["fusion"] == len(bad)
     fma = s["backends"]["fma"]["patterns"]["a*b+c"]
     assert fma["programs"] == sum("a*b+c" in r["patterns"] for r in progs)
@@ -43,8 +44,8 @@ def test_summary_counts_per_backend_pattern_and_op_at_fault(fma_run):
         assert "multiply" in d["program"] and "add" in d["program"]
         names = [row["name"] for row in d["trace"]]
         assert any(row["op"] == "add" and "actual" in row for row in d["trace"]), names
-    assert s["validity"]["programs"] == 300 and s["validity"]["verifier_refused"] == 0
-    assert s["validity"]["operations"] >= 600 and s["validity"]["rejected_steps"] == 0
+    assert s["validity"]["programs"] == 120 and s["validity"]["verifier_refused"] == 0
+    assert s["validity"]["operations"] >= 240 and s["validity"]["rejected_steps"] == 0
     assert s["backends"]["no-multiply"]["totals"]["outcomes"].get("unsupported", 0) > 0
     assert s["backends"]["no-multiply"]["totals"]["diverging"] == 0
 
@@ -67,7 +68,7 @@ def test_junit_has_one_case_per_program_and_backend(fma_run):
     root = ET.parse(out / "junit.xml").getroot()
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     fma, nomul = suites["programs.fma"], suites["programs.no-multiply"]
-    assert int(fma.get("tests")) == 300 and int(nomul.get("tests")) == 300
+    assert int(fma.get("tests")) == 120 and int(nomul.get("tests")) == 120
     bad = [r for r in recs if r["kind"] == "program" and r["backend"] == "fma"
            and r["outcome"] not in ("pass", "unsupported")]
     assert int(fma.get("failures")) == len(bad)
