@@ -344,6 +344,20 @@ class Loaded:
         return arrays
 
 
+HOST_DEVICES = 8
+
+
+def ask_for_host_devices(count: int = HOST_DEVICES) -> None:
+    """Ask XLA's host (CPU) platform for ``count`` devices, for the collectives' process
+    grids (issue 18): ``--xla_force_host_platform_device_count`` in XLA_FLAGS, which XLA
+    reads once, when its CPU client starts (a client already started keeps its devices;
+    a grid larger than them is then Unsupported). Every other op still runs on the first
+    device. Kept as it is where XLA_FLAGS already names the flag."""
+    flag = "--xla_force_host_platform_device_count"
+    if flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={count}".strip()
+
+
 class GridLoaded:
     """A program compiled for a grid of ``num_replicas`` x ``num_partitions`` processes
     (collectives, issue 18), one host device each (device ``r * num_partitions + p`` is

@@ -570,16 +570,6 @@ def _same_run_or_new(config, locators: list[str], results: Path, force: bool) ->
 # Commands
 # ---------------------------------------------------------------------------
 
-def grid_devices() -> None:
-    """Collectives (issue 18) run on grids of up to 8 processes, which the in-process jax
-    backend maps onto CPU devices: XLA's host platform makes 8 when XLA_FLAGS says so
-    before jax starts (a jax already started keeps its one device, and the backend says
-    Unsupported for larger grids). Every other op runs on the first device as before."""
-    flag = "--xla_force_host_platform_device_count"
-    if flag not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=8".strip()
-
-
 def cmd_run(args) -> int:
     from conformance import reports
     from conformance.backends import get_backend
@@ -595,7 +585,9 @@ def cmd_run(args) -> int:
                     if args.expectations is not None else None)
     specs = _select(ops, families, types)
     if any(s.family == "collectives" for s in specs):
-        grid_devices()
+        # jax in this process runs the collectives' grids on host devices (issue 18)
+        from conformance.backends.jaxlib_support import ask_for_host_devices
+        ask_for_host_devices()
     if ops:
         from conformance.specs import resolve_op
         ops = list(dict.fromkeys(resolve_op(o) for o in ops))

@@ -53,11 +53,10 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
-    # Collectives (issue 18) run on a grid of up to 8 processes: XLA's host platform gets
-    # that many CPU devices, which it reads once, when it initialises (nothing has yet here).
-    flag = "--xla_force_host_platform_device_count"
-    if flag not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=8".strip()
+    # Collectives (issue 18) run on a grid of up to 8 processes, one host device each
+    # (XLA reads the flag when it starts; nothing has started it here yet)
+    from conformance.backends.jaxlib_support import ask_for_host_devices
+    ask_for_host_devices()
     from conformance.backends import get_backend
     try:
         backend = get_backend(locator)

@@ -356,8 +356,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # anything starts it (other pytest sessions keep their XLA_FLAGS)
     if config.getoption("conformance_backend", None) is not None or any(
             "conformance.suite" in str(a) for a in config.invocation_params.args):
-        from conformance.cli import grid_devices
-        grid_devices()
+        from conformance.backends.jaxlib_support import ask_for_host_devices
+        ask_for_host_devices()
     options = _read_options(config)
     config.stash[_OPTIONS_KEY] = options
     if options.expectations is not None:

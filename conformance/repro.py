@@ -129,6 +129,9 @@ def main(case_json: "str | Path", backend_name: str | None = None) -> int:
     rec = json.loads(Path(case_json).read_text())
     case = case_from_record(rec)
     name = backend_name or rec["backend"]
+    if case.signature.num_replicas * case.signature.num_partitions > 1:
+        from conformance.backends.jaxlib_support import ask_for_host_devices
+        ask_for_host_devices()          # a collective's grid: host devices for jax (issue 18)
     try:
         backend = get_backend(name)
     except BackendLoadError as e:

@@ -1,6 +1,6 @@
 """The suite's own tests: jax gets 8 host CPU devices for the collectives' grids (issue 18),
-set before any test module starts jax (what `conformance run` does when collectives are
-selected, and the pytest plugin when the conformance suite runs)."""
-from conformance.cli import grid_devices
+asked for before any test module starts jax (as `conformance run` does when collectives
+are selected, and the pytest plugin when the conformance suite runs)."""
+from conformance.backends.jaxlib_support import ask_for_host_devices
 
-grid_devices()
+ask_for_host_devices()

@@ -421,8 +421,9 @@ def test_the_interpreter_says_why_it_runs_no_collective(grid):
 
 
 def test_jax_runs_grids_of_several_processes_through_shard_map():
-    """The pytest plugin gives jax 8 host CPU devices before jax starts (conformance.cli.
-    grid_devices); the spec's examples on 2x1, 2x2 and 2x3 grids pass there."""
+    """The suite's tests give jax 8 host CPU devices before jax starts (tests/conftest.py:
+    jaxlib_support.ask_for_host_devices); the spec's examples on 2x1, 2x2 and 2x3 grids
+    pass there."""
     import jax
     from conformance.backends import get_backend
     if len(jax.devices("cpu")) < 6:
