@@ -570,6 +570,18 @@ def _same_run_or_new(config, locators: list[str], results: Path, force: bool) ->
 # Commands
 # ---------------------------------------------------------------------------
 
+def _collectives_need_devices(ops: Sequence[str]) -> None:
+    """jax in this process runs the collectives' process grids on host CPU devices
+    (issue 18): where a collective is selected, ask XLA for them before jax starts."""
+    from conformance.specs import UnknownOp, load_spec
+    try:
+        if any(load_spec(op).family == "collectives" for op in ops):
+            from conformance.backends.jaxlib_support import ask_for_host_devices
+            ask_for_host_devices()
+    except UnknownOp:
+        pass                    # (named in its own error later)
+
+
 def cmd_run(args) -> int:
     from conformance import reports
     from conformance.backends import get_backend
@@ -584,10 +596,7 @@ def cmd_run(args) -> int:
     expectations = (_expectations(args.expectations, "--expectations")
                     if args.expectations is not None else None)
     specs = _select(ops, families, types)
-    if any(s.family == "collectives" for s in specs):
-        # jax in this process runs the collectives' grids on host devices (issue 18)
-        from conformance.backends.jaxlib_support import ask_for_host_devices
-        ask_for_host_devices()
+    _collectives_need_devices([s.name for s in specs])
     if ops:
         from conformance.specs import resolve_op
         ops = list(dict.fromkeys(resolve_op(o) for o in ops))
@@ -724,9 +733,10 @@ def cmd_repro(args) -> int:
     from conformance.replay import CaseIdError, repro
     from conformance.plan import CaseId
     try:
-        CaseId.parse(args.case_id)
+        cid = CaseId.parse(args.case_id)
     except CaseIdError as e:
         raise UsageError(str(e)) from None
+    _collectives_need_devices([cid.op])
     _backend_locators(args.backend, "--backend")
     save = _output_dir(args.save, "--save") if args.save is not None else None
     try:
@@ -854,6 +864,7 @@ def cmd_fuzz(args) -> int:
     types = _list_option(args.types, "--types")
     tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
     specs = _select(ops, families, types)
+    _collectives_need_devices([s.name for s in specs])
     out = _output_dir(args.out, "--out")
     config = CampaignConfig(backends=backend_names, ops=[s.name for s in specs],
                             element_types=types, depth=args.depth, seed=args.seed, out=out,
