@@ -333,13 +333,9 @@ def _list_mutations(xs: list[int]) -> Iterator[list[int]]:
 
 def _allowed_collateral(spec: OpSpec, target: str) -> set[str]:
     kinds = {c.id: c.kind for c in checks(spec)}
-    # A constraint the spec declares unbreakable (after_all's C1 restates its type tables)
-    # may break with the row it restates: it is never a target of its own.
-    restated = ({c.id for c in spec.constraints if c.unbreakable}
-                if kinds.get(target) in ("input_type", "output_type") else set())
     if kinds.get(target) == "input_type":
-        return {c.id for c in checks(spec) if c.kind in ("input_type", "output_type")} | restated
-    return restated
+        return {c.id for c in checks(spec) if c.kind in ("input_type", "output_type")}
+    return set()
 
 
 _VIOLATIONS: dict = {}

@@ -16,11 +16,13 @@ Two ways to register one (both give the same checks):
   "my_pkg.targets:TARGET"``): a CustomCallTarget, a list of them, or a function of no
   arguments returning either. Entry points reach every process of a run (``--jobs``).
 
-Without any registered target for an element type, custom_call's cases use the suite's
-placeholder target :data:`UNREGISTERED` and are checked at the signature level only:
-valid programs must verify, invalid ones must be rejected; no backend here runs them
-(XLA has no such target, the interpreter none at all), and their oracle says that it
-has no values for them.
+While no target is registered, custom_call's cases use the suite's placeholder targets
+(:data:`PLACEHOLDERS`: one pure, one with side effects threading a token) and are
+checked at the signature level only: valid programs must verify, invalid ones must be
+rejected; no backend here runs them (XLA has no such target, the interpreter none at
+all), and their oracle says that it has no values for them. Their contract (types, side
+effect) is the suite's declaration, so that every rule of custom_call has invalid cases;
+with a registered target those cases test what the vendor's backend knows.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ from typing import Any, Callable, Sequence
 ENTRY_POINT_GROUP = "conformance.custom_calls"
 #: the placeholder target name of signature-level cases (no values checked)
 UNREGISTERED = "conformance.unregistered_target"
+#: ... and of signature-level calls with side effects (a token in, a token out)
+UNREGISTERED_EFFECT = "conformance.unregistered_effect"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +94,7 @@ def register_target(target: CustomCallTarget, *, replace: bool = False) -> Custo
     if not isinstance(target, CustomCallTarget):
         raise TargetError(f"custom call target: expected a CustomCallTarget, got "
                           f"{type(target).__name__}")
-    if not target.name or target.name == UNREGISTERED:
+    if not target.name or target.name in (UNREGISTERED, UNREGISTERED_EFFECT):
         raise TargetError(f"custom call target: the name {target.name!r} is not allowed")
     bad = [v for v in target.api_versions if v not in (0, 1, 2, 3)]
     if bad or not target.api_versions:
@@ -166,13 +170,52 @@ def target(name: str) -> CustomCallTarget | None:
     return targets().get(name)
 
 
+# -- the placeholders: targets nobody registered ----------------------------------------
+
+def _tensor(shape, et):
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{et}>"
+
+
+def _pure(et, shape):
+    return [_tensor(shape, et), _tensor(shape[1:], "si32")], [_tensor(shape, et)]
+
+
+def _effect(et, shape):
+    return [_tensor(shape, et), "token"], [_tensor(shape, et), "token"]
+
+
+def _no_values(inputs, attributes):
+    raise LookupError("a placeholder target has no values")
+
+
+_ALL_TYPES = ("i1", "si4", "si8", "si16", "si32", "si64", "ui4", "ui8", "ui16", "ui32",
+              "ui64", "f8E4M3FN", "f8E5M2", "bf16", "f16", "f32", "f64", "complex<f32>",
+              "complex<f64>")
+
+#: the suite's own names for calls of targets nobody registered: their contract (types,
+#: side effect) is the suite's declaration, so that every rule has invalid cases, but they
+#: have no values (no oracle) and no backend knows them
+PLACEHOLDERS = {    # (the one with side effects first: a canonical signature, which
+                    # samples what rules are breakable, then has a side effect to drop)
+    UNREGISTERED_EFFECT: CustomCallTarget(UNREGISTERED_EFFECT, _no_values, _effect, _ALL_TYPES,
+                                          has_side_effect=True, api_versions=(1, 2, 3)),
+    UNREGISTERED: CustomCallTarget(UNREGISTERED, _no_values, _pure, _ALL_TYPES,
+                                   api_versions=(1, 2, 3)),
+}
+
+
+def contract(name: str) -> CustomCallTarget | None:
+    """What the suite knows of ``name``'s calls: its registration, or a placeholder's."""
+    return target(name) or PLACEHOLDERS.get(name)
+
+
 # -- what the spec's expressions call (specs/expressions.py) ------------------------------
 
 def names_for(element_type: str) -> list[str]:
-    """Registered targets that take ``element_type``, by name; the placeholder if none."""
+    """Registered targets that take ``element_type``, by name; the placeholders if none."""
     found = sorted(n for n, t in targets().items() if element_type in t.element_types
                    and t is not EXAMPLE_TARGETS.get(n))
-    return found or [UNREGISTERED]
+    return found or list(PLACEHOLDERS)
 
 
 def covers(element_type: str) -> bool:
@@ -183,23 +226,19 @@ def covers(element_type: str) -> bool:
 
 
 def io_types(name: str, element_type: str, shape: list) -> list:
-    """[input types, result types] of one call of ``name`` (the placeholder: a tensor of
-    the element type and an si32 tensor in, a tensor of the element type out)."""
+    """[input types, result types] of one call of ``name``."""
     from conformance.core.types import value_type
-    t = target(name)
+    t = contract(name)
     if t is None:
-        from conformance.core.types import TensorType, element_type as et
-        return [[TensorType(tuple(shape), et(element_type)),
-                 TensorType(tuple(shape[1:]), et("si32"))],
-                [TensorType(tuple(shape), et(element_type))]]
+        raise TargetError(f"custom call target {name!r} is not registered")
     ins, outs = t.types(element_type, list(shape))
     return [[value_type(x) for x in ins], [value_type(x) for x in outs]]
 
 
 def accepts(name: str, inputs: Sequence, results: Sequence) -> bool:
-    """Whether the types of a call are ones the target declares (any for the
-    placeholder or an unknown name: nothing is known of them)."""
-    t = target(name)
+    """Whether the types of a call are ones the target declares (any for a name the suite
+    knows nothing of)."""
+    t = contract(name)
     if t is None:
         return True
     if t.accepts is not None:
@@ -217,22 +256,22 @@ def accepts(name: str, inputs: Sequence, results: Sequence) -> bool:
 
 
 def side_effect_choices(name: str) -> list[bool]:
-    t = target(name)
+    t = contract(name)
     return [True] if t is not None and t.has_side_effect else [False, True]
 
 
 def side_effect_ok(name: str, has_side_effect: bool) -> bool:
-    t = target(name)
+    t = contract(name)
     return t is None or not t.has_side_effect or bool(has_side_effect)
 
 
 def api_version_choices(name: str) -> list[int]:
-    t = target(name)
-    # (not 0, API_VERSION_UNSPECIFIED, for the placeholder: XLA refuses to compile it,
+    # (not 0, API_VERSION_UNSPECIFIED, for the placeholders: XLA refuses to compile it,
     # "Unknown custom-call API version enum value: 0", which says nothing of a target)
-    return list(t.api_versions) if t is not None else [1, 2, 3]
+    t = contract(name)
+    return list(t.api_versions) if t is not None else [1]
 
 
 def backend_config_of(name: str) -> str:
-    t = target(name)
+    t = contract(name)
     return t.backend_config if t is not None else ""

@@ -86,18 +86,45 @@ def _run(tmp_path, backend, **kw):
 
 # -- what 003 fixes, for any target --------------------------------------------------------
 
-def test_unregistered_target_is_signature_level_and_declined_with_reasons():
-    sig = canonical(SPEC, {"E": "f32"}, (2, 3))
-    assert sig.attributes["call_target_name"] == custom_calls.UNREGISTERED
+def _zeros(sig):
+    return tuple(np.zeros(t.shape, t.element_type.dtype) for t in sig.input_leaves)
+
+
+@pytest.mark.parametrize("placeholder", list(custom_calls.PLACEHOLDERS))
+def test_unregistered_targets_are_signature_level_and_declined_with_reasons(placeholder):
+    sig = _placeholder_signature(placeholder)
     assert violations(sig) == [] and verifier_rejects(sig) is None
     with pytest.raises(OracleError, match="signature level only"):
-        evaluate_case(Case(sig, (np.zeros((2, 3), np.float32), np.zeros((3,), np.int32))))
-    assert set(unbreakable("custom_call")) >= {"C2", "C3"}      # nothing known of the target
-    case = Case(sig, (np.zeros((2, 3), np.float32), np.zeros((3,), np.int32)))
+        evaluate_case(Case(sig, _zeros(sig)))
     for name, said in (("jax", "jax.lax has no call"), ("xla", "No registered implementation"),
                        ("interpreter", "no custom call targets")):
         with pytest.raises(Unsupported, match=said):
-            get_backend(name).run(case)
+            get_backend(name).run(Case(sig, _zeros(sig)))
+
+
+def _placeholder_signature(name):
+    """A valid call of a placeholder target, from the spec's own variables."""
+    from hypothesis import given, settings
+    from conformance.generators.signatures import signatures
+    found = []
+
+    @settings(max_examples=200, database=None, deadline=None)
+    @given(signatures(SPEC, {"E": "f32"}, "quick"))
+    def collect(sig):
+        if sig.attributes["call_target_name"] == name and not found:
+            found.append(sig)
+    collect()
+    return found[0]
+
+
+def test_every_rule_has_invalid_cases_without_any_registered_target():
+    # the placeholders' contract (the suite's declaration) makes C2 and C3 breakable
+    assert set(breakable(SPEC)) == {"C1", "C2", "C3"}
+    sig = canonical(SPEC, {"E": "f32"}, (2,))
+    assert sig.attributes["call_target_name"] == custom_calls.UNREGISTERED_EFFECT
+    assert "token" in sig.key() and sig.attributes["has_side_effect"] is True
+    (c3,) = candidates(SPEC, sig, "C3")
+    assert c3.attributes["has_side_effect"] is False and verifier_rejects(c3) is None
 
 
 def test_api_version_outside_the_dialect_is_rejected_by_the_verifier():
@@ -112,9 +139,9 @@ def test_attributes_print_as_the_spec_writes_them():
     sig = dataclasses.replace(sig, attribute_items=tuple(
         (k, ("a\"b" if k == "backend_config" else v)) for k, v in sig.attribute_items))
     text = module_text(sig)
-    assert 'call_target_name = "conformance.unregistered_target"' in text
+    assert 'call_target_name = "conformance.unregistered_effect"' in text
     assert 'backend_config = "a\\"b"' in text and "api_version = 1 : i32" in text
-    assert "has_side_effect = false" in text and "called_computations = []" in text
+    assert "has_side_effect = true" in text and "called_computations = []" in text
     assert verifier_rejects(sig) is None
 
 
@@ -135,8 +162,8 @@ def test_registered_target_is_drawn_with_its_types_and_attributes(vendor_target)
     a = sig.attributes
     assert a["call_target_name"] == TARGET and a["backend_config"] == "scale=2"
     assert [str(t) for t in sig.input_types] == ["tensor<2x3xf32>"] * 2
-    assert canonical(SPEC, {"E": "si8"}, (2,)).attributes["call_target_name"] == \
-        custom_calls.UNREGISTERED                       # not registered for si8
+    assert canonical(SPEC, {"E": "si8"}, (2,)).attributes["call_target_name"] in \
+        custom_calls.PLACEHOLDERS                       # not registered for si8
     x, y = np.float32([[1, 2, 3], [4, 5, 6]]), np.float32([[1, 1, 1], [0, -1, 2]])
     (out,) = evaluate_case(Case(sig, (x, y)))
     np.testing.assert_array_equal(out, x + 2 * y)
