@@ -436,3 +436,31 @@ def test_jax_runs_grids_of_several_processes_through_shard_map():
                      ("partition_id", "every process of a 2x2 grid")):
         ex = next(e for e in examples(load_spec(op)) if e.name == name)
         assert check_case(b, ex.case).cls == "pass", (op, name)
+
+
+def test_the_canonical_module_prints_groups_channels_and_the_grid():
+    from conformance.emitter import module_text, parse
+    text = module_text(SUM_F16)
+    assert "mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32" in text
+    assert "replica_groups = dense<[[3, 0, 1, 2]]> : tensor<1x4xi64>" in text
+    assert "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>" in text
+    assert "use_global_device_ids = unit" in text
+    assert "use_global_device_ids" not in module_text(GROUPED)      # false: left out
+    parse(text)
+    assert "source_target_pairs = dense<[[0, 1], [1, 3], [3, 2]]> : tensor<3x2xi64>" in \
+        module_text(PERMUTE)
+    empty = Signature.make("all_reduce", ["tensor<2xf32>"], ["tensor<2xf32>"],
+                           {"replica_groups": [], **RG}, regions=(ADD["f32"],),
+                           num_replicas=2, invalid="C2")
+    assert "replica_groups = dense<> : tensor<0x0xi64>" in module_text(empty)
+
+
+def test_an_invalid_collective_that_crashes_the_verifier_is_verified_in_a_child():
+    """jaxlib 0.10.2's StableHLO verifier divides by the group size: all_to_all with an
+    empty replica_groups kills the process (SIGFPE); verifier_rejects survives it."""
+    from conformance.emitter import verifier_rejects
+    sig = Signature.make("all_to_all", ["tensor<4xf32>"], ["tensor<4xf32>"],
+                         {"split_dimension": 0, "concat_dimension": 0, "split_count": 2,
+                          "replica_groups": [], "channel_id": 0}, num_replicas=2,
+                         invalid="C6")
+    assert verifier_rejects(sig)
