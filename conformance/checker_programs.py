@@ -43,7 +43,7 @@ from conformance.backends.base import Backend, Unsupported
 from conformance.backends.programs import compile_program, op_by_op, run_batch
 from conformance.checker import error_text, failure_class
 from conformance.compare import ELEMENT_CLASSES, PASS, SUBNORMAL_FLUSH, classify, worst
-from conformance.core.numerics import same_bits_or_nan
+from conformance.core.numerics import flush_subnormals, same_bits_or_nan
 from conformance.core.program import Program
 from conformance.core.types import type_of
 from conformance.oracles.programs import ProgramValues, evaluate_program, exact_op
@@ -164,7 +164,7 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
         checks = ["exact"]
         if findings:
             _attribute(backend, program, inputs, actual, findings)
-            _localise(backend, program, inputs, batch, findings)
+            _localise(backend, program, inputs, batch, findings, oracle, flushed)
         if metamorphic and (any(not exact_op(o.signature) for o in program.operations)
                             or any(m.any() for m in oracle.masked.values())):
             checks.append("metamorphic")
@@ -192,8 +192,8 @@ def _failing_ops(backend, program: Program, cls: str) -> list[Finding]:
         except Unsupported:
             continue
         except Exception as e:  # noqa: BLE001 - this op fails alone
-            out.append(Finding(o.name, o.op, "compile", failure_class(e), 0, 0, (),
-                               None, error_text(e)[:300], fusion=False, at=o.name))
+            out.append(Finding(o.results[0], o.op, "compile", failure_class(e), 0, 0, (),
+                               None, error_text(e)[:300], fusion=False, at=o.results[0]))
     return out or [Finding("", "", "compile", cls, 0, 0, (), fusion=True)]
 
 
@@ -214,45 +214,40 @@ def _unsupported_op(backend, program: Program, error: Unsupported) -> str:
     return str(error)
 
 
-def _localise(backend, program: Program, inputs, batch: int, findings) -> None:
-    """Move each exact finding to the operation where it starts: the program returning
-    every value runs on the backend, and the first exact operation of the result's cone
-    whose value differs bit for bit from the oracle on the backend's own operands
-    (elements its implementation-defined rules leave open aside) is the op at fault. A
-    program whose exposed values do not show it (the compile changed) keeps the result's
-    op."""
-    from conformance.oracles.programs import _rule_masks
-    try:
-        exposed = program.exposed()
-        values = run_batch(compile_program(backend, exposed), inputs, batch)
-    except Exception:  # noqa: BLE001 - not localised
-        return
-    env = dict(zip(program.argument_names, inputs))
-    env.update(zip(exposed.results, values))
+def _localise(backend, program: Program, inputs, batch: int, findings, oracle, flushed
+              ) -> None:
+    """Move each exact finding to the operation where it starts: for the operations of
+    the result's cone in program order, the program cut to return that operation's value
+    alone runs on the backend; the first whose value shows the finding's class against
+    the oracle (masked and inexact elements aside) is the op at fault (``at``). Cut
+    programs compile as the whole did up to there, so a fusion shows where it happens
+    (returning every value at once would change what the compiler fuses). None showing
+    it: the result's op stays."""
     producer = program.producer()
-    wrong: dict[str, bool] = {}
-    for o in program.operations:
-        sig = o.signature
-        if not sig.input_types or not exact_op(sig):
-            continue
-        xs = [np.asarray(env[v]) for v in o.operands]
-        try:
-            expected = list(oracles.evaluate_batch(sig, xs, load_spec(sig.op)))
-            skip = _rule_masks(sig, xs, expected, batch)
-        except Exception:  # noqa: BLE001 - an op the oracle cannot take alone
-            continue
-        for r, e, m in zip(o.results, expected, skip):
-            a = np.asarray(env[r])
-            if a.shape != np.asarray(e).shape:
-                continue
-            same = same_bits_or_nan(a, np.asarray(e)) | m
-            wrong[r] = not bool(np.all(same))
+    by_name = dict(zip(program.argument_names, inputs))
+    seen: dict[str, set] = {}
+
+    def classes(r: str) -> set:
+        if r not in seen:
+            try:
+                sub = program.with_results([r]).pruned()
+                xs = [by_name[n] for n in sub.argument_names]
+                (a,) = run_batch(compile_program(backend, sub), xs, batch)
+                skip = oracle.masked[r] | oracle.inexact[r] | flushed.masked[r]
+                cls = _exact_classes(np.asarray(a), oracle.values[r], flushed.values[r], skip)
+                seen[r] = {ELEMENT_CLASSES[int(c)] for c in np.unique(cls) if c != PASS}
+            except Exception:  # noqa: BLE001 - a cut the backend cannot run: unknown
+                seen[r] = set()
+        return seen[r]
+
     for f in findings:
         if f.check != "exact" or f.value not in producer:
             continue
         cone = set(program.with_results([f.value]).pruned().producer())
         for o in program.operations:
-            hit = next((r for r in o.results if r in cone and wrong.get(r)), None)
+            if not o.signature.input_types:
+                continue
+            hit = next((r for r in o.results if r in cone and f.cls in classes(r)), None)
             if hit is not None:
                 f.at, f.op = hit, o.op
                 break

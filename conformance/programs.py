@@ -294,8 +294,8 @@ def attribute_crash(locator: str, drawn: Drawn, seed: int, index: int, timeout: 
                 exe([ov.values[v][0] for v in o.operands])
             except (BackendCrash, BackendTimeout) as e:
                 cls = "timeout" if isinstance(e, BackendTimeout) else "crash"
-                out.append(Finding(o.name, o.op, "alone", cls, 0, 0, (), None,
-                                   str(e)[:300], fusion=False, at=o.name).to_json())
+                out.append(Finding(o.results[0], o.op, "alone", cls, 0, 0, (), None,
+                                   str(e)[:300], fusion=False, at=o.results[0]).to_json())
             except Exception:  # noqa: BLE001 - another failure is not this crash
                 continue
     except Exception:  # noqa: BLE001 - not attributed
