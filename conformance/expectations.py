@@ -74,12 +74,17 @@ def program_patterns() -> tuple[str, ...]:
 
 def _program_matches(names: tuple[str, ...], patterns: Iterable[str]) -> bool:
     """Does an entry's ``program:`` (``names``) match a finding of a program whose
-    operation at fault belongs to ``patterns``? ``'*'`` matches any program finding; a
-    pattern name matches itself only (``a*b+c`` is a name, not a glob)."""
-    patterns = tuple(patterns)
+    operation at fault belongs to ``patterns``? ``'*'`` matches any program finding,
+    ``none`` one whose op belongs to no pattern; a pattern name matches itself only
+    (``a*b+c`` is a name, not a glob)."""
+    patterns = tuple(p for p in patterns if p)
     for n in names:
         if n == "*":
             return True
+        if n == "none":
+            if not patterns:
+                return True
+            continue
         if n in program_patterns():
             if n in patterns:
                 return True
@@ -307,11 +312,12 @@ def load_expectations(path: "str | Path") -> Expectations:
                                         "programs) and 'rule' cannot be combined")
             programs = _names(raw["program"], "program", where)
             for n in programs:
-                if n != "*" and n not in program_patterns() and not any(
+                if n not in ("*", "none") and n not in program_patterns() and not any(
                         fnmatch.fnmatchcase(p, n) for p in program_patterns()):
                     raise ExpectationsError(
                         f"{where}: program {n!r} is not a pattern of the program generator; "
-                        f"known: {', '.join(program_patterns())} (or '*': any program)")
+                        f"known: {', '.join(program_patterns())} (or 'none': in no pattern; "
+                        "'*': any program)")
         rules = None
         if raw.get("rule") is not None:
             rules = _names(raw["rule"], "rule", where)

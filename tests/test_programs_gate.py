@@ -189,3 +189,15 @@ def test_expectations_check_gates_a_programs_results_file(tmp_path):
                     "- {op: add, program: x-x, class: nan, reason: never}\n")
     assert main(["expectations", "check", results, str(star)]) == 0
     assert main(["expectations", "check", results, str(star), "--fail-on-stale"]) == 1
+
+
+def test_program_none_names_an_op_in_no_pattern(tmp_path):
+    exp = write(tmp_path, "- {op: log, program: none, element_type: f16, class: value, "
+                "reason: r}\n")
+    assert exp.entries[0].is_narrow()
+    alone = record(op="log", key="f16", patterns=(), finding_patterns=())
+    in_pattern = record(op="log", key="f16", patterns=("x+0",), finding_patterns=("x+0",),
+                        rid="0:program:2")
+    g = program_gate([HEAD, alone, in_pattern], exp)
+    assert [i["ids"] for i in g.expected] == [["0:program:1"]]
+    assert [i["ids"] for i in g.unexpected] == [["0:program:2"]]
