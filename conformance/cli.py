@@ -835,7 +835,12 @@ def cmd_expectations(args) -> int:
         raise UsageError(f"--backend: {args.backend!r} is not a backend of this run "
                          f"({', '.join(backends) or 'none'})")
     old = _expectations(text, "expectations") if path.exists() else None
-    entries = update([r for rs in [records, *more] for r in rs], old, args.backend)
+    if records[0].get("command") == "programs":
+        from conformance.expectations import program_update
+        entries = program_update([r for rs in [records, *more] for r in rs], old,
+                                 args.backend)
+    else:
+        entries = update([r for rs in [records, *more] for r in rs], old, args.backend)
     path.write_text(dump(entries, args.backend or (old.backend if old else None),
                          header=old.header if old and old.header else DEFAULT_HEADER))
     todo = sum(1 for e in entries if e.reason.startswith("TODO"))

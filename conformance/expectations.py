@@ -814,6 +814,30 @@ def update(records: Iterable[dict], old: Expectations | None, backend: str | Non
     return [dataclasses.replace(e, index=i) for i, e in enumerate(out)]
 
 
+def program_update(records: Iterable[dict], old: Expectations | None,
+                   backend: str | None = None) -> list[Expectation]:
+    """:func:`update` for the results of ``conformance programs``: the old entries (stale
+    program entries dropped) and a narrow program entry for every unexpected finding:
+    one per op at fault, class and patterns (``none``: in no pattern), with the type
+    keys seen and a placeholder reason. A program that failed as a whole, with no op at
+    fault, gets ``op: '*'``."""
+    records = list(records)
+    g = program_gate(records, old)
+    stale = {e.index for e in g.stale}
+    out = [e for e in (old.entries if old else []) if e.index not in stale]
+    groups: dict[tuple, set[str]] = {}
+    for m in g.unexpected:
+        if backend and m["backend"] != backend:
+            continue
+        key = (m["op"] or "*", m["class"], tuple(m.get("patterns") or ()) or ("none",))
+        groups.setdefault(key, set()).add(m["element_type"] or "*")
+    for (op, cls, pats), names in sorted(groups.items()):
+        out.append(Expectation(op=op, cls=cls, reason="TODO: why this divergence is expected",
+                               element_types=tuple(sorted(names, key=_name_order)),
+                               programs=pats))
+    return [dataclasses.replace(e, index=i) for i, e in enumerate(out)]
+
+
 def _exercised_by(e: Expectation, g: Gate, backend: str) -> bool:
     return _exercised(e, g.info, {x for x in g.exercised if x[0] == backend})
 

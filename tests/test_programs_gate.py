@@ -201,3 +201,14 @@ def test_program_none_names_an_op_in_no_pattern(tmp_path):
     g = program_gate([HEAD, alone, in_pattern], exp)
     assert [i["ids"] for i in g.expected] == [["0:program:1"]]
     assert [i["ids"] for i in g.unexpected] == [["0:program:2"]]
+
+
+def test_expectations_update_writes_narrow_program_entries(tmp_path):
+    assert _run(tmp_path / "r") == 1
+    results = str(tmp_path / "r" / "results.jsonl")
+    new = tmp_path / "new.yaml"
+    assert main(["expectations", "update", results, str(new)]) == 0
+    exp = load_expectations(new)
+    assert exp.entries and all(e.programs and e.is_narrow() for e in exp.entries)
+    assert all(e.reason.startswith("TODO") for e in exp.entries)
+    assert main(["expectations", "check", results, str(new), "--fail-on-stale"]) == 0
