@@ -11,6 +11,9 @@ B. driver overhead per record: the driver's part of a run (conformance.executors
    identity, dedupe, JSON line written and flushed, reproducer files, cell totals)
    timed over the records the plan produced, replayed from memory by an executor
    whose units are already done; divided by the records written.
+C. balance: the speed-up 2 dedicated cores would give, from each unit's CPU time in
+   B's inline run (units handed out biggest first), for the units (ops split into
+   parts, op#k/m) and for whole ops: what finer units gain, independent of the load.
 
     python bench/bench_scale.py [--executor ray|processes] [--ops add,sine,...]
                                 [--backend jax] [--repeat 2] [--json OUT.json]
@@ -77,8 +80,13 @@ def driver_overhead(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(args, Path(tmp))
         specs = select_ops(config)
-        results = list(InlineExecutor().map_units(config, [args.backend],
-                                                  units_of(config, specs)))
+        results, unit_s = [], {}
+        t0 = time.process_time()
+        for res in InlineExecutor().map_units(config, [args.backend], units_of(config, specs)):
+            t1 = time.process_time()
+            results.append(res)
+            unit_s[res.unit or res.op] = t1 - t0
+            t0 = t1
 
         class Replay(Executor):
             def map_units(self, config, locators, ops):
@@ -94,7 +102,28 @@ def driver_overhead(args) -> dict:
             n = sum(1 for _ in open(Path(tmp) / f"r{i}.jsonl"))
     per = statistics.median(times) / max(1, n)
     return {"records": n, "median_s": statistics.median(times), "per_record_us": per * 1e6,
-            "records_per_s": 1 / per if per else None}
+            "records_per_s": 1 / per if per else None, "unit_cpu_s": unit_s}
+
+
+def balance(unit_s: dict[str, float], workers: int = 2) -> dict:
+    """C. How evenly the units share ``workers`` dedicated cores: each unit's CPU time
+    (one worker, measured in B's inline run), handed out biggest first to the worker
+    that frees first; bound = total / the last worker's finish. For the parts as units
+    and for whole ops (an op's parts summed), so the gain of finer units shows without
+    the machine's load."""
+    def bound(times):
+        free = [0.0] * workers
+        for t in sorted(times, reverse=True):
+            i = free.index(min(free))
+            free[i] += t
+        return sum(times) / max(free) if max(free) else 1.0
+    ops: dict[str, float] = {}
+    for u, t in unit_s.items():
+        op = u.partition("#")[0]
+        ops[op] = ops.get(op, 0.0) + t
+    return {"units": len(unit_s), "ops": len(ops), "total_cpu_s": sum(unit_s.values()),
+            "bound_parts": bound(list(unit_s.values())), "bound_ops": bound(list(ops.values())),
+            "longest_unit_s": max(unit_s.values()), "longest_op_s": max(ops.values())}
 
 
 def main(argv=None) -> int:
@@ -126,15 +155,20 @@ def main(argv=None) -> int:
               f"{got['loadavg']:.1f}", flush=True)
     speedups = [g[1]["wall_s"] / g[2]["wall_s"] for g in reps]
     b = driver_overhead(args)
+    c = balance(b.pop("unit_cpu_s"))
     result = {"executor": args.executor, "backend": args.backend, "depth": args.depth,
               "ops": args.ops.split(","), "cpus": os.cpu_count(),
               "python": platform.python_version(), "repetitions": reps,
               "speedup_median": statistics.median(speedups), "speedups": speedups,
-              "driver": b, "target_speedup": 1.7}
+              "driver": b, "balance": c, "target_speedup": 1.7}
     print(f"A. speed-up with 2 workers: median {result['speedup_median']:.2f}x "
           f"({', '.join(f'{s:.2f}' for s in speedups)}); target >= 1.7")
     print(f"B. driver: {b['per_record_us']:.0f} us per record ({b['records']} records in "
           f"{b['median_s'] * 1e3:.0f} ms; {b['records_per_s']:.0f} records/s)")
+    print(f"C. balance on 2 dedicated cores (units' CPU time, biggest first): "
+          f"{c['units']} units: {c['bound_parts']:.2f}x; as {c['ops']} whole ops: "
+          f"{c['bound_ops']:.2f}x (longest unit {c['longest_unit_s']:.1f} s, longest op "
+          f"{c['longest_op_s']:.1f} s of {c['total_cpu_s']:.1f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     return 0
