@@ -140,7 +140,12 @@ def binding_for(spec: OpSpec, key: str) -> dict[str, str]:
     try:
         return dict(held[1][key])
     except KeyError:
-        raise KeyError(f"{spec.name} has no type key {key!r}") from None
+        # the bindings may have changed (custom_call's follow its registered targets)
+        fresh = {binding_key(b): b for b in spec.type_bindings()}
+        if key not in fresh:
+            raise KeyError(f"{spec.name} has no type key {key!r}") from None
+        _BINDINGS[id(spec)] = (spec, fresh)
+        return dict(fresh[key])
 
 
 _BINDINGS: dict[int, tuple[OpSpec, dict[str, dict[str, str]]]] = {}

@@ -248,7 +248,8 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
         expected = evaluate_batch(sig, stacked, spec)
     batch = stacked[0].shape[0] if stacked else 1
     out_shape = tuple(np.shape(expected[0])) if len(expected) else \
-        (batch,) + sig.result_types[0].shape     # ([batch, processes] + shape on a grid)
+        (batch,) + (sig.result_leaves[0].shape if sig.result_leaves else ())
+    # ([batch, processes] + shape on a grid; no result arrays: tokens only)
     env: dict[str, Any] = dict(sig.attributes)
     env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
     env.update(spec.region_env(sig.regions))

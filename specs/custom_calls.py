@@ -272,6 +272,13 @@ def api_version_choices(name: str) -> list[int]:
     return list(t.api_versions) if t is not None else [1]
 
 
+def unregistered_mask(name: str, x) -> "np.ndarray":
+    """Every element of ``x`` where ``name`` has no registered oracle (its values are
+    implementation-defined and unknown to the suite), none where it has one."""
+    import numpy as np
+    return np.full(np.shape(x), target(name) is None, bool)
+
+
 def backend_config_of(name: str) -> str:
     t = contract(name)
     return t.backend_config if t is not None else ""

@@ -212,6 +212,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # custom_call's registered targets (specs/custom_calls.py)
     "custom_call_targets": lambda et: _custom_calls().names_for(str(et)),
     "custom_call_covers": lambda et: _custom_calls().covers(str(et)),
+    "custom_call_unregistered": lambda name, x: _custom_calls().unregistered_mask(name, x),
     "custom_call_io": lambda name, et, shape: _custom_calls().io_types(name, str(et), shape),
     "custom_call_accepts": lambda name, ins, outs: _custom_calls().accepts(name, ins, outs),
     "custom_call_side_effects": lambda name: _custom_calls().side_effect_choices(name),

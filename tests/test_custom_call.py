@@ -94,8 +94,12 @@ def _zeros(sig):
 def test_unregistered_targets_are_signature_level_and_declined_with_reasons(placeholder):
     sig = _placeholder_signature(placeholder)
     assert violations(sig) == [] and verifier_rejects(sig) is None
-    with pytest.raises(OracleError, match="signature level only"):
-        evaluate_case(Case(sig, _zeros(sig)))
+    # no reference: zeros of the declared types, every element masked (types only)
+    from conformance.oracles import evaluate_batch, implementation_defined
+    stacked = [x[None] for x in _zeros(sig)]
+    expected = evaluate_batch(sig, stacked)
+    masks = implementation_defined(sig, stacked, SPEC, expected)
+    assert [m.all() for m in masks.per_result["unregistered_target"]] == [True] * len(expected)
     for name, said in (("jax", "jax.lax has no call"), ("xla", "No registered implementation"),
                        ("interpreter", "no custom call targets")):
         with pytest.raises(Unsupported, match=said):
@@ -254,3 +258,35 @@ def test_a_side_effecting_target_threading_a_token(vendor_target):
         assert bad.attributes["has_side_effect"] is False
     finally:
         custom_calls.unregister_target("vendor.log")
+
+
+class RunsAnyTarget(Backend):
+    """A backend that runs any custom call, unknown targets too (values of its own)."""
+
+    name = "any-target"
+    isolate = False
+    wrong_type = False
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        outs = list(sig.result_leaves)
+        if self.wrong_type:
+            outs = [type(t)(t.shape + (1,), t.element_type) for t in outs]
+        return lambda inputs: [np.full(t.shape, 7, t.element_type.dtype) for t in outs]
+
+
+class RunsAnyTargetWrongShape(RunsAnyTarget):
+    name = "any-target-bad"
+    wrong_type = True
+
+
+def test_a_backend_running_an_unregistered_call_is_checked_for_types_only(tmp_path):
+    recs = _run(tmp_path, RunsAnyTarget(), element_types=["f32", "si8"], invalid=False)
+    sigs = [r for r in recs if r["kind"] == "signature"]
+    assert sigs and all(r["outcome"] == "pass" and r["cases"] for r in sigs)
+    assert any("unregistered_target" in (r.get("impl_defined") or {}) for r in sigs)
+    assert not [r for r in recs if r["kind"] == "internal_error"]
+    bad = _run(tmp_path / "bad", RunsAnyTargetWrongShape(), element_types=["f32"],
+               invalid=False)
+    assert any(r["outcome"] == "type" for r in bad if r["kind"] == "signature")
