@@ -42,3 +42,11 @@ def _binary_with_broadcast_dimensions(sig: Signature):
         hi = lax.broadcast_in_dim(hi, shape, tuple(range(high.rank)))
         return op(lo, hi) if low_is_lhs else op(hi, lo)
     return run
+
+
+@builder("set_dimension_size")
+@builder("get_dimension_size_dynamic")
+def _dynamic(sig: Signature):
+    raise Unsupported(f"{sig.op}: jax.lax has no SetDimensionSize: jax's arrays have static "
+                      "shapes (no bounded dynamic dimension), so no jax program carries a "
+                      "runtime size")

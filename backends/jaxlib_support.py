@@ -307,8 +307,35 @@ class Pjrt:
             self._transferable[dtype] = why
         return self._transferable[dtype]
 
-    def loaded(self, executable) -> "Loaded":
-        return Loaded(self, executable)
+    def loaded(self, executable, bounds: "Sequence[tuple[int, ...]] | None" = None
+               ) -> "Loaded":
+        """``bounds``: the results have dynamic dimensions (set_dimension_size): each is
+        read in its logical shape and zero-padded to its bound (see :class:`Loaded`)."""
+        return Loaded(self, executable, bounds)
+
+
+def _logical(array) -> np.ndarray:
+    """A result with dynamic dimensions in its logical shape. PRIVATE API:
+    ``ArrayImpl._single_device_array_to_np_array_did_copy`` (jaxlib 0.10.2) copies through
+    the buffer's own (dynamic) shape, where ``np.asarray`` views the buffer with the
+    static bound's shape: XLA CPU packs a dynamic result's elements at the buffer's start,
+    so that view misreads every dynamic dimension but the first (measured). Without it,
+    ``np.asarray``."""
+    fn = getattr(array, "_single_device_array_to_np_array_did_copy", None)
+    if fn is None:
+        return np.asarray(array)
+    out = fn()
+    return np.asarray(out[0] if isinstance(out, tuple) else out)
+
+
+def _padded(x: np.ndarray, bound: tuple[int, ...]) -> np.ndarray:
+    """``x`` zero-padded at the end of each dimension to ``bound`` (a dynamic result's
+    padding is not specified; zeros stand for it)."""
+    if x.shape == bound or x.ndim != len(bound) or any(a > b for a, b in zip(x.shape, bound)):
+        return x
+    out = np.zeros(bound, x.dtype)
+    out[tuple(slice(0, n) for n in x.shape)] = x
+    return out
 
 
 class Loaded:
@@ -322,14 +349,18 @@ class Loaded:
     in which case every call keeps the slow, exact path.
     """
 
-    def __init__(self, pjrt: Pjrt, executable) -> None:
+    def __init__(self, pjrt: Pjrt, executable, bounds=None) -> None:
         self.pjrt = pjrt
         self.executable = executable
         self._handlers: list[Any] | None = None
         self._learned = False
+        self.bounds = None if bounds is None else [tuple(b) for b in bounds]
 
     def __call__(self, device_arrays: Sequence[Any]) -> list[np.ndarray]:
         results = self.executable.execute_sharded(device_arrays)
+        if self.bounds is not None:
+            outs = [shards[0] for shards in results.disassemble_into_single_device_arrays()]
+            return [_padded(_logical(o), b) for o, b in zip(outs, self.bounds)]
         if self._handlers is not None:
             return [np.asarray(r) for r in results.consume_with_handlers(self._handlers)]
         outs = [shards[0] for shards in results.disassemble_into_single_device_arrays()]

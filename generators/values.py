@@ -187,6 +187,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "rng_shape": _default_sources,
     "rng_params": _default_sources,
     "rng_mean": _default_sources,
+    "dynamic_size": _default_sources,
     "contraction": _default_sources,
     "while_state": _default_sources,
 }
@@ -213,6 +214,8 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "rng_params": "rng:param_values",
     # rng_bernoulli's mean: certain, usual and extreme probabilities, and none (generators/rng.py)
     "rng_mean": "rng:mean_values",
+    # SetDimensionSize's size within [0, bound] (generators/xla_forms.py)
+    "dynamic_size": "xla_forms:dynamic_size_values",
     # exact values, accumulation probes, Gaussian and special values per case
     # (generators/contraction.py: dot_general, convolution)
     "contraction": "contraction:contraction_values",

@@ -71,3 +71,42 @@ def operation_rules(operation: str, lhs, rhs, dims, result) -> np.ndarray:
     for mask in oracles.implementation_defined(sig, [a, b], expected=[r]).values():
         hit |= np.broadcast_to(np.asarray(mask) > 0, r.shape)
     return hit
+
+
+# ---------------------------------------------------------------------------
+# SetDimensionSize: the operand passed through; past `size` along `dimension` is padding
+# ---------------------------------------------------------------------------
+
+@register("set_dimension_size")
+def set_dimension_size(inputs, attrs, types):
+    return np.array(np.asarray(inputs[0]), copy=True)
+
+
+def _along(result, size, dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index along ``dimension`` of every result element, the case's size there), with
+    the batch axis leading."""
+    r = np.asarray(result)
+    d = int(dimension) + 1
+    index = np.arange(r.shape[d]).reshape((1,) * d + (-1,) + (1,) * (r.ndim - d - 1))
+    size = np.asarray(size, np.int64).reshape((-1,) + (1,) * (r.ndim - 1))
+    return np.broadcast_to(index, r.shape), np.broadcast_to(size, r.shape)
+
+
+@condition("dynamic_padding")
+def dynamic_padding(operand, size, dimension, result) -> np.ndarray:
+    """Elements at index >= size along ``dimension`` (for a size within [0, bound])."""
+    r = np.asarray(result)
+    if not 0 <= int(dimension) < r.ndim - 1:
+        return np.zeros(r.shape, bool)
+    index, s = _along(r, size, dimension)
+    return (index >= s) & (s >= 0) & (s <= r.shape[int(dimension) + 1])
+
+
+@condition("dynamic_size_out_of_range")
+def dynamic_size_out_of_range(operand, size, dimension, result) -> np.ndarray:
+    """Every element of a case whose size is below 0 or above the bound."""
+    r = np.asarray(result)
+    if not 0 <= int(dimension) < r.ndim - 1:
+        return np.zeros(r.shape, bool)
+    _, s = _along(r, size, dimension)
+    return (s < 0) | (s > r.shape[int(dimension) + 1])

@@ -399,3 +399,99 @@ def test_a_size_one_dimension_against_size_zero_broadcasts_to_zero():
                             "comparison_direction": "EQ", "compare_type": "SIGNED"},
                            result_types=["tensor<0x3xi1>"])[0]
     assert got.shape == (0, 3)
+
+
+# ---------------------------------------------------------------------------
+# SetDimensionSize: a bounded dynamic result; past `size` is padding
+# ---------------------------------------------------------------------------
+
+SDS = "set_dimension_size"
+
+
+def _sds_sig(shape=(4, 2, 3), dimension=1, et="f32"):
+    dims = "x".join(map(str, shape))
+    return Signature.make(SDS, [f"tensor<{dims}x{et}>", "tensor<si32>"],
+                          [f"tensor<{dims}x{et}>"], {"dimension": dimension})
+
+
+def test_set_dimension_size_prints_a_bounded_dynamic_result():
+    text = emitter.module_text(_sds_sig())
+    assert "-> tensor<4x?x3xf32, #stablehlo.bounds<?, 2, ?>>" in text
+    assert "-> (tensor<4x?x3xf32, #stablehlo.bounds<?, 2, ?>>)" in text
+    emitter.parse(text)
+
+
+def test_set_dimension_size_padding_is_masked_past_size():
+    from conformance.oracles.xla_forms import dynamic_padding, dynamic_size_out_of_range
+    r = np.zeros((3, 4, 2, 3))                      # a batch of 3 cases
+    size = np.array([0, 1, 2], np.int32)
+    m = dynamic_padding(None, size, 1, r)
+    assert m[0].all() and not m[2].any()
+    assert m[1][:, 1:].all() and not m[1][:, :1].any()
+    assert not dynamic_size_out_of_range(None, size, 1, r).any()
+    assert dynamic_size_out_of_range(None, np.array([-1, 3, 2]), 1, r)[:2].all()
+
+
+class _Dynamic(OracleBackend):
+    """The operand passed through; ``mode`` says what stands past ``size``."""
+    name = "planted-dynamic"
+
+    def __init__(self, mode):
+        self.mode = mode
+        super().__init__()
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError("invalid program")
+        d = sig.attributes["dimension"]
+
+        def run(inputs):
+            x, size = np.array(inputs[0]), int(np.asarray(inputs[1]))
+            logical = np.take(x, np.arange(min(size, x.shape[d])), axis=d)
+            out = np.zeros_like(x)
+            if self.mode == "packed":
+                # the logical array's elements at the start of the bound's buffer, read
+                # with the bound's shape (what np.asarray of XLA CPU's buffer gives)
+                out.reshape(-1)[:logical.size] = logical.reshape(-1)
+                return [out]
+            out[...] = x
+            if self.mode == "garbage" and x.dtype.kind == "f":
+                index = [slice(None)] * x.ndim
+                index[d] = slice(size, None)
+                out[tuple(index)] = np.nan
+            return [out]
+        return run
+
+
+def test_set_dimension_size_with_any_padding_passes():
+    counts = _form_classes(_Dynamic("garbage"), SDS, ["f32", "si32", "bf16"])
+    assert set(counts) == {"pass"}, counts
+
+
+def test_set_dimension_size_read_as_packed_fails():
+    """A dynamic result's logical elements read with the bound's shape: right where the
+    dynamic dimension is the first (or size = bound), wrong elsewhere."""
+    counts = _form_classes(_Dynamic("packed"), SDS, ["f32", "si32", "bf16"])
+    assert counts.get("value", 0) > 0, counts
+
+
+def test_set_dimension_size_on_xla_reads_the_logical_shape():
+    """XLA CPU packs the result's logical elements at the start of the bound's buffer;
+    the xla backend reads it in its logical shape and pads it (jaxlib_support.Loaded)."""
+    pytest.importorskip("jax")
+    from conformance.backends.xla_backend import XlaBackend
+    run = XlaBackend().compile(_sds_sig((4, 2, 3), 1))
+    x = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    (out,) = run([x, np.int32(1)])
+    assert out.shape == (4, 2, 3)
+    assert (out[:, :1] == x[:, :1]).all()
+
+
+def test_set_dimension_size_is_declined_where_it_cannot_run():
+    from conformance.backends.base import Unsupported
+    from conformance.backends.interpreter_backend import ABORTS
+    assert "dynamic result types are not supported" in ABORTS[SDS]
+    pytest.importorskip("jax")
+    from conformance.backends import jax_ops
+    with pytest.raises(Unsupported, match="static shapes"):
+        jax_ops.build(_sds_sig())
