@@ -11,11 +11,11 @@ How the canonical text meets IREE (what a vendor writing such an adapter needs t
   fp8 types, i1 and the complex types cross as they are (ml_dtypes arrays);
 - IREE demotes f64 to f32 and i64 to i32 unless told not to: both are turned off
   (:data:`FLAGS`), so every type is compiled at its own width;
-- si4/ui4 tensors: the Python runtime maps no int4 numpy array (IREE packs two per byte)
-  and IREE compiles none whose size is not a whole number of bytes ("does not have
-  integral number of total bytes"): a valid program with an int4 input or result is
-  ``Unsupported`` with that reason (an invalid one is still compiled, to see whether
-  IREE rejects it);
+- si4/ui4 tensors cross packed two per byte, the first element in the low nibble
+  (backends.vendor.pack_int4: the Python runtime maps no int4 numpy array itself); IREE
+  compiles none whose size is not a whole number of bytes ("does not have integral
+  number of total bytes"): a valid program with such a tensor is ``Unsupported`` with
+  that reason (an invalid one is still compiled, to see whether IREE rejects it);
 - IREE reports only text diagnostics: a compile error of a valid program is a backend
   error (its first diagnostic line), of an invalid program the right answer (a
   rejection); only the byte-count refusal above counts as ``Unsupported``.
@@ -74,11 +74,6 @@ class IreeBackend(Backend):
 
     def compile(self, sig: Signature):
         from .vendor import module_text
-        int4 = sorted({t.element_type.name for t in (*sig.input_leaves, *sig.result_leaves)}
-                      & {"si4", "ui4"})
-        if int4 and not sig.invalid:
-            raise Unsupported(f"the IREE Python runtime cannot map {'/'.join(int4)} arrays "
-                              "(IREE packs two per byte); not packed here yet")
         text = module_text(sig)          # NoProgram (an Unsupported) if there is none
         try:
             vmfb = self.compiler.compile_str(text, target_backends=[TARGET],
@@ -86,7 +81,8 @@ class IreeBackend(Backend):
         except self.compiler.CompilerToolError as e:
             said = _first_diagnostic(e)
             if "does not have integral number of total bytes" in said and not sig.invalid:
-                raise Unsupported(f"IREE cannot hold this int4 tensor: {said}") from None
+                raise Unsupported(f"IREE cannot hold this int4 tensor: {said}",
+                                  compiled=True) from None
             raise IreeError(f"iree-compile: {said}") from None
         rt = self.runtime
         ctx = rt.SystemContext(config=self.config)
@@ -106,13 +102,22 @@ class IreeBackend(Backend):
     def _putter(self, et):
         """A function from a numpy array of ``et`` to an IREE buffer view of its element
         type and shape (0-d included: the runtime's own conversion makes a 0-d array
-        1-d, which a tensor<T> parameter refuses)."""
+        1-d, which a tensor<T> parameter refuses). si4/ui4 go in packed two per byte,
+        first element in the low nibble (backends.vendor.pack_int4)."""
         rt = self.runtime
-        if et.name in ("si4", "ui4"):     # (an invalid program that IREE compiled)
-            raise Unsupported("the IREE Python runtime cannot map int4 numpy arrays (IREE "
-                              "packs two per byte); not packed here yet")
         hal_type = getattr(rt.HalElementType, _HAL_TYPES[et.name])
         device = self.config.device
+        if et.bits == 4:
+            from .vendor import to_bytes
+
+            def put4(x: np.ndarray):
+                x = np.asarray(x, dtype=et.dtype)
+                buf = device.allocator.allocate_buffer_copy(
+                    memory_type=rt.MemoryType.DEVICE_LOCAL,
+                    allowed_usage=rt.BufferUsage.DEFAULT, device=device,
+                    buffer=np.frombuffer(to_bytes(x), np.uint8))
+                return rt.HalBufferView(buf, list(x.shape), hal_type)
+            return put4
         raw = np.dtype(f"u{et.dtype.itemsize}") if et.name not in (
             "complex<f32>", "complex<f64>") else et.dtype
 
@@ -126,7 +131,7 @@ class IreeBackend(Backend):
 
 #: element type -> IREE HAL element type name
 _HAL_TYPES = {
-    "i1": "BOOL_8", "si8": "SINT_8", "si16": "SINT_16", "si32": "SINT_32", "si64": "SINT_64",
+    "i1": "BOOL_8", "si4": "SINT_4", "ui4": "UINT_4", "si8": "SINT_8", "si16": "SINT_16", "si32": "SINT_32", "si64": "SINT_64",
     "ui8": "UINT_8", "ui16": "UINT_16", "ui32": "UINT_32", "ui64": "UINT_64",
     "f16": "FLOAT_16", "bf16": "BFLOAT_16", "f32": "FLOAT_32", "f64": "FLOAT_64",
     "f8E4M3FN": "FLOAT_8_E4M3_FN", "f8E5M2": "FLOAT_8_E5M2",
@@ -144,6 +149,12 @@ def _to_numpy(o, t) -> np.ndarray:
     nbytes = int(view.byte_length)
     raw = np.array(mapped.asarray([nbytes], np.dtype(np.uint8)), copy=True)
     n = int(np.prod(shape, dtype=np.int64))
+    if t.element_type.bits == 4:                    # packed two per byte
+        from .vendor import from_bytes
+        if nbytes != (n + 1) // 2:
+            raise IreeError(f"IREE returned {nbytes} bytes for a result of shape "
+                            f"{list(shape)} and type {t.element_type}")
+        return from_bytes(raw.tobytes(), t.element_type, shape)
     if nbytes != n * dt.itemsize:
         raise IreeError(f"IREE returned {nbytes} bytes for a result of shape {list(shape)} "
                         f"and type {t.element_type}")
