@@ -73,6 +73,13 @@ def test_program_has_the_op_alone_with_tokens_made_inside(op):
     assert f'"stablehlo.{op}"(' in text and text.count('"stablehlo.') == 1
 
 
+@pytest.mark.parametrize("op", HOST_OPS + ["custom_call"])
+def test_host_transfers_and_custom_calls_never_share_a_packed_program(op):
+    from conformance.packing import packable
+    sig = _canonical(op)
+    assert not packable(sig, load_spec(op))
+
+
 def test_host_split_names_the_queue_values():
     sig = _canonical("infeed")
     s = host_split(sig)
