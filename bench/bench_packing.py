@@ -14,6 +14,8 @@ B. bare: the same compiles and runs with nothing else: per signature, the backen
    ``compile_batch`` and each batch through it (pack 1), or per pack the backend's
    ``compile_pack`` and each batch through it; signatures/s the same way.
    overhead = suite time / bare time - 1, paired per repetition.
+C. compile only: every signature's ``compile_batch`` or every pack's ``compile_pack``,
+   nothing run: ms per signature.
 
 The speed-up is each pack size's signatures/s over pack 1's (suite, and bare), per
 repetition, median reported. Backends run in this process (``--backend xla``, the
@@ -114,6 +116,23 @@ def bare(items: list[Item], inputs, backend_name: str, pack: int) -> tuple[float
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def compile_only(items: list[Item], backend_name: str, pack: int) -> tuple[float, float]:
+    """C. the compiles alone: every signature's (pack 1) or every pack's."""
+    backend = fresh_backend(backend_name)
+    c0, t0 = time.process_time(), time.perf_counter()
+    if pack < 2:
+        for it in items:
+            backend.compile_batch(it.sig)
+    else:
+        for start in range(0, len(items), pack):
+            chunk = items[start:start + pack]
+            if len(chunk) < 2:
+                backend.compile_batch(chunk[0].sig)
+            else:
+                backend.compile_pack([it.sig for it in chunk])
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="xla")
@@ -136,14 +155,17 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         suite(items[:8], inputs[:8], args.backend, 4, args.depth, args.seed, Path(tmp))
         bare(items[:8], inputs[:8], args.backend, 4)
-        times = {p: {"suite": [], "bare": [], "suite_cpu": [], "bare_cpu": []}
-                 for p in packs}
+        times = {p: {"suite": [], "bare": [], "suite_cpu": [], "bare_cpu": [],
+                     "compile": [], "compile_cpu": []} for p in packs}
         stats = {}
         for rep in range(args.repeat):
             for p in packs:
-                order = ("suite", "bare") if rep % 2 == 0 else ("bare", "suite")
+                order = ("suite", "bare", "compile") if rep % 2 == 0 else \
+                    ("compile", "bare", "suite")
                 for side in order:
-                    if side == "suite":
+                    if side == "compile":
+                        t = compile_only(items, args.backend, p)
+                    elif side == "suite":
                         t, st = suite(items, inputs, args.backend, p, args.depth, args.seed,
                                       Path(tmp))
                         stats[p] = st
@@ -161,6 +183,9 @@ def main(argv=None) -> int:
                                                    zip(times[1]["suite_cpu"], sc)),
             "overhead_cpu": statistics.median(x / y - 1 for x, y in zip(sc, bc)),
             "suite_cpu_s": sc, "bare_cpu_s": bc,
+            "compile_ms_per_sig": 1e3 * statistics.median(times[p]["compile"]) / len(items),
+            "compile_cpu_ms_per_sig": 1e3 * statistics.median(times[p]["compile_cpu"])
+            / len(items),
             "pack": p,
             "suite_sigs_per_s": n / statistics.median(s),
             "bare_sigs_per_s": n / statistics.median(b),
@@ -172,11 +197,12 @@ def main(argv=None) -> int:
           f"{depth.batch_size}), median of {args.repeat}; load average "
           f"{os.getloadavg()[0]:.1f}")
     print(f"{'pack':>5} {'suite sig/s':>12} {'x pack 1':>9} {'(CPU)':>7} {'bare sig/s':>11} "
-          f"{'x pack 1':>9} {'overhead':>9} {'(CPU)':>7}")
+          f"{'x pack 1':>9} {'overhead':>9} {'(CPU)':>7} {'compile ms/sig (CPU)':>21}")
     for r in rows:
         print(f"{r['pack']:>5} {r['suite_sigs_per_s']:>12.1f} {r['suite_speedup']:>8.2f}x "
               f"{r['suite_cpu_speedup']:>6.2f}x {r['bare_sigs_per_s']:>11.1f} "
-              f"{r['bare_speedup']:>8.2f}x {r['overhead']:>+8.1%} {r['overhead_cpu']:>+7.1%}")
+              f"{r['bare_speedup']:>8.2f}x {r['overhead']:>+8.1%} {r['overhead_cpu']:>+7.1%} "
+              f"{r['compile_ms_per_sig']:>12.1f} ({r['compile_cpu_ms_per_sig']:.1f})")
     same = len({json.dumps(r["stats"]["counts"], sort_keys=True) for r in rows}) == 1
     print("verdict counts identical for every pack size:", same)
     best = max(r["suite_speedup"] for r in rows)
