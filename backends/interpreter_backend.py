@@ -45,6 +45,8 @@ ABORTS["set_dimension_size"] = (
     "the StableHLO reference interpreter aborts the process on a bounded dynamic result "
     "(jaxlib 0.10.2: \"LLVM ERROR: dynamic result types are not supported at the moment\"; "
     "with a static result type: \"LLVM ERROR: Unsupported op: stablehlo.set_dimension_size\")")
+ABORTS["get_dimension_size_dynamic"] = ("its canonical program makes the dynamic dimension "
+                                        "with set_dimension_size: " + ABORTS["set_dimension_size"])
 
 
 #: ops whose valid programs kill the interpreter's process, declined once they verified

@@ -252,10 +252,13 @@ def _types(types: Sequence[TensorType]) -> str:
     return ", ".join(t.mlir() for t in types)
 
 
-def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
+def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
+            operand_types: Sequence[str] | None = None) -> str:
     """One op in generic form: ``%0 = "stablehlo.add"(%a, %b) {...} : (...) -> ...``.
 
     With several results the line binds ``%0:N`` and they are ``%0#0 ...``.
+    ``operand_types``: the operands' type texts where they are not the signature's (a
+    decomposition's value of a bounded dynamic type).
     """
     syntax = op_syntax(sig.op)
     n = len(sig.result_types)
@@ -268,7 +271,9 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0") -> str:
         operands, captured, inputs = operands[:k], operands[k:], inputs[:k]
     return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)})'
             f"{_regions_text(sig, captured)}"
-            f"{_attributes_text(sig, syntax)} : ({_types(inputs)}) -> {results}")
+            f"{_attributes_text(sig, syntax)} : "
+            f"({', '.join(operand_types) if operand_types is not None else _types(inputs)})"
+            f" -> {results}")
 
 
 def result_type_texts(sig: Signature, syntax: OpSyntax | None = None) -> list[str]:
@@ -373,10 +378,15 @@ def _decomposition_text(sig: Signature, name: str) -> str:
     problems = program.problems()
     if problems:
         raise EmitError(f"{sig.op}: malformed decomposition {name}: {'; '.join(problems)}")
-    lines = [op_text(o.signature, [f"%{v}" for v in o.operands], f"%{o.name}")
-             for o in program.operations]
+    # each value's type text: an op's result may be bounded dynamic (set_dimension_size)
+    texts = {n: t.mlir() for n, t in program.arguments}
+    lines = []
+    for o in program.operations:
+        lines.append(op_text(o.signature, [f"%{v}" for v in o.operands], f"%{o.name}",
+                             [texts[v] for v in o.operands]))
+        texts.update(zip(o.results, result_type_texts(o.signature)))
     params = ", ".join(f"%{n}: {t.mlir()}" for n, t in program.arguments)
-    out_types = ", ".join(t.mlir() for t in program.result_types)
+    out_types = ", ".join(texts[r] for r in program.results)
     body = "".join(f"    {line}\n" for line in lines)
     values = ", ".join(f"%{r}" for r in program.results)
     return (f"module {{\n  func.func public @main({params}) -> ({out_types}) {{\n{body}"

@@ -110,3 +110,22 @@ def dynamic_size_out_of_range(operand, size, dimension, result) -> np.ndarray:
         return np.zeros(r.shape, bool)
     _, s = _along(r, size, dimension)
     return (s < 0) | (s > r.shape[int(dimension) + 1])
+
+
+@register("get_dimension_size_dynamic")
+def get_dimension_size_dynamic(inputs, attrs, types):
+    """size where query == dimension, else the static size of dimension query."""
+    operand, size = np.asarray(inputs[0]), np.asarray(inputs[1])
+    if attrs["query"] == attrs["dimension"]:
+        return np.asarray(size, np.int32).reshape(())
+    return np.asarray(operand.shape[attrs["query"]], np.int32)
+
+
+@condition("dynamic_size_out_of_range_scalar")
+def dynamic_size_out_of_range_scalar(operand, size, dimension, result) -> np.ndarray:
+    """A case (scalar result) whose size is below 0 or above the bound."""
+    x = np.asarray(operand)
+    if not 0 <= int(dimension) < x.ndim - 1:
+        return np.zeros(np.shape(result), bool)
+    s = np.asarray(size, np.int64).reshape(np.shape(result))
+    return (s < 0) | (s > x.shape[int(dimension) + 1])

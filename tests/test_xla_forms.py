@@ -495,3 +495,74 @@ def test_set_dimension_size_is_declined_where_it_cannot_run():
     from conformance.backends import jax_ops
     with pytest.raises(Unsupported, match="static shapes"):
         jax_ops.build(_sds_sig())
+
+
+# ---------------------------------------------------------------------------
+# GetDimensionSize of a dynamic dimension (a decomposition: set_dimension_size, then
+# get_dimension_size of its bounded result)
+# ---------------------------------------------------------------------------
+
+GDS = "get_dimension_size_dynamic"
+
+
+def _gds_sig(shape=(4, 3), dimension=1, query=1):
+    dims = "x".join(map(str, shape))
+    return Signature.make(GDS, [f"tensor<{dims}xf32>", "tensor<si32>"], ["tensor<si32>"],
+                          {"dimension": dimension, "query": query})
+
+
+def test_the_dynamic_dimension_is_made_and_asked_for_in_one_program():
+    text = emitter.module_text(_gds_sig())
+    assert '"stablehlo.set_dimension_size"' in text and '"stablehlo.get_dimension_size"' in text
+    # the bounded type flows from set_dimension_size's result into get_dimension_size
+    assert "(tensor<4x?xf32, #stablehlo.bounds<?, 3>>) -> tensor<i32>" in text
+    emitter.parse(text)
+
+
+class _Size(OracleBackend):
+    """``static``: GetDimensionSize folded to the static size (what XLA gives when the
+    program's set_dimension_size has a static result type): a wrong size.
+    ``legal``: the size read off the logical array; anything for a size out of range."""
+    name = "planted-size"
+
+    def __init__(self, mode):
+        self.mode = mode
+        super().__init__()
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError("invalid program")
+        a = sig.attributes
+
+        def run(inputs):
+            x, size = np.asarray(inputs[0]), int(np.asarray(inputs[1]))
+            if self.mode == "static":
+                return [np.asarray(x.shape[a["query"]], np.int32)]
+            if not 0 <= size <= x.shape[a["dimension"]]:
+                return [np.asarray(-7, np.int32)]
+            logical = np.take(x, np.arange(size), axis=a["dimension"])
+            return [np.asarray(logical.shape[a["query"]], np.int32)]
+        return run
+
+
+def test_the_dynamic_size_read_off_the_logical_array_passes():
+    assert set(_form_classes(_Size("legal"), GDS, ["f32", "si8"])) == {"pass"}
+    spec = load_spec(GDS)
+    check = SignatureCheck(spec, _gds_sig(), [_Size("legal")])
+    check.compile()
+    stacked = [np.zeros((3, 4, 3), np.float32), np.array([2, 9, -1], np.int32)]
+    v = check.run_batch(0, stacked).results["planted-size"].verdict
+    assert v.case_class_names() == ["pass", "pass", "pass"]     # 9 and -1: masked
+
+
+def test_the_static_size_for_a_dynamic_dimension_fails():
+    counts = _form_classes(_Size("static"), GDS, ["f32", "si8"])
+    assert counts.get("value", 0) > 0, counts
+
+
+def test_xla_gives_the_dynamic_size():
+    pytest.importorskip("jax")
+    from conformance.backends.xla_backend import XlaBackend
+    run = XlaBackend().compile(_gds_sig((10,), 0, 0))
+    (out,) = run([np.arange(10, dtype=np.float32), np.int32(5)])
+    assert int(out) == 5

@@ -7,6 +7,8 @@ the interpreter and a vendor's compiler get a program they can run.
 A builder raises :class:`DecompositionError` (one line) where the form's signature has
 no faithful program: e.g. a rule of the XLA text that no StableHLO op would check.
 
+- ``dynamic_dimension_size``: GetDimensionSize of a dynamic dimension, ``get_dimension_size(
+  set_dimension_size(operand, size) {dimension}) {query}``.
 - ``rng_bernoulli`` (000 "RngBernoulli", B(1, mean)): ``u = rng(0, 1, shape)`` UNIFORM in
   f32 of the result's shape, ``m = broadcast_in_dim(mean)``, ``compare(u, m, LT, FLOAT)``,
   ``convert`` to the result's ui32: P(u < p) = p for u uniform on [0, 1) (the expansion
@@ -91,3 +93,21 @@ def _rng_bernoulli(sig: Signature) -> Program:
                                  [out]), ("hit",), "result"),
     ]
     return Program.make([("arg0", mean)], ops, ["result"])
+
+
+@decomposition("dynamic_dimension_size")
+def _dynamic_dimension_size(sig: Signature) -> Program:
+    """GetDimensionSize of a dynamic dimension: ``v = set_dimension_size(operand, size)
+    {dimension}``, then ``get_dimension_size(v) {dimension = query}`` (the emitter prints
+    v's type bounded dynamic, as set_dimension_size's result is)."""
+    if len(sig.input_types) != 2 or len(sig.result_types) != 1:
+        raise DecompositionError(f"{sig.op}: takes operand and size, gives one result")
+    operand, size = sig.input_types
+    a = sig.attributes
+    ops = [
+        Operation(Signature.make("set_dimension_size", [operand, size], [operand],
+                                 {"dimension": a.get("dimension")}), ("arg0", "arg1"), "v"),
+        Operation(Signature.make("get_dimension_size", [operand], list(sig.result_types),
+                                 {"dimension": a.get("query")}), ("v",), "result"),
+    ]
+    return Program.make([("arg0", operand), ("arg1", size)], ops, ["result"])
