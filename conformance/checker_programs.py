@@ -144,7 +144,8 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
             return ProgramVerdict("unsupported", message=_unsupported_op(backend, program, e))
         except Exception as e:  # noqa: BLE001 - the backend's failure is the finding
             cls = failure_class(e)
-            return ProgramVerdict(cls, _failing_ops(backend, program, cls), error_text(e))
+            return ProgramVerdict(cls, _failing_ops(backend, program, cls, oracle),
+                                  error_text(e))
         want = [(batch,) + t.shape for t in program.result_types]
         got = [type_of(a) for a in actual]
         if len(actual) != len(want) or any(
@@ -163,8 +164,8 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
                 findings.append(f)
         checks = ["exact"]
         if findings:
-            _attribute(backend, program, inputs, actual, findings)
-            _localise(backend, program, inputs, batch, findings, oracle, flushed)
+            obo = _attribute(backend, program, inputs, actual, findings)
+            _localise(backend, program, inputs, batch, findings, oracle, flushed, obo)
         if metamorphic and (any(not exact_op(o.signature) for o in program.operations)
                             or any(m.any() for m in oracle.masked.values())):
             checks.append("metamorphic")
@@ -178,9 +179,11 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
     return ProgramVerdict(outcome, findings, None, tuple(checks))
 
 
-def _failing_ops(backend, program: Program, cls: str) -> list[Finding]:
+def _failing_ops(backend, program: Program, cls: str, oracle: ProgramValues
+                 ) -> list[Finding]:
     """A program the backend fails to compile or run: the ops it fails on alone (their
-    single-op executables, compiled; ``fusion: False``, the op's own failure, which
+    single-op executables compiled and run on the oracle's operand values, first case;
+    ``fusion: False``, the op's own failure, which
     single-op runs show). None failing alone: one finding without an op, ``fusion:
     True`` (only the whole program fails)."""
     out = []
@@ -188,7 +191,7 @@ def _failing_ops(backend, program: Program, cls: str) -> list[Finding]:
         if not o.signature.input_types:
             continue
         try:
-            backend.executable(o.signature)
+            backend.executable(o.signature)([oracle.values[v][0] for v in o.operands])
         except Unsupported:
             continue
         except Exception as e:  # noqa: BLE001 - this op fails alone
@@ -214,18 +217,20 @@ def _unsupported_op(backend, program: Program, error: Unsupported) -> str:
     return str(error)
 
 
-def _localise(backend, program: Program, inputs, batch: int, findings, oracle, flushed
-              ) -> None:
+def _localise(backend, program: Program, inputs, batch: int, findings, oracle, flushed,
+              obo: dict | None = None) -> None:
     """Move each exact finding to the operation where it starts: for the operations of
     the result's cone in program order, the program cut to return that operation's value
     alone runs on the backend; the first whose value shows the finding's class against
     the oracle (masked and inexact elements aside) is the op at fault (``at``). Cut
     programs compile as the whole did up to there, so a fusion shows where it happens
     (returning every value at once would change what the compiler fuses). None showing
-    it: the result's op stays."""
+    it: the result's op stays. A localised finding's ``fusion`` is then that value's:
+    whether the op-by-op run (``obo``) differs from the cut program there."""
     producer = program.producer()
     by_name = dict(zip(program.argument_names, inputs))
     seen: dict[str, set] = {}
+    cut: dict[str, np.ndarray] = {}
 
     def classes(r: str) -> set:
         if r not in seen:
@@ -233,6 +238,7 @@ def _localise(backend, program: Program, inputs, batch: int, findings, oracle, f
                 sub = program.with_results([r]).pruned()
                 xs = [by_name[n] for n in sub.argument_names]
                 (a,) = run_batch(compile_program(backend, sub), xs, batch)
+                cut[r] = np.asarray(a)
                 skip = oracle.masked[r] | oracle.inexact[r] | flushed.masked[r]
                 cls = _exact_classes(np.asarray(a), oracle.values[r], flushed.values[r], skip)
                 seen[r] = {ELEMENT_CLASSES[int(c)] for c in np.unique(cls) if c != PASS}
@@ -250,20 +256,24 @@ def _localise(backend, program: Program, inputs, batch: int, findings, oracle, f
             hit = next((r for r in o.results if r in cone and f.cls in classes(r)), None)
             if hit is not None:
                 f.at, f.op = hit, o.op
+                if obo is not None and hit in obo and hit in cut:
+                    f.fusion = not bool(same_bits_or_nan(obo[hit], cut[hit]).all())
                 break
 
 
-def _attribute(backend, program, inputs, actual, findings) -> None:
-    """Does the backend run op by op give the same wrong values? (module docstring, 3)"""
+def _attribute(backend, program, inputs, actual, findings) -> dict | None:
+    """Does the backend run op by op give the same wrong values? (module docstring, 3)
+    Returns every value of the op-by-op run (stacked cases), None where it cannot run."""
     try:
         run = op_by_op(backend, program)
         per_case = [run([x[b] for x in inputs]) for b in range(len(actual[0]))]
+        values = {k: np.stack([c[k] for c in per_case]) for k in per_case[0]}
     except Exception:  # noqa: BLE001 - an op the backend cannot run alone: unknown
-        return
+        return None
     for f in findings:
         i = program.results.index(f.value)
-        obo = np.stack([c[f.value] for c in per_case])
-        f.fusion = not bool(same_bits_or_nan(obo, np.asarray(actual[i])).all())
+        f.fusion = not bool(same_bits_or_nan(values[f.value], np.asarray(actual[i])).all())
+    return values
 
 
 def _metamorphic(backend, program, inputs, batch, oracle) -> list[Finding]:
