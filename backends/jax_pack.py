@@ -38,7 +38,7 @@ class JaxPack:
         self.member_fallback = backend.compile_batch
 
     def __call__(self, batches: Sequence["Sequence[np.ndarray] | None"]) -> list:
-        from conformance.packing import split_results
+        from conformance.core.packs import split_results
         if any(b is None for b in batches):
             raise ValueError("a jax pack runs every member's batch in each call")
         return split_results(self.signatures,

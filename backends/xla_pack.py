@@ -24,7 +24,7 @@ class XlaPack:
     """A compiled pack: ``pack(member_batches) -> member results`` (stacked)."""
 
     def __init__(self, backend, signatures: Sequence[Signature]) -> None:
-        from conformance.packing import pack_program
+        from conformance.core.packs import pack_program
         from . import jaxlib_support
         from .programs import program_text_or_unsupported
         self.signatures = list(signatures)
@@ -52,7 +52,7 @@ class XlaPack:
         return self._fillers
 
     def __call__(self, batches: Sequence["Sequence[np.ndarray] | None"]) -> list:
-        from conformance.packing import batch_size, split_results
+        from conformance.core.packs import batch_size, split_results
         pjrt, sigs = self.pjrt, self.signatures
         batches = [None if b is None else [np.ascontiguousarray(x) for x in b]
                    for b in batches]

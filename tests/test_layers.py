@@ -37,7 +37,9 @@ LAYERS: list[tuple[str, list[str]]] = [
                      "conformance.minimize", "conformance.plan", "conformance.tolerances",
                      "conformance.arbiter",
                      # probes of implementation-defined behaviour: backends' compile path
-                     "conformance.probes"]),
+                     "conformance.probes",
+                     # issue 20: packs of signatures run ahead of the check path
+                     "conformance.packing"]),
     ("front-ends", ["conformance.runner", "conformance.repro", "conformance.replay",
                     "conformance.cli", "conformance.__main__", "conformance.pytest_plugin",
                     "conformance.suite.*", "conformance.expectations", "conformance.reports.*",
