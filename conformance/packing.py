@@ -18,7 +18,9 @@ minimisation, records and reproducers are those of an unpacked run.
   hangs or crashes its isolated backend's process (``BackendTimeout``,
   ``BackendCrash``) is not bisected (each probe would cost a timeout, or seconds to
   start the process again): its members take the ordinary path, which finds the
-  culprit as an unpacked run does and bounds hangs per op.
+  culprit as an unpacked run does and bounds hangs per op. After ``MAX_FAILED_PACKS``
+  packs of a unit that failed on a backend (however many steps their bisection took),
+  the unit's other signatures are compiled alone on it.
 - A member's executable gives the pack's results once per batch, for the very input
   arrays the runner drew; any other call (a verdict re-running the batch to check
   determinism, the minimiser, a culprit search) runs the backend again, through the
@@ -42,6 +44,11 @@ from conformance.core.packs import batch_size, pack_program, packable, split_res
 #: compile time per signature 23 ms alone, 8.4 ms in packs of 4, 6.7 in 8, 5.9 in 16,
 #: 5.6 in 32; 16 keeps most of the gain with a bounded bisection on failure.
 DEFAULT_PACK = 16
+
+#: After this many failed packs of one backend in a unit, its other signatures there are
+#: compiled alone: an op most of whose signatures a backend refuses (jax's int4 start
+#: indices, a vmap rule that refuses) would otherwise pay a bisection per pack.
+MAX_FAILED_PACKS = 3
 
 PackExecutable = Callable[[Sequence["Sequence[np.ndarray] | None"]], list]
 
@@ -94,7 +101,8 @@ class UnitPacker:
         self.pack_of: dict[tuple[str, str, int], int] = {}
         self.packs: list[list[tuple[str, int, Signature]]] = []
         self.done: set[int] = set()
-        self.stats = {"packs": 0, "packed": 0, "bisections": 0, "alone": 0}
+        self.stats = {"packs": 0, "packed": 0, "bisections": 0, "alone": 0, "failures": 0}
+        self.failed: dict[str, int] = {}        # backend name -> packs that failed
         if size < 2 or not self.backends:
             return
         todo = [it for it in items if packable(it[2], spec)]
@@ -116,8 +124,12 @@ class UnitPacker:
             for b in range(self.batches):
                 self.inputs[(sig.op, key_, index_, b)] = self.draw(key_, index_, b, sig)
         for backend in self.backends:
-            if not self.skip(backend):
-                self._run(backend, chunk)
+            if self.skip(backend) or self.failed.get(backend.name, 0) >= MAX_FAILED_PACKS:
+                continue
+            before = self.stats["failures"]
+            self._run(backend, chunk)
+            if self.stats["failures"] > before:
+                self.failed[backend.name] = self.failed.get(backend.name, 0) + 1
 
     def take_inputs(self, op: str, key: str, index: int, batch: int
                     ) -> list[np.ndarray] | None:
@@ -142,9 +154,11 @@ class UnitPacker:
             # Each probe of a bisection would cost a timeout, or a new process for the
             # backend (seconds): the members run alone instead (one compile each).
             self.stats["alone"] += len(chunk)
+            self.stats["failures"] += 1
             return
         except Exception:  # noqa: BLE001 - a failing pack is bisected to its signature
             self.stats["bisections"] += 1
+            self.stats["failures"] += 1
             half = len(chunk) // 2
             self._run(backend, chunk[:half])
             self._run(backend, chunk[half:])

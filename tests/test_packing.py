@@ -200,3 +200,23 @@ def test_a_rerun_of_a_batch_runs_the_backend_again():
     assert np.array_equal(again[0], exe([x.copy() for x in stacked])[0]) and b.runs == 3
     b.clear_cache()
     assert not isinstance(b.batch_executable(sigs[0]), packing.PackedMember)
+
+
+def test_a_backend_whose_packs_keep_failing_stops_packing_in_the_unit():
+    """After MAX_FAILED_PACKS failed packs in a unit, its other signatures go alone (an
+    op that a backend refuses in most of its signatures pays no bisection per pack)."""
+    class Refuses(_Packing):
+        def is_bad(self, sig) -> bool:
+            return True
+    b = Refuses()
+    sigs = _sigs("add", 40)
+    draw = {s: [np.ones((2,) + t.shape, t.element_type.dtype) for t in s.input_leaves]
+            for s in sigs}
+    packer = packing.UnitPacker([b], [("k", i, s) for i, s in enumerate(sigs)], 4, 1,
+                                lambda key, i, batch, sig: draw[sig])
+    for i in range(len(sigs)):
+        packer.before("add", "k", i)
+    assert len(packer.packs) == 10
+    # each of the first MAX_FAILED_PACKS packs: 4, then its halves 2 and 2
+    assert b.failed == [4, 2, 2] * packing.MAX_FAILED_PACKS
+    assert not b._batch_cache          # nothing adopted: every signature compiles alone
