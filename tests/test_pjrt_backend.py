@@ -155,3 +155,15 @@ def test_conformance_run_against_the_plugin_in_a_child(tmp_path):
     outcomes = {json.loads(ln).get("outcome") for ln in
                 (out / "results.jsonl").read_text().splitlines()[1:]}
     assert "pass" in outcomes and "backend_error" not in outcomes
+
+
+@needs_plugin
+def test_the_pytest_plugin_form_runs_the_plugin(tmp_path):
+    """The vendor's other form: the shipped suite under pytest with the plugin."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-n", "0", "--pyargs", "conformance.suite",
+                        f"--conformance-backend=pjrt:{PLUGIN}", "--conformance-ops=negate",
+                        "--conformance-types=si32,f16"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-2000:]
+    assert " passed" in p.stdout and "error" not in p.stdout.splitlines()[-1]
