@@ -285,14 +285,6 @@ def executor_for(cluster: str | None, jobs: int) -> Executor | None:
     raise ValueError(f"unknown cluster {cluster!r}: ray, auto or ray://ADDRESS")
 
 
-def order_units(config, specs) -> list:
-    """The biggest units first (convert, bitcast_convert: hundreds of signatures), so
-    that no worker is left with a long one at the end."""
-    from conformance.plan import DEPTHS, select_bindings, signatures_per_binding
-    depth = DEPTHS[config.depth]
-    return sorted(specs, key=lambda s: -len(select_bindings(s, config.element_types))
-                  * signatures_per_binding(s, depth))
-
 
 def drive(executor: Executor, config, locators: Sequence[str], specs, writer, runner,
           progress: Callable[[str], None] | None = None, already: Sequence[dict] = ()) -> None:
