@@ -285,7 +285,6 @@ def executor_for(cluster: str | None, jobs: int) -> Executor | None:
     raise ValueError(f"unknown cluster {cluster!r}: ray, auto or ray://ADDRESS")
 
 
-
 def drive(executor: Executor, config, locators: Sequence[str], specs, writer, runner,
           progress: Callable[[str], None] | None = None, already: Sequence[dict] = ()) -> None:
     """Run ``specs`` on ``executor``; write each unit's records into ``writer`` as it
