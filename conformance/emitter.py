@@ -125,6 +125,8 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
         text = _FORMATTER.format(fmt, **{n: attrs[n] for n in names})
         if text:        # (empty: a false unit attribute, left out)
             parts.append(f"{mlir_name} = {text}")
+    if syntax.function:         # the region printed as func.func @NAME (module_text)
+        parts.append(f"{syntax.function} = @{syntax.function}")
     return f" {{{', '.join(parts)}}}" if parts else ""
 
 
@@ -269,8 +271,9 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
     if syntax.captured:         # the last input's values: read by the regions, no operands
         k = len(load_spec(sig.op).inputs) - 1
         operands, captured, inputs = operands[:k], operands[k:], inputs[:k]
+    regions = "" if syntax.function else _regions_text(sig, captured)  # (a func.func)
     return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)})'
-            f"{_regions_text(sig, captured)}"
+            f"{regions}"
             f"{_attributes_text(sig, syntax)} : "
             f"({', '.join(operand_types) if operand_types is not None else _types(inputs)})"
             f" -> {results}")
@@ -363,7 +366,34 @@ def module_text(sig: Signature) -> str:
             f"{body}"
             f"    {ret}\n"
             f"  }}\n"
+            f"{_function_text(sig, syntax)}"
             f"}}\n")
+
+
+def _function_text(sig: Signature, syntax: OpSyntax) -> str:
+    """The op's region as ``func.func private @NAME`` (the spec's ``mlir.function``:
+    func.call's callee, stablehlo.composite's decomposition), or ``""``. Every argument
+    of the region program is a function argument; its results are ``func.return``'s."""
+    if not syntax.function:
+        return ""
+    try:
+        body = parse_region_program(sig.regions[0])
+    except (IndexError, RegionProgramError) as e:
+        raise EmitError(f"{sig.op}: region {syntax.function}: {e}") from None
+    program = body.program
+    names = {n: f"%f_{n}" for n, _ in program.arguments}
+    lines = []
+    for o in program.operations:
+        for r in o.results:
+            names[r] = f"%f_{o.name}" + (r[len(o.name):] if r != o.name else "")
+        lines.append(op_text(o.signature, [names[v] for v in o.operands], f"%f_{o.name}"))
+    types = ", ".join(t.mlir() for t in program.result_types)
+    values = ", ".join(names[r] for r in program.results)
+    lines.append(f"func.return {values} : {types}" if values else "func.return")
+    params = ", ".join(f"%f_{n}: {t.mlir()}" for n, t in program.arguments)
+    text_ = "".join(f"    {line}\n" for line in lines)
+    return (f"  func.func private @{syntax.function}({params}) -> ({types}) {{\n"
+            f"{text_}  }}\n")
 
 
 def _decomposition_text(sig: Signature, name: str) -> str:

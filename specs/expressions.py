@@ -265,6 +265,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "body_block_types": lambda r: _body(r, "block_types"),
     "body_capture_types": lambda r: _body(r, "capture_types"),
     "body_result_types": lambda r: _body(r, "result_types"),
+    # does a whole string match a regular expression (composite's namespaced name)?
+    "matches": lambda pattern, text: __import__("re").fullmatch(str(pattern), str(text))
+    is not None,
     # draw('name', ...): a function a generator module registered (@draw('name')), to
     # build what a spec cannot write as an expression (a region program from a seed)
     "draw": lambda name, *args: _draw(name, *args),

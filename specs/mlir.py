@@ -43,6 +43,10 @@ class OpSyntax:
     # a format string over the attributes naming the result dimension that is dynamic
     # (set_dimension_size: '{dimension}'), printed `?` bounded by its static size
     dynamic_result: str | None = None
+    # the op's one region printed not inline but as ``func.func private @NAME`` of the
+    # module, named by the symbol attribute ``NAME = @NAME`` (func.call's callee,
+    # stablehlo.composite's decomposition)
+    function: str | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -103,5 +107,10 @@ def syntax_of(spec) -> OpSyntax:
     if captured is not None and (not spec.inputs or spec.inputs[-1].name != captured):
         raise MlirSyntaxError(f"{spec.path}: mlir.captured: {captured!r} must name the "
                               f"op's last input")
+    function = data.get("function")
+    if function is not None and [r.name for r in spec.regions] != [function]:
+        raise MlirSyntaxError(f"{spec.path}: mlir.function: {function!r} must name the "
+                              f"op's one region")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
-                    captured, data.get("decomposition"), data.get("dynamic_result"))
+                    captured, data.get("decomposition"), data.get("dynamic_result"),
+                    function)
