@@ -27,7 +27,9 @@ def test_every_spec_has_examples_constraints_and_xla_names():
     for name in op_names():
         spec = load_spec(name)
         assert spec.examples, name
-        assert spec.constraints, name
+        # 003 labels no constraint for ops without inputs or attributes (replica_id,
+        # partition_id): their one rule is the result type, which the type rows hold.
+        assert spec.constraints or not (spec.inputs or spec.attributes), name
         assert spec.xla_names, name
         assert spec.type_bindings(), name
 
