@@ -225,7 +225,12 @@ class SignatureCheck:
                     from conformance.backends.vendor import note_compiled
                     note_compiled(name, self.sig.op)
             except Unsupported as e:
-                self.unsupported[name] = str(e)
+                from conformance.checker_decomposable import no_excuse
+                divergence = no_excuse(self.spec, self.sig, b, e)   # (composite)
+                if divergence:
+                    self.failed[name] = ("backend_error", divergence)
+                else:
+                    self.unsupported[name] = str(e)
             except Exception as e:  # noqa: BLE001 - the backend's failure is a finding
                 self.failed[name] = (failure_class(e), error_text(e))
         return self.executables

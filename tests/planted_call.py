@@ -85,3 +85,29 @@ class DoublesByMultiplying(_Oracle):
             with np.errstate(all="ignore"):
                 return [(x * x.dtype.type(2)).astype(t.element_type.dtype)]
         return run
+
+
+class RefusesComposites(_Oracle):
+    """Says Unsupported for every composite (a backend without composite support), while
+    it compiles every op of the decomposition."""
+
+    name = "no-composites"
+
+    def compile(self, sig):
+        if sig.op == "composite":
+            from conformance.backends import Unsupported
+            raise Unsupported("composite: not implemented")
+        return super().compile(sig)
+
+
+class RefusesCompositesAndAdd(RefusesComposites):
+    """Says Unsupported for composites and for add: it could not run an add
+    decomposition either, so its refusal stands."""
+
+    name = "no-composites-no-add"
+
+    def compile(self, sig):
+        if sig.op == "add":
+            from conformance.backends import Unsupported
+            raise Unsupported("add: not implemented")
+        return super().compile(sig)

@@ -191,3 +191,30 @@ def test_an_equivalent_computation_of_the_decomposition_passes(t):
                              sig.input_types[0].element_type.name, 0, 0, sig)[0])[0]
     assert exe([x])[0].shape == sig.result_types[0].shape
     assert set(_counts(backend, sig)) == {"pass"}
+
+
+# -- no excuse: a composite whose decomposition the backend runs ----------------------------
+
+def test_refusing_a_composite_whose_decomposition_compiles_is_a_backend_error():
+    from conformance.checker import SignatureCheck
+    sig = _sig("composite", _double())
+    check = SignatureCheck(load_spec("composite"), sig, [planted.RefusesComposites()])
+    check.compile()
+    (cls, text), = check.failed.values()
+    assert cls == "backend_error" and "compiles every op of the decomposition" in text
+    assert not check.unsupported
+
+
+def test_refusing_a_composite_is_an_excuse_where_an_op_of_it_is_unsupported_too():
+    from conformance.checker import SignatureCheck
+    sig = _sig("composite", _double())
+    check = SignatureCheck(load_spec("composite"), sig, [planted.RefusesCompositesAndAdd()])
+    check.compile()
+    assert not check.failed and "not implemented" in next(iter(check.unsupported.values()))
+    # a call is not decomposable by its spec: an Unsupported stays one
+    from conformance.backends import Unsupported
+    from conformance.checker_decomposable import no_excuse
+    csig = _sig("call", _double())
+    refusal = Unsupported("call: not implemented")
+    assert no_excuse(load_spec("call"), csig, planted.RefusesComposites(), refusal) is None
+    assert no_excuse(load_spec("composite"), sig, planted.RefusesComposites(), refusal)
