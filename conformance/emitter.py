@@ -29,7 +29,9 @@ and print as generic-form blocks (:func:`block_text`) between the operands and t
 attributes. The bodies of if, case and while are region programs
 (conformance/core/region_program.py), printed op by op; an op whose spec names a
 ``captured`` input (``mlir: captured:``) takes it as values its regions read from
-``@main``, not as operands.
+``@main``, not as operands. An op whose spec names its region ``mlir: function:`` (call's
+callee, composite's decomposition) prints that region program as ``func.func private
+@NAME`` after ``@main`` and names it by the symbol attribute ``NAME = @NAME``.
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ representation the programs feature already uses), block arguments of any shape 
 several results. It is plain data held as a string in ``Signature.regions`` (so
 signatures stay hashable and serialisable) and parses back to the same program.
 
-The API (small on purpose; call/composite may reuse it):
+The API (small on purpose; call and composite use it too: their callee/decomposition is
+a body whose arguments are all block arguments, printed as a ``func.func``):
 
 - :class:`Body` ``(program, block)``: the first ``block`` arguments of ``program`` are
   the region's block arguments (``^bb0(...)``); the others are values *captured* from
