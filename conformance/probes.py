@@ -17,7 +17,7 @@ op gains them by registering one (``@sum_form("op")``).
 Which ops are probed, with which element types and precision_configs, is
 :data:`PROBED` (op -> :class:`ProbePlan`).
 
-Two probes, each with a decision rule that says ``undetermined`` rather than guess:
+Three probes, each with a decision rule that says ``undetermined`` rather than guess:
 
 - **accumulation precision**: rows with ``B``, ``δ``, ``−B`` in this order (384 apart,
   zeros between), ``δ = B·2^-j``, for every ``j`` the element type can hold (2..63). Summed at a precision of ``q`` significand bits, every
@@ -36,6 +36,12 @@ Two probes, each with a decision rule that says ``undetermined`` rather than gue
   answer, several or none give ``undetermined`` (with the candidates). Independently of
   the models, an ``s`` where ``c`` lies between ``a`` and ``b`` proves that no tree in
   index order was used (``in_index_order: false``).
+- **operand precision** (contractions: a sum form with ``products``): one product
+  ``(1 + 2^-j)·1`` per row, the long value in lhs, then in rhs: rounded to ``q`` bits it
+  is kept up to ``j = q − 1`` and lost from ``j = q``, so each operand's evident bits
+  are exact. Fewer than the element type's and than the accumulation's (which alone
+  would lose it too) means the operands are rounded first (a TF32- or bf16-like pass
+  at DEFAULT or HIGH); as many as the accumulation's is ``undetermined``.
 
 Findings are ``probe`` records of the results stream (conformance.core.results).
 """
@@ -52,8 +58,8 @@ from conformance.core.case import Signature
 from conformance.core.types import element_type
 
 __all__ = ["SUM_FORMS", "PROBED", "ProbePlan", "SumForm", "sum_form", "probe_backend",
-           "probe_one", "accumulation_from", "order_from", "FORMATS", "ORDER_MODELS",
-           "UNDETERMINED"]
+           "probe_one", "accumulation_from", "order_from", "operand_from", "operand_rows",
+           "FORMATS", "OPERAND_FORMATS", "ORDER_MODELS", "UNDETERMINED"]
 
 UNDETERMINED = "undetermined"
 
@@ -74,6 +80,10 @@ class SumForm:
 
     signature: Callable[[str, int, Any], Signature]
     inputs: Callable[[np.ndarray], list[np.ndarray]]
+    #: contractions: ``products(lhs, rhs)`` -> the stacked inputs whose result is
+    #: Σ lhs·rhs per row (``inputs(terms)`` is ``products(terms, ones)``); None for a sum
+    #: of inputs (reduce), which has no operands to round
+    products: Callable[[np.ndarray, np.ndarray], list[np.ndarray]] | None = None
 
 
 SUM_FORMS: dict[str, SumForm] = {}
@@ -111,9 +121,12 @@ def _dot_form() -> SumForm:
                                "rhs_contracting_dimensions": [0],
                                "precision_config": [pc or "DEFAULT"] * 2})
 
+    def products(lhs: np.ndarray, rhs: np.ndarray) -> list[np.ndarray]:
+        return [lhs, rhs]
+
     def inputs(terms: np.ndarray) -> list[np.ndarray]:
-        return [terms, np.ones_like(terms)]
-    return SumForm(sig, inputs)
+        return products(terms, np.ones_like(terms))
+    return SumForm(sig, inputs, products)
 
 
 @sum_form("convolution")
@@ -134,9 +147,12 @@ def _convolution_form() -> SumForm:
              "output_spatial_dimensions": [1], "feature_group_count": 1,
              "batch_group_count": 1, "precision_config": [pc or "DEFAULT"] * 2})
 
+    def products(lhs: np.ndarray, rhs: np.ndarray) -> list[np.ndarray]:
+        return [lhs[:, None, :, None], rhs[:, :, None, None]]
+
     def inputs(terms: np.ndarray) -> list[np.ndarray]:
-        return [terms[:, None, :, None], np.ones_like(terms)[:, :, None, None]]
-    return SumForm(sig, inputs)
+        return products(terms, np.ones_like(terms))
+    return SumForm(sig, inputs, products)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,11 +165,11 @@ class ProbePlan:
 
 
 #: op -> what is probed (an op without an entry, or without a sum form, is not probed)
-#: (contractions: DEFAULT and HIGHEST, the two ends; HIGH costs another compile per type)
+#: (contractions: each precision_config, one compile per element type and config)
 PROBED: dict[str, ProbePlan] = {
     "reduce": ProbePlan(),
-    "dot_general": ProbePlan(precision_configs=("DEFAULT", "HIGHEST")),
-    "convolution": ProbePlan(precision_configs=("DEFAULT", "HIGHEST")),
+    "dot_general": ProbePlan(precision_configs=("DEFAULT", "HIGH", "HIGHEST")),
+    "convolution": ProbePlan(precision_configs=("DEFAULT", "HIGH", "HIGHEST")),
 }
 
 
@@ -165,14 +181,15 @@ class _Skip(Exception):
     """The backend cannot run the probe (unsupported, or it failed): the reason."""
 
 
-def _run_rows(backend: Backend, form: SumForm, t: str, pc: Any, rows: np.ndarray
-              ) -> np.ndarray:
-    """The backend's sums of ``rows`` ([batch, n] of T) as float64, through the backend's
-    batch executable of the form's signature (compiled once per (T, n, pc))."""
+def _run_rows(backend: Backend, form: SumForm, t: str, pc: Any, rows: np.ndarray,
+              rhs: np.ndarray | None = None) -> np.ndarray:
+    """The backend's sums of ``rows`` ([batch, n] of T) as float64 (with ``rhs``: of the
+    products ``rows·rhs``), through the backend's batch executable of the form's
+    signature (compiled once per (T, n, pc))."""
     sig = form.signature(t, rows.shape[1], pc)
     try:
         exe = backend.batch_executable(sig)
-        out = exe(form.inputs(rows))
+        out = exe(form.inputs(rows) if rhs is None else form.products(rows, rhs))
     except Unsupported as e:
         raise _Skip(f"unsupported: {e}") from e
     except Exception as e:  # noqa: BLE001 - the backend's failure: no finding
@@ -283,6 +300,76 @@ def _bracket_text(bracket: tuple[int, int], js: Sequence[int]) -> str:
     if lo < min(js):
         return f"lost from j={hi}: at most {hi} bits"
     return f"exact up to j={lo}, lost from j={hi}: {lo}-{hi} bits"
+
+
+# ---------------------------------------------------------------------------
+# Operand precision (contractions): are the operands rounded first (TF32-like passes)?
+# ---------------------------------------------------------------------------
+
+#: names of operand precisions, by significand bits (TF32 keeps f16's 11 bits)
+OPERAND_FORMATS: dict[int, str] = {8: "bf16", 11: "f16/TF32", 24: "f32", 53: "f64"}
+
+
+def operand_rows(t: str, n: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Per ``j`` (1 .. T's stored mantissa bits) two rows of one nonzero product,
+    ``(1 + 2^-j)·1`` with the long value in lhs, then in rhs: ``(lhs, rhs)``, ``[2J, n]``
+    of T (row ``2i`` probes lhs, ``2i + 1`` rhs). Rounded to ``q`` significand bits (to
+    nearest, ties to even, or toward zero) ``1 + 2^-j`` stays for ``j <= q - 1`` and is
+    lost from ``j = q``."""
+    nmant = int(ml_dtypes.finfo(element_type(t).dtype).nmant)
+    js = list(range(1, nmant + 1))
+    lhs, rhs = np.zeros((2 * len(js), n)), np.ones((2 * len(js), n))
+    for i, j in enumerate(js):
+        lhs[2 * i, 0] = 1.0 + 2.0 ** -j
+        lhs[2 * i + 1, 0], rhs[2 * i + 1, 0] = 1.0, 1.0 + 2.0 ** -j
+    dt = element_type(t).dtype
+    return js, lhs.astype(dt), rhs.astype(dt)
+
+
+def operand_bits(js: Sequence[int], sums: np.ndarray, full: int) -> tuple[int | None, str]:
+    """The significand bits one operand evidently keeps, from the sums of its rows: one
+    more than the largest ``j`` kept, ``full`` (T's) where every ``j`` is kept; None and
+    why where a sum is neither kept nor a rounding of it, or kept after lost."""
+    j = np.asarray(js, np.float64)
+    want = 1.0 + 2.0 ** -j
+    kept = sums == want
+    # rounded to j bits: one of its two neighbours there, 1 and 1 + 2^(1-j)
+    lost = (sums == 1.0) | (sums == 1.0 + 2.0 ** (1 - j))
+    if not np.all(kept | lost):
+        j = js[int(np.argmax(~(kept | lost)))]
+        return None, f"j={j}: (1 + 2^-{j})*1 summed to {sums[js.index(j)]!r}"
+    if kept.all():
+        return full, ""
+    first = int(np.argmax(lost))
+    if kept[first:].any():
+        return None, "not monotone: kept after lost"
+    return js[first], ""
+
+
+def operand_from(t: str, sums: np.ndarray, acc_bits: int | None) -> dict[str, Any]:
+    """The evident operand precision from the sums of :func:`operand_rows`: each
+    operand's bits; where they are fewer than T's and than the accumulation's, the
+    operands are evidently rounded first (``operand_rounded``)."""
+    js, _, _ = operand_rows(t, 1)
+    full = int(ml_dtypes.finfo(element_type(t).dtype).nmant) + 1
+    found = [operand_bits(js, sums[k::2], full) for k in (0, 1)]
+    bits = [b for b, _ in found]
+    if any(b is None for b in bits):
+        why = "; ".join(f"{side}: {w}" for side, (b, w) in zip(("lhs", "rhs"), found) if w)
+        return {"operand_precision": UNDETERMINED, "operand_bits": bits,
+                "operand_detail": why}
+    q = min(bits)
+    name = OPERAND_FORMATS.get(q, f"{q} bits")
+    detail = f"(1 + 2^-j)*1 kept up to j={q - 1} (lhs {bits[0]}, rhs {bits[1]} bits)"
+    if q >= full:
+        return {"operand_precision": f"{name} (as given)", "operand_bits": bits,
+                "operand_rounded": False, "operand_detail": detail}
+    if acc_bits is not None and q >= acc_bits:
+        return {"operand_precision": UNDETERMINED, "operand_bits": bits,
+                "operand_detail": f"{detail}: no finer than the accumulation's {acc_bits} "
+                                  "bits, which alone explains it"}
+    return {"operand_precision": f"{name} (rounded)", "operand_bits": bits,
+            "operand_rounded": True, "operand_detail": detail}
 
 
 # ---------------------------------------------------------------------------
@@ -482,15 +569,24 @@ def probe_one(backend: Backend, op: str, t: str, pc: Any = None, order: bool = T
     """Both probes of ``op`` on ``backend`` for element type ``t`` and precision_config
     ``pc``: every row in one batch through one compile. Raises :class:`_Skip` when the
     backend cannot run it."""
+    form = SUM_FORMS[op]
     parts = [precision_rows(t, LENGTH, at)[1] for at in PRECISION_LAYOUTS]
     if order:
         parts.append(order_rows(t)[1])
-    sums = _run_rows(backend, SUM_FORMS[op], t, pc, np.concatenate(parts))
+    rhs = [np.ones_like(p) for p in parts]
+    if form.products is not None:
+        _, lhs_o, rhs_o = operand_rows(t, LENGTH)
+        parts.append(lhs_o)
+        rhs.append(rhs_o)
+    sums = _run_rows(backend, form, t, pc, np.concatenate(parts),
+                     np.concatenate(rhs) if form.products is not None else None)
     cuts = np.cumsum([len(p) for p in parts])[:-1]
     pieces = np.split(sums, cuts)
     found = accumulation_from(t, pieces[:len(PRECISION_LAYOUTS)])
     if order:
-        found.update(order_from(t, pieces[-1], found.get("precision_bits")))
+        found.update(order_from(t, pieces[len(PRECISION_LAYOUTS)], found.get("precision_bits")))
+    if form.products is not None:
+        found.update(operand_from(t, pieces[-1], found.get("precision_bits")))
     return found
 
 
@@ -520,6 +616,8 @@ def probe_backend(backend: Backend, op: str, plan: ProbePlan | None = None,
             detail = rec.get("detail", "")
             if rec.get("order_detail"):
                 detail += f". Order: {rec['order_detail']}"
+            if rec.get("operand_detail"):
+                detail += f". Operands: {rec['operand_detail']}"
             rec["detail"] = detail
             out.append(rec)
     return out

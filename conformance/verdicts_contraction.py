@@ -20,7 +20,8 @@ inside it. The bound is **0** (bit-exact) where every product and partial sum of
 order is representable at E: every term a multiple of ``G`` (the smallest granularity of
 the row's lhs elements times that of the column's rhs elements), ``S <= 2^p·G`` and
 ``G`` at least E's smallest subnormal, ``S`` below E's largest finite value: the
-exact-value inputs of generators/contraction.py, which so check bf16 and fp8 bit for bit.
+exact-value inputs of generators/contraction.py, which so check bf16 and fp8 bit for bit
+(complex: ``2S``, as a three-multiplication complex product's intermediates reach 2|a||b|).
 Integers and booleans: bound 0 (exact, wrapping).
 
 precision_config (#755: underspecified): with HIGHEST on both operands the bound above
@@ -105,7 +106,11 @@ def limits(s: np.ndarray, k: "int | np.ndarray", y: np.ndarray, operand: Element
             p = _precision(acc)
             big = float(ml_dtypes.finfo(acc.component.dtype).max)
             g = np.asarray(g, np.float64)
-            exact = ((s <= np.ldexp(g, p)) & (g >= eta) & (s < big)) | (s == 0)
+            # complex: the product's parts may be taken in a three-multiplication form
+            # (Gauss's; XLA on CPU gives such a result), whose intermediates reach
+            # (|re a| + |im a|)(|re b| + |im b|) <= 2|a||b|
+            sx = 2 * s if acc.is_complex else s
+            exact = ((sx <= np.ldexp(g, p)) & (g >= eta) & (sx < big)) | (s == 0)
             out = np.where(exact, 0.0, out)
     return out
 

@@ -274,9 +274,13 @@ def _integer_matmul(a: np.ndarray, b: np.ndarray, bet: ElementType) -> np.ndarra
 
 def to_result(wide: np.ndarray, t: "TensorType | ElementType | str") -> np.ndarray:
     """Round (floats, to nearest even) or wrap (integers) :func:`contract`'s values to
-    the result's element type. Operands and result of different kinds (an integer dot
-    with a float result, a complex dot with a real result) are not drawn by the suite
-    and have no reading here: OracleError."""
+    the result's element type. Across kinds, as ``convert`` converts (003 "### convert"):
+    integer operands with a float or complex result give the exact integer dot product
+    rounded once (the imaginary part +0; exact only while |sum| < 2^63: the drawn types
+    stay far below), real operands with a complex result the real dot product rounded
+    (imaginary part +0). The other kinds (a float or complex dot with an integer result,
+    complex with a real one, booleans with anything but a boolean) are not drawn and have
+    no reading here: OracleError."""
     et = t.element_type if isinstance(t, TensorType) else element_type(t)
     src = wide.dtype
     if src == np.bool_:
@@ -284,6 +288,8 @@ def to_result(wide: np.ndarray, t: "TensorType | ElementType | str") -> np.ndarr
             raise OracleError(f"dot_general: boolean operands with a {et.name} result")
         return wide
     if src == _U64:
+        if et.is_float or et.is_complex:
+            return round_to(wide.view(np.int64).astype(np.float64), et)
         if not et.is_integer:
             raise OracleError(f"dot_general: integer operands with a {et.name} result: the "
                               "spec does not say how the dot product converts")
@@ -292,7 +298,7 @@ def to_result(wide: np.ndarray, t: "TensorType | ElementType | str") -> np.ndarr
         if not et.is_complex:
             raise OracleError(f"dot_general: complex operands with a {et.name} result")
         return round_to(wide, et)
-    if not et.is_float:
+    if not (et.is_float or et.is_complex):
         raise OracleError(f"dot_general: float operands with a {et.name} result: the spec "
                           "does not say how the dot product converts")
     return round_to(wide, et)
@@ -358,7 +364,8 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
     partial sum may be infinite in one order and finite in another), may an intermediate
     of a complex product overflow (the products' components summed, below), or does
     complex arithmetic meet a non-finite part (exceptions of complex arithmetic are
-    implementation-defined, 003 "Errors")? Integers: never (they wrap)."""
+    implementation-defined, 003 "Errors"; a real dot with a complex result too: the
+    operands may be converted first)? Integers: never (they wrap)."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     src = element_type(lhs.dtype)
     if not (src.is_float or src.is_complex):
@@ -394,6 +401,9 @@ def out_of_range_mask(lhs, rhs, lb, rb, lc, rc, et: ElementType, lead: int = 1
                                 + np.abs(x.imag.astype(np.float64)), 0.0)
             out |= contract(l1(lhs), l1(rhs), lb, rb, lc, rc, lead=lead,
                             exact=False) >= big * (1 - 2.0 ** -20)
+        if src.is_complex or et.is_complex:
+            # (real operands with a complex result: where the operands are converted
+            # first, as XLA does, inf·(-919.5 + 0i) has a NaN imaginary part)
             nf = lambda x: (~np.isfinite(x.real) | ~np.isfinite(x.imag)).astype(np.float64)  # noqa
             out |= contract(nf(lhs), np.ones(rhs.shape), lb, rb, lc, rc, lead=lead,
                             exact=False) > 0
@@ -440,8 +450,14 @@ def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":
     r = np.asarray(result)
     parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     zero = all_zero_terms(lhs, rhs, lb, rb, lc, rc)
-    if len(zero) != len(parts):        # (a real dot with a complex result: not drawn)
-        return [np.zeros(r.shape, bool) for _ in parts]
+    if len(zero) != len(parts):
+        # a real dot product with a complex result: the real part's zero as for a real
+        # result; the imaginary part is the conversion's +0 (003 "### convert"), or, with
+        # the operands converted first (XLA), a sum of zero products a·0 + 0·b of either
+        # sign (-2.7·0 + 0·-1.3 = -0): open wherever there is a term
+        k = term_count(np.shape(lhs), lc, lead=1)
+        return _zero_parts(lhs, rhs, lb, rb, lc, rc, r.real) + \
+            [(r.imag == 0) & (k > 0)]
     src = element_type(np.asarray(lhs).dtype)
     eta = float(ml_dtypes.finfo(src.component.dtype).smallest_subnormal) \
         if (src.is_float or src.is_complex) else 0.0
@@ -501,7 +517,8 @@ def _widened(lhs, rhs, lb, rb, lc, rc, result):
     (wrapped at its width, then converted) differs from the sum at the result's type."""
     r = np.asarray(result)
     src, et = element_type(np.asarray(lhs).dtype), element_type(r.dtype)
-    if not (src.is_integer and et.is_integer) or et.bits <= src.bits or r.size == 0:
+    if not src.is_integer or r.size == 0 or (et.is_integer and et.bits <= src.bits) or \
+            not (et.is_integer or et.is_float or et.is_complex):
         return np.zeros(r.shape, bool)
     return _at_operand_type(lhs, rhs, lb, rb, lc, rc, result) != r
 
@@ -510,12 +527,15 @@ def _widened(lhs, rhs, lb, rb, lc, rc, result):
 def _at_operand_type(lhs, rhs, lb, rb, lc, rc, result):
     """The dot product taken at the operands' integer type (wrapping at its width, the
     spec's reduce of the element-wise multiply read literally) and then converted to the
-    result's wider type."""
+    result's wider integer type, or rounded to its float or complex type (003
+    "### convert")."""
     r = np.asarray(result)
     src, et = element_type(np.asarray(lhs).dtype), element_type(r.dtype)
-    if not (src.is_integer and et.is_integer):
+    if not src.is_integer or not (et.is_integer or et.is_float or et.is_complex):
         return r
     wide = contract(np.asarray(lhs), np.asarray(rhs), lb, rb, lc, rc, lead=1)
     narrow = wrap(wide, src, wide.shape)
+    if not et.is_integer:
+        return round_to(narrow.astype(np.float64), et)
     return narrow.astype(np.int64).astype(et.dtype) if src.is_signed \
         else narrow.astype(np.uint64).astype(et.dtype)

@@ -23,7 +23,8 @@ FORMAT_VERSION = 5
 
 #: the keys of a ``probe`` record that summary.json keeps
 PROBE_KEYS = ("op", "backend", "element_type", "precision_config", "accumulation",
-              "precision_bits", "order", "in_index_order", "detail")
+              "precision_bits", "order", "in_index_order", "operand_precision",
+              "operand_bits", "detail")
 
 
 def _error(x: float | None) -> float | str | None:

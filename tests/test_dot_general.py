@@ -371,7 +371,8 @@ def test_one_broken_constraint_is_named(rule, change):
 
 def test_the_result_element_type_is_free_and_the_verifier_agrees():
     """C13 fixes only the shape: f32 operands with an si32, bf16 or complex result are
-    valid programs (the suite does not draw cross-kind results: no conversion is said)."""
+    valid programs (of the cross-kind results the suite draws integer -> float and
+    real -> complex, whose conversion 003 "### convert" says: tests below)."""
     for rt in ("si32", "bf16", "f64", "complex<f32>"):
         sig = Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf32>"],
                              [f"tensor<2x4x{rt}>"],
@@ -588,3 +589,158 @@ def test_a_subnormal_in_another_case_lends_no_flush():
     reach[1, 0, 0, :] = True                         # the row lhs[1, 0, :, 0] feeds
     assert not (cls[~reach] == SUBNORMAL_FLUSH).any()
     assert (cls[~reach & (np.abs(expected) >= 2.0 ** -6)] > SUBNORMAL_FLUSH).all()
+
+
+# ---------------------------------------------------------------------------
+# Results of another kind: integer operands with a float result, real with complex
+# ---------------------------------------------------------------------------
+
+SI8_F32 = dg_sig((2, 3, 32), (2, 32, 4), "si8", [0], [0], [2], [1], rt="f32")
+SI8_BF16 = dg_sig((3, 16, 2), (16, 3, 2), "si8", [0], [1], [1], [0], rt="bf16")
+UI16_F32 = dg_sig((3, 24), (24, 2), "ui16", [], [], [1], [0], rt="f32")
+F32_C64 = dg_sig((2, 3, 32), (2, 32, 4), "f32", [0], [0], [2], [1], rt="complex<f32>")
+MIXED = [SI8_F32, SI8_BF16, UI16_F32, F32_C64]
+MIXED_IDS = ["si8-f32", "si8-bf16", "ui16-f32", "f32-c64"]
+
+
+class WrapsAtOperandType(Planted):
+    """Integer operands: the sum wrapped at the operands' width (the spec's reduce read
+    literally), then converted to the float result."""
+
+    def compile(self, sig):
+        from conformance.oracles._kernels import wrap
+        a = sig.attributes
+        dims = [a[k] for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                               "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+        et, rt = sig.input_types[0].element_type, sig.result_types[0].element_type
+
+        def run(inputs):
+            wide = contraction.contract(*(np.asarray(x) for x in inputs), *dims)
+            return [round_to(wrap(wide, et, wide.shape).astype(np.float64), rt)]
+        return run
+
+
+@pytest.mark.parametrize("sig", MIXED, ids=MIXED_IDS)
+def test_results_of_another_kind_pass_in_any_order_and_reading(sig):
+    et, rt = sig.input_types[0].element_type, sig.result_types[0].element_type
+    acc = rt.component.name
+    backends = [Planted(name="oracle"), Planted(acc=acc, name="at-R"),
+                Planted(acc=acc, reverse=True, name="at-R-reversed"),
+                Planted(acc="f64", name="f64")]
+    if et.is_integer:
+        backends.append(WrapsAtOperandType(name="wrapped"))
+    for backend in backends:
+        assert set(classes(backend, sig, batches=3)) <= {"pass"}, backend.name
+
+
+def test_integer_to_float_reads_the_exact_sum_or_the_wrapped_one():
+    """100·2 + 100·1 + 27·3 = 381: f32 gives 381 (XLA; no wrap at si8), bf16 380 (381
+    rounded); the sum wrapped at si8 (125) is the allowed alternative."""
+    a = np.array([[100, 100, 27]], np.int8)
+    b = np.array([[2], [1], [3]], np.int8)
+    for rt, want in (("f32", 381.0), ("bf16", 380.0)):
+        sig = dg_sig((1, 3), (3, 1), "si8", [], [], [1], [0], rt=rt)
+        (r,) = oracles.evaluate("dot_general", [a, b], sig.attributes,
+                                result_types=sig.result_types)
+        assert float(r[0, 0]) == want
+        masks = oracles.implementation_defined(sig, [a[None], b[None]], SPEC, [r[None]])
+        assert masks["integer_result_type"].all()
+        (alt,) = masks.alternatives("integer_result_type")["at_operand_type"]
+        assert float(np.asarray(alt[0]).reshape(-1)[0]) == 125.0
+    sig = dg_sig((1, 2), (2, 1), "f32", [], [], [1], [0], rt="complex<f32>")
+    (r,) = oracles.evaluate("dot_general", [np.array([[1.5, 2.25]], np.float32),
+                                            np.array([[1.0], [1.0]], np.float32)],
+                            sig.attributes, result_types=sig.result_types)
+    assert r[0, 0] == 3.75 and not np.signbit(r[0, 0].imag)
+
+
+@pytest.mark.parametrize("sig", MIXED, ids=MIXED_IDS)
+def test_results_of_another_kind_catch_bugs(sig):
+    """Accumulating in fp8 under HIGHEST, a wrong transposition, and (real -> complex)
+    an imaginary part that is not zero all fail."""
+    low = classes(Planted(acc="f8E5M2", name="low"), sig, batches=2)
+    assert low.get("bound", 0) + low.get("value", 0) > 0, low
+    bad = classes(Planted(bug=_swap_rhs_free, name="swapped"), sig, batches=2)
+    assert bad.get("bound", 0) + bad.get("value", 0) > 0, bad
+    if sig.result_types[0].element_type.is_complex:
+        class ImagToo(Planted):
+            def compile(self, s):
+                inner = super().compile(s)
+
+                def run(inputs):
+                    (out,) = inner(inputs)
+                    return [(out.real + 1j * out.real).astype(out.dtype)]
+                return run
+        wrong = classes(ImagToo(name="imag"), sig, batches=2)
+        assert wrong.get("bound", 0) + wrong.get("value", 0) > 0, wrong
+
+
+class Gauss(Planted):
+    """Complex products in Gauss's three-multiplication form (XLA on CPU gives such
+    results), each real dot product summed left to right at the component type:
+    re = Σ ar·br − Σ ai·bi, im = Σ (ar + ai)(br + bi) − Σ ar·br − Σ ai·bi (``bug``:
+    re = Σ ar·br + Σ ai·bi, a sign error)."""
+
+    def __init__(self, sign_bug=False, name="gauss"):
+        super().__init__(name=name)
+        self.sign_bug = sign_bug
+
+    def compile(self, sig):
+        a = sig.attributes
+        dims = [a[k] for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                               "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+        (rt,) = sig.result_types
+        comp = sig.input_types[0].element_type.component
+        rnd = lambda v: round_to(v, comp).astype(np.float64)       # noqa: E731
+
+        def dot(x, y):
+            acc = np.zeros(x.shape[:-1] + (y.shape[-1],))
+            for k in range(x.shape[-1]):
+                acc = rnd(acc + rnd(x[..., :, k, None] * y[..., None, k, :]))
+            return acc
+
+        def run(inputs):
+            lhs, rhs = (np.asarray(x) for x in inputs)
+            lay = contraction.Layout(lhs.shape, rhs.shape, *dims)
+            x, y = lay.operands(lhs.astype(np.complex128), rhs.astype(np.complex128))
+            with np.errstate(all="ignore"):
+                p1, p2 = dot(x.real, y.real), dot(x.imag, y.imag)
+                p3 = dot(rnd(x.real + x.imag), rnd(y.real + y.imag))
+                re = rnd(p1 + p2) if self.sign_bug else rnd(p1 - p2)
+                out = re + 1j * rnd(rnd(p3 - p1) - p2)
+            return [round_to(lay.result(out), rt.element_type).reshape(rt.shape)]
+        return run
+
+
+def test_a_three_multiplication_complex_product_passes():
+    """(2277 + 2036i)(2067 + 2014i): |a||b| is below 2^24, so the four-product form is
+    exact in complex<f32>, but Gauss's (ar + ai)(br + bi) = 4313·4081 is not: its
+    imaginary part comes out 8794289 for 8794290. Such elements get the bound, not 0."""
+    sig = dg_sig((1, 1), (1, 1), "complex<f32>", [], [], [1], [0])
+    a = np.array([[[2277 + 2036j]]], np.complex64)
+    b = np.array([[[2067 + 2014j]]], np.complex64)
+    (got,) = Gauss().compile(sig)([a[0], b[0]])
+    assert got[0, 0] == 606055 + 8794289j
+    assert set(classes(Gauss(), sig, batches=1, inputs=[a, b])) == {"pass"}
+    c128 = dg_sig((3, 24), (24, 2), "complex<f64>", [], [], [1], [0])
+    for s in (C64, c128):
+        assert set(classes(Gauss(), s, batches=3)) <= {"pass"}
+        bad = classes(Gauss(sign_bug=True, name="gauss-sign"), s, batches=2)
+        assert bad.get("bound", 0) + bad.get("value", 0) > 0, bad
+
+
+def test_real_operands_with_a_complex_result_allow_either_imaginary_zero_and_a_nan_beside_inf():
+    """XLA converts the operands first: (-2.7 + 0i)(-1.3 + 0i) has the imaginary part
+    -2.7·0 + 0·-1.3 = -0 (convert's +0 and that -0 both pass), and -inf·(-919.5 + 0i)
+    has a NaN one (complex arithmetic meeting an infinity is open: out_of_range)."""
+    sig = dg_sig((1, 1), (1, 1), "f32", [], [], [1], [0], rt="complex<f32>")
+    a, b = np.array([[[-2.7178085]]], np.float32), np.array([[[-1.3475496]]], np.float32)
+    (e,) = oracles.evaluate_batch(sig, [a, b], SPEC)
+    assert not np.signbit(e[0, 0, 0].imag)
+    neg = np.array([[complex(e[0, 0, 0].real, -0.0)]], np.complex64)
+    assert set(classes(_Fixed(neg), sig, batches=1, inputs=[a, b])) == {"pass"}
+    off = np.array([[complex(e[0, 0, 0].real, 2 ** -20)]], np.complex64)
+    assert set(classes(_Fixed(off), sig, batches=1, inputs=[a, b])) - {"pass"}
+    a, b = np.array([[[-np.inf]]], np.float32), np.array([[[-919.5]]], np.float32)
+    nan = np.array([[complex(np.inf, np.nan)]], np.complex64)
+    assert set(classes(_Fixed(nan), sig, batches=1, inputs=[a, b])) == {"pass"}

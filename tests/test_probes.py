@@ -276,3 +276,96 @@ def test_run_records_probes_and_the_report_shows_them(tmp_path):
     cfg.probes = False
     run(cfg, backends, tmp_path / "again.jsonl")
     assert not [r for r in read_results(tmp_path / "again.jsonl") if r["kind"] == "probe"]
+
+
+# ---------------------------------------------------------------------------
+# Operand precision (TF32-like passes) and HIGH
+# ---------------------------------------------------------------------------
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """Round to 11 significand bits (to nearest even) in f32's exponent range: TF32."""
+    m, e = np.frexp(np.asarray(x, np.float64))
+    return np.ldexp(np.round(m * 2.0 ** 11) / 2.0 ** 11, e)
+
+
+class RoundsOperands(SumBackend):
+    """A contraction that rounds its operands first at some precision_configs (TF32 at
+    DEFAULT, bf16 at HIGH: an accelerator's fast passes), then sums the products in f32;
+    ``sides`` says which operands it rounds."""
+
+    ROUND = {"tf32": _tf32,
+             "bf16": lambda x: np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)}
+
+    def __init__(self, by_config: dict, sides=(0, 1), acc="f32", name=None):
+        super().__init__(acc, name=name or f"rounds-{by_config}")
+        self.by_config, self.sides = by_config, sides
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        how = self.by_config.get((sig.attributes.get("precision_config") or [None])[0])
+        if how is None:
+            return inner
+        rnd = self.ROUND[how]
+
+        def run(inputs):
+            xs = [rnd(np.asarray(x, np.float64)).astype(np.asarray(x).dtype)
+                  if i in self.sides else x for i, x in enumerate(inputs)]
+            return inner(xs)
+        return run
+
+
+@pytest.mark.parametrize("op", ["dot_general", "convolution"])
+def test_operands_rounded_first_are_told_per_precision_config(op):
+    backend = RoundsOperands({"DEFAULT": "tf32", "HIGH": "bf16"})
+    found = {pc: probe(backend, op=op, t="f32", pc=pc, order=False)
+             for pc in ("DEFAULT", "HIGH", "HIGHEST")}
+    assert {pc: r["operand_precision"] for pc, r in found.items()} == {
+        "DEFAULT": "f16/TF32 (rounded)", "HIGH": "bf16 (rounded)", "HIGHEST": "f32 (as given)"}
+    assert found["DEFAULT"]["operand_bits"] == [11, 11]
+    assert found["DEFAULT"]["operand_rounded"] is True
+    assert found["HIGHEST"]["operand_rounded"] is False
+    # the accumulation probe's powers of two are unaffected: f32 accumulation throughout
+    assert {r["accumulation"] for r in found.values()} == {"f32"}
+    assert "Operands: (1 + 2^-j)*1 kept up to j=10" in found["DEFAULT"]["detail"]
+
+
+def test_one_operand_rounded_and_what_the_accumulation_hides():
+    rec = probe(RoundsOperands({"DEFAULT": "tf32"}, sides=(1,)), op="dot_general", t="f32",
+                pc="DEFAULT", order=False)
+    assert rec["operand_bits"] == [24, 11] and rec["operand_precision"] == "f16/TF32 (rounded)"
+    # accumulating in bf16 loses 1 + 2^-8 anyway: the operands' rounding cannot be told
+    rec = probe(SumBackend("bf16"), op="dot_general", t="f32", pc="DEFAULT", order=False)
+    assert rec["accumulation"] == "bf16"
+    assert rec["operand_precision"] == "undetermined" and rec["operand_bits"] == [8, 8]
+    # sums one ulp high are no rounding of 1 + 2^-j: undetermined, not "1 bit"
+    rec = probe(NoisySums("f32"), op="dot_general", t="f32", pc="DEFAULT", order=False)
+    assert rec["operand_precision"] == "undetermined"
+    # reduce has no operands to round: no such finding
+    assert "operand_precision" not in probe(SumBackend("f32"), t="f32", order=False)
+
+
+def test_contractions_are_probed_at_high_too():
+    for op in ("dot_general", "convolution"):
+        assert probes.PROBED[op].precision_configs == ("DEFAULT", "HIGH", "HIGHEST")
+
+
+def test_the_report_shows_the_operand_precision(tmp_path):
+    from conformance.core.results import read_results
+    from conformance.reports import render
+    from conformance.runner import RunConfig, run
+    cfg = RunConfig(ops=["dot_general"], element_types=["f32"], depth="quick", out=tmp_path,
+                    progress=False, invalid=False, examples=False)
+    run(cfg, [RoundsOperands({"DEFAULT": "tf32"}, name="tf32")], tmp_path / "results.jsonl")
+    recs = {r["precision_config"]: r for r in read_results(tmp_path / "results.jsonl")
+            if r["kind"] == "probe" and r["element_type"] == "f32"}
+    assert recs["DEFAULT"]["operand_precision"] == "f16/TF32 (rounded)"
+    assert recs["HIGH"]["operand_precision"] == "f32 (as given)"
+    index = render(tmp_path / "results.jsonl", tmp_path / "report")
+    html = index.read_text()
+    assert 'data-precision-config="DEFAULT"' in html and 'data-precision-config="HIGH"' in html
+    assert 'data-operand-precision="f16/TF32 (rounded)"' in html
+    assert "(operands rounded)" in html
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    rows = {(r["element_type"], r["precision_config"]): r
+            for r in s["implementation_defined_behaviour"]}
+    assert rows[("f32", "DEFAULT")]["operand_bits"] == [11, 11]
