@@ -459,20 +459,27 @@ def _add(found, backend, op, cls, n, element_type=None, rule=None) -> None:
     item["cases"] += n
 
 
-def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
-    """Split a run's divergences into expected and unexpected; find stale entries."""
-    items, info, exercised = findings(records)
+def _split(items: list[dict], match) -> tuple[list[dict], list[dict], set[int]]:
+    """(expected, unexpected, indices of the entries used): each finding with the entry
+    ``match(item)`` returns (its reason, link and index added), or unexpected."""
     used: set[int] = set()
     expected, unexpected = [], []
     for item in items:
-        e = expectations.match(item["backend"], info.get(item["backend"], {}), item["op"],
-                               item["class"], item["element_type"], item["rule"]) \
-            if expectations else None
+        e = match(item)
         if e is None:
             unexpected.append(item)
         else:
             used.add(e.index)
             expected.append({**item, "reason": e.reason, "link": e.link, "entry": e.index})
+    return expected, unexpected, used
+
+
+def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
+    """Split a run's divergences into expected and unexpected; find stale entries."""
+    items, info, exercised = findings(records)
+    expected, unexpected, used = _split(items, lambda item: expectations.match(
+        item["backend"], info.get(item["backend"], {}), item["op"], item["class"],
+        item["element_type"], item["rule"]) if expectations else None)
     stale, not_exercised = [], []
     for e in (expectations.entries if expectations else []):
         if e.index in used:
@@ -551,16 +558,8 @@ def program_gate(records: Iterable[dict], expectations: Expectations | None,
     that matched nothing while the run checked a program holding their op and type (and
     pattern); single-op entries are never stale here (single-op runs judge them)."""
     items, info, exercised = program_findings(records, accept)
-    used: set[int] = set()
-    expected, unexpected = [], []
-    for item in items:
-        e = match_program(expectations, item, info.get(item["backend"], {})) \
-            if expectations else None
-        if e is None:
-            unexpected.append(item)
-        else:
-            used.add(e.index)
-            expected.append({**item, "reason": e.reason, "link": e.link, "entry": e.index})
+    expected, unexpected, used = _split(items, lambda item: match_program(
+        expectations, item, info.get(item["backend"], {})) if expectations else None)
     stale, not_exercised = [], []
     for e in (expectations.entries if expectations else []):
         if e.index in used:

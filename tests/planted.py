@@ -17,8 +17,34 @@ class OracleBackend(Backend):
     def compile(self, sig):
         if violations(sig):
             raise ValueError(f"invalid program: {violations(sig)}")
-        return lambda inputs: oracles.evaluate(sig.op, inputs, sig.attributes,
-                                               result_types=sig.result_types)
+        return lambda inputs: list(oracles.evaluate(sig.op, inputs, sig.attributes,
+                                                    result_types=sig.result_types,
+                                                    regions=sig.regions))
+
+
+def first_case(values, types):
+    """Batched values (a leading case axis of one) as one case's results of ``types``."""
+    return [np.asarray(v[0]).astype(t.element_type.dtype).reshape(t.shape)
+            for v, t in zip(values, types)]
+
+
+def verdict_counts(backend, sig, key, batches=4):
+    """Outcome class -> elements over ``batches`` value batches of the default plan
+    (seed 0) of ``sig`` with type key ``key``, judged on ``backend`` alone."""
+    from conformance.checker import SignatureCheck
+    from conformance.plan import batch_for
+    from conformance.specs import load_spec
+    spec = load_spec(sig.op)
+    check = SignatureCheck(spec, sig, [backend])
+    check.compile()
+    assert not check.failed, check.failed
+    counts: dict[str, int] = {}
+    for b in range(batches):
+        v = check.run_batch(b, batch_for(0, "default", spec, key, 0, b, sig)
+                            ).results[backend.name].verdict
+        for cls, n in v.counts().items():
+            counts[cls] = counts.get(cls, 0) + n
+    return counts
 
 
 class _ChangesF32(OracleBackend):

@@ -5,26 +5,8 @@ Each computes if/case/while with the oracle's own pieces (oracles/control_flow.p
 one realistic bug; every other op is the oracle."""
 import numpy as np
 
-from conformance import oracles
-from conformance.backends import Backend
 from conformance.oracles import control_flow as cf
-from conformance.specs.validity import violations
-
-
-class _Oracle(Backend):
-    isolate = False
-
-    def compile(self, sig):
-        if violations(sig):
-            raise ValueError(f"invalid program: {violations(sig)}")
-        return lambda inputs: list(oracles.evaluate(sig.op, inputs, sig.attributes,
-                                                    result_types=sig.result_types,
-                                                    regions=sig.regions))
-
-
-def _one(values, types):
-    return [np.asarray(v[0]).astype(t.element_type.dtype).reshape(t.shape)
-            for v, t in zip(values, types)]
+from planted import OracleBackend as _Oracle, first_case
 
 
 class CaseClampsNegativeIndex(_Oracle):
@@ -54,7 +36,7 @@ class WhileOneIterationTooMany(_Oracle):
         def run(inputs):
             out = inner(inputs)
             values, _ = cf.run_body(body, [np.asarray(x)[None] for x in out])
-            return _one(values, sig.result_types)
+            return first_case(values, sig.result_types)
         return run
 
 
@@ -75,7 +57,7 @@ class WhileUntilEqual(_Oracle):
             state = [np.asarray(x)[None] for x in inputs]
             while int(state[0].reshape(-1)[0]) != int(state[1].reshape(-1)[0]):
                 state, _ = cf.run_body(body, state)
-            return _one(state, sig.result_types)
+            return first_case(state, sig.result_types)
         return run
 
 

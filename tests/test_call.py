@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checker import SignatureCheck
 from conformance.core import region_program as rp
 from conformance.core.case import Signature
 from conformance.core.program import Operation
@@ -23,6 +22,7 @@ from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
 import planted_call as planted
+from planted import verdict_counts
 
 
 def _t(text):
@@ -45,18 +45,7 @@ def _sig(op, body, attrs=None):
 
 
 def _counts(backend, sig, batches=4):
-    spec = load_spec(sig.op)
-    check = SignatureCheck(spec, sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    key = sig.input_types[0].element_type.name
-    counts: dict[str, int] = {}
-    for b in range(batches):
-        v = check.run_batch(b, batch_for(0, "default", spec, key, 0, b, sig)
-                            ).results[backend.name].verdict
-        for cls, n in v.counts().items():
-            counts[cls] = counts.get(cls, 0) + n
-    return counts
+    return verdict_counts(backend, sig, sig.input_types[0].element_type.name, batches)
 
 
 # -- the canonical module -------------------------------------------------------------------
