@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import oracles
-from conformance.core.case import Signature
+from conformance.core.case import Case, Signature
 from conformance.specs.validity import violations
 
 from .base import Backend
@@ -34,10 +34,8 @@ class NumpyBackend(Backend):
 
     def compile(self, signature: Signature):
         self._check(signature)
-        return lambda inputs: oracles.evaluate(signature.op, inputs, signature.attributes,
-                                               result_types=signature.result_types,
-                                               input_types=signature.input_types,
-                                               regions=signature.regions)
+        # one case through the oracle's case path (per-process values on a grid)
+        return lambda inputs: oracles.evaluate_case(Case(signature, tuple(inputs)))
 
     def compile_batch(self, signature: Signature):
         self._check(signature)

@@ -46,7 +46,7 @@ import numpy as np
 from conformance.core.case import Signature
 from conformance.core.literals import from_bit_patterns
 from conformance.core.numerics import round_to
-from conformance.core.types import ElementType, TensorType, element_type
+from conformance.core.types import ElementType, TensorType, TokenType, element_type
 from conformance.specs import OpSpec
 from conformance.specs import expressions as ex
 
@@ -522,8 +522,13 @@ def _leaf_sizes(types) -> list[int]:
 
 
 def nonempty(sig: Signature) -> bool:
+    """Does every tensor of the signature hold elements? A signature of tokens only
+    (after_all) holds no tensor and counts as nonempty; one of no value at all (an empty
+    tuple) does not."""
     sizes = _leaf_sizes(sig.input_types) + _leaf_sizes(sig.result_types)
-    return bool(sizes) and min(sizes) > 0
+    if not sizes:
+        return any(isinstance(t, TokenType) for t in sig.input_types + sig.result_types)
+    return min(sizes) > 0
 
 
 def _operand_types(spec: OpSpec, sig: Signature, m: Model) -> list[TensorType]:
