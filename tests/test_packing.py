@@ -98,6 +98,11 @@ def test_packed_and_unpacked_runs_give_the_same_records(tmp_path, backend, monke
     monkeypatch.setattr(packing.UnitPacker, "_run", counting)
     packed = _records(_run(tmp_path, "packed", [b], 16, ops, types))
     assert packs and max(packs) > 2, packs          # it did pack
+    if backend == "xla" and _records(_run(tmp_path, "again", [b], 0, ["rng"], types)) != [
+            r for r in plain if '"op": "rng"' in r]:
+        # rng may use hidden state (003 "### rng"): where XLA's values differ between two
+        # unpacked runs (jaxlib 0.12 does), packing cannot be asked to reproduce them
+        plain, packed = ([r for r in x if '"op": "rng"' not in r] for x in (plain, packed))
     assert len(plain) == len(packed)
     for x, y in zip(plain, packed):
         assert x == y
