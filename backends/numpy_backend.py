@@ -34,8 +34,13 @@ class NumpyBackend(Backend):
 
     def compile(self, signature: Signature):
         self._check(signature)
-        # one case through the oracle's case path (per-process values on a grid)
-        return lambda inputs: oracles.evaluate_case(Case(signature, tuple(inputs)))
+        if signature.num_replicas * signature.num_partitions > 1:
+            # per-process values on a grid (collectives): the oracle's case path
+            return lambda inputs: oracles.evaluate_case(Case(signature, tuple(inputs)))
+        return lambda inputs: oracles.evaluate(signature.op, inputs, signature.attributes,
+                                               result_types=signature.result_types,
+                                               input_types=signature.input_types,
+                                               regions=signature.regions)
 
     def compile_batch(self, signature: Signature):
         self._check(signature)
