@@ -10,6 +10,20 @@ import numpy as np
 
 from conformance import oracles
 from conformance.backends import Backend, Unsupported
+from conformance.core.case import Signature
+from conformance.core.program import Operation, Program
+
+def build(args, steps, results) -> Program:
+    """A program for the tests: args [(name, type)], steps [(name, op, operands, result
+    type, attributes)], results [names]."""
+    types = dict(args)
+    ops = []
+    for name, op, operands, rtype, attrs in steps:
+        sig = Signature.make(op, [types[v] for v in operands], [rtype], attrs)
+        ops.append(Operation(sig, tuple(operands), name))
+        types[name] = sig.result_types[0]
+    return Program.make(args, ops, results)
+
 
 #: float types whose multiply-add float64 computes exactly enough to round once
 NARROW_FLOATS = ("f32", "f16", "bf16")

@@ -18,6 +18,8 @@ from conformance.oracles.programs import evaluate_program
 from conformance.program_emit import parse_program, program_text
 from conformance.specs.validity import violations
 
+from planted_programs import build
+
 F32 = "tensor<4xf32>"
 
 
@@ -26,15 +28,6 @@ def _op(name, operands, types, result, attrs=None, ins=None):
                      tuple(operands), None)
 
 
-def build(args, steps, results) -> Program:
-    """args: [(name, type)], steps: [(name, op, operands, result type, attrs)]."""
-    types = dict(args)
-    ops = []
-    for name, op, operands, rtype, attrs in steps:
-        sig = Signature.make(op, [types[v] for v in operands], [rtype], attrs)
-        ops.append(Operation(sig, tuple(operands), name))
-        types[name] = sig.result_types[0]
-    return Program.make(args, ops, results)
 
 
 def fma_program() -> Program:

@@ -13,22 +13,14 @@ import pytest
 
 from conformance.checker_programs import check_program, minimize, reshaped
 from conformance.cli import main
-from conformance.core.case import Signature
 from conformance.core.dense import dense_text
-from conformance.core.program import Operation, Program
+from conformance.core.program import Program
 from conformance.generators.programs import midpoint_values
 
 import planted_programs as pp
+from planted_programs import build
 
 
-def build(args, steps, results) -> Program:
-    types = dict(args)
-    ops = []
-    for name, op, operands, rtype, attrs in steps:
-        sig = Signature.make(op, [types[v] for v in operands], [rtype], attrs)
-        ops.append(Operation(sig, tuple(operands), name))
-        types[name] = sig.result_types[0]
-    return Program.make(args, ops, results)
 
 
 def convert_pair(src: str, mid: str, shape="4") -> Program:
