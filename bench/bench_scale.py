@@ -18,6 +18,10 @@ C. balance: the speed-up 2 dedicated cores would give, from each unit's CPU time
     python bench/bench_scale.py [--executor ray|processes] [--ops add,sine,...]
                                 [--backend jax] [--repeat 2] [--json OUT.json]
 
+Workers pin themselves to a core each (conformance.worker_cores), as in a run;
+``CONFORMANCE_PIN_CORES=0`` measures them unpinned (a single unpinned worker's XLA
+spreads its compiles over both cores, so its baseline is not one core's).
+
 Targets (issue 20): speed-up with 2 workers >= 1.7 on a 2-core machine. The driver's
 cost per record decides where one driver stops keeping up (bench/README.md, sizing).
 """
@@ -141,8 +145,10 @@ def main(argv=None) -> int:
     if args.executor is None:
         import importlib.util
         args.executor = "ray" if importlib.util.find_spec("ray") else "processes"
+    from conformance.worker_cores import ENV, enabled
     print(f"executor {args.executor}, backend {args.backend}, depth {args.depth}, "
-          f"{len(args.ops.split(','))} ops, {os.cpu_count()} cpus", flush=True)
+          f"{len(args.ops.split(','))} ops, {os.cpu_count()} cpus, workers pinned to a core: "
+          f"{'yes' if enabled() else f'no ({ENV}=0)'}", flush=True)
     reps = []
     for r in range(args.repeat):
         order = (1, 2) if r % 2 == 0 else (2, 1)         # alternate: the machine drifts

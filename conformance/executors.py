@@ -152,6 +152,15 @@ def _run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
                            "".join(traceback.format_exception(e, limit=6)), unit)
 
 
+def _worker_unit(config, locators, unit, pin: bool) -> "UnitResult | UnitFailure":
+    """A unit in a worker process (``--jobs``, Ray): the worker first takes a core of
+    its own (conformance.worker_cores) when ``pin``."""
+    if pin:
+        from conformance.worker_cores import claim_core
+        claim_core()
+    return _run_unit_safely(config, locators, unit)
+
+
 class Executor:
     """Runs units; :meth:`map_units` yields their results in arrival order."""
 
@@ -186,15 +195,18 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, pin: bool | None = None) -> None:
+        from conformance.worker_cores import enabled
         self.jobs = jobs
+        self.pin = enabled() if pin is None else pin
 
     def map_units(self, config, locators, ops):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(run_unit, config, list(locators), op): op for op in ops}
+            futures = {pool.submit(_worker_unit, config, list(locators), op, self.pin): op
+                       for op in ops}
             for fut in as_completed(futures):
                 try:
                     yield fut.result()
@@ -204,7 +216,7 @@ class ProcessExecutor(Executor):
                                       unit=futures[fut])
 
     def describe(self):
-        return {"executor": self.name, "jobs": self.jobs}
+        return {"executor": self.name, "jobs": self.jobs, "pin_cores": self.pin}
 
 
 class RayNotInstalled(RuntimeError):
@@ -228,10 +240,12 @@ class RayExecutor(Executor):
     name = "ray"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None,
-                 max_retries: int = RAY_MAX_RETRIES) -> None:
+                 max_retries: int = RAY_MAX_RETRIES, pin: bool | None = None) -> None:
+        from conformance.worker_cores import enabled
         self.ray = _ray()
         self.address = address
         self.max_retries = max_retries
+        self.pin = enabled() if pin is None else pin
         self._started = False
         if not self.ray.is_initialized():
             # Workers of a local instance find what the driver finds (module:Class
@@ -247,12 +261,13 @@ class RayExecutor(Executor):
             self.ray.init(address=address, **kw)
             self._started = True
         self._remote = self.ray.remote(max_retries=max_retries,
-                                       retry_exceptions=False)(_run_unit_safely)
+                                       retry_exceptions=False)(_worker_unit)
 
     def map_units(self, config, locators, ops):
         ray = self.ray
         config_ref = ray.put(config)
-        pending = {self._remote.remote(config_ref, list(locators), op): op for op in ops}
+        pending = {self._remote.remote(config_ref, list(locators), op, self.pin): op
+                   for op in ops}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -271,7 +286,7 @@ class RayExecutor(Executor):
 
     def describe(self):
         return {"executor": self.name, "address": self.address or "local",
-                "ray": getattr(self.ray, "__version__", None)}
+                "ray": getattr(self.ray, "__version__", None), "pin_cores": self.pin}
 
 
 def executor_for(cluster: str | None, jobs: int) -> Executor | None:
