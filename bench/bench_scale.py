@@ -15,12 +15,14 @@ C. balance: the speed-up 2 dedicated cores would give, from each unit's CPU time
    B's inline run (units handed out biggest first), for the units (ops split into
    parts, op#k/m) and for whole ops: what finer units gain, independent of the load.
 
-    python bench/bench_scale.py [--executor ray|processes] [--ops add,sine,...]
+    python bench/bench_scale.py [--executor ray|processes] [--pin one|share|off]
+                                [--ops add,sine,...]
                                 [--backend jax] [--repeat 2] [--json OUT.json]
 
-Workers pin themselves to a core each (conformance.worker_cores), as in a run;
-``CONFORMANCE_PIN_CORES=0`` measures them unpinned (a single unpinned worker's XLA
-spreads its compiles over both cores, so its baseline is not one core's).
+``--pin one`` (the default) gives each worker one core (conformance.worker_cores), so
+that the speed-up is the executor's over workers of one core each; ``--pin share`` is
+a run's default (cores // workers: one worker takes both cores, its XLA compiling on
+both), ``--pin off`` leaves them unpinned (``CONFORMANCE_PIN_CORES=0`` too).
 
 Targets (issue 20): speed-up with 2 workers >= 1.7 on a 2-core machine. The driver's
 cost per record decides where one driver stops keeping up (bench/README.md, sizing).
@@ -50,13 +52,23 @@ def _config(args, out: Path):
                      element_types=args.types.split(",") if args.types else None)
 
 
-def _executor(kind: str, workers: int):
+def _pin(mode: str, workers: int) -> int:
+    """Cores per worker: ``one`` (each worker one core, the speed-up is the executor's
+    over workers), ``share`` (a run's default: cores // workers, so 1 worker takes
+    both), ``off``."""
+    from conformance.worker_cores import enabled, share
+    if mode == "off" or not enabled():
+        return 0
+    return share(workers) if mode == "share" else 1
+
+
+def _executor(kind: str, workers: int, pin: str):
     from conformance.executors import ProcessExecutor, RayExecutor
     if kind == "ray":
         t0 = time.perf_counter()
-        ex = RayExecutor(None, num_cpus=workers)
+        ex = RayExecutor(None, num_cpus=workers, pin=_pin(pin, workers))
         return ex, time.perf_counter() - t0
-    return ProcessExecutor(workers), 0.0
+    return ProcessExecutor(workers, pin=_pin(pin, workers)), 0.0
 
 
 def run_once(args, workers: int) -> dict:
@@ -64,7 +76,7 @@ def run_once(args, workers: int) -> dict:
     from conformance.runner import run
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        ex, startup = _executor(args.executor, workers)
+        ex, startup = _executor(args.executor, workers, args.pin)
         try:
             t0 = time.perf_counter()
             run(_config(args, out), [get_backend(args.backend)], out / "results.jsonl",
@@ -134,6 +146,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--executor", choices=["ray", "processes"], default=None,
                    help="default: ray when installed, else processes")
+    p.add_argument("--pin", choices=["one", "share", "off"], default="one",
+                   help="cores per worker (see the module doc)")
     p.add_argument("--ops", default=DEFAULT_OPS)
     p.add_argument("--types", default=None)
     p.add_argument("--backend", default="jax")
@@ -145,10 +159,10 @@ def main(argv=None) -> int:
     if args.executor is None:
         import importlib.util
         args.executor = "ray" if importlib.util.find_spec("ray") else "processes"
-    from conformance.worker_cores import ENV, enabled
     print(f"executor {args.executor}, backend {args.backend}, depth {args.depth}, "
-          f"{len(args.ops.split(','))} ops, {os.cpu_count()} cpus, workers pinned to a core: "
-          f"{'yes' if enabled() else f'no ({ENV}=0)'}", flush=True)
+          f"{len(args.ops.split(','))} ops, {os.cpu_count()} cpus, cores per worker: "
+          f"{args.pin} (1 worker: {_pin(args.pin, 1) or 'unpinned'}, 2 workers: "
+          f"{_pin(args.pin, 2) or 'unpinned'})", flush=True)
     reps = []
     for r in range(args.repeat):
         order = (1, 2) if r % 2 == 0 else (2, 1)         # alternate: the machine drifts

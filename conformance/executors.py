@@ -152,12 +152,12 @@ def _run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
                            "".join(traceback.format_exception(e, limit=6)), unit)
 
 
-def _worker_unit(config, locators, unit, pin: bool) -> "UnitResult | UnitFailure":
-    """A unit in a worker process (``--jobs``, Ray): the worker first takes a core of
-    its own (conformance.worker_cores) when ``pin``."""
+def _worker_unit(config, locators, unit, pin: int) -> "UnitResult | UnitFailure":
+    """A unit in a worker process (``--jobs``, Ray): the worker first takes ``pin`` cores
+    of its own (conformance.worker_cores; 0: none)."""
     if pin:
-        from conformance.worker_cores import claim_core
-        claim_core()
+        from conformance.worker_cores import claim_cores
+        claim_cores(pin)
     return _run_unit_safely(config, locators, unit)
 
 
@@ -195,10 +195,10 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, jobs: int, pin: bool | None = None) -> None:
-        from conformance.worker_cores import enabled
+    def __init__(self, jobs: int, pin: int | None = None) -> None:
+        from conformance.worker_cores import share
         self.jobs = jobs
-        self.pin = enabled() if pin is None else pin
+        self.pin = share(jobs) if pin is None else pin     # cores per worker, 0: unpinned
 
     def map_units(self, config, locators, ops):
         import multiprocessing
@@ -240,12 +240,17 @@ class RayExecutor(Executor):
     name = "ray"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None,
-                 max_retries: int = RAY_MAX_RETRIES, pin: bool | None = None) -> None:
-        from conformance.worker_cores import enabled
+                 max_retries: int = RAY_MAX_RETRIES, pin: int | None = None) -> None:
+        from conformance.worker_cores import share
         self.ray = _ray()
         self.address = address
         self.max_retries = max_retries
-        self.pin = enabled() if pin is None else pin
+        # cores per task: a local instance's share of this machine; on a cluster one,
+        # as Ray reserves (num_cpus=1 per task). 0: unpinned.
+        if pin is None:
+            pin = (share(num_cpus or os.cpu_count() or 1) if address is None
+                   else min(share(1), 1))
+        self.pin = pin
         self._started = False
         if not self.ray.is_initialized():
             # Workers of a local instance find what the driver finds (module:Class

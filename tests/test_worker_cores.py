@@ -1,5 +1,6 @@
-"""One core per worker (conformance.worker_cores): distinct workers take distinct cores,
-a worker keeps its core, every core taken means unpinned, and pinning can be turned off.
+"""Cores per worker (conformance.worker_cores): distinct workers take distinct cores, a
+worker keeps its cores, fewer free cores than its share gives what is free, every core
+taken means unpinned, the share is cores // workers, and pinning can be turned off.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity")
 CLAIM = textwrap.dedent("""
     import os, sys, time
     from conformance import worker_cores
-    core = worker_cores.claim_core(sys.argv[1])
-    print(core, sorted(os.sched_getaffinity(0)), flush=True)
+    got = worker_cores.claim_cores(1, sys.argv[1])
+    print(got[0] if got else None, sorted(os.sched_getaffinity(0)), flush=True)
     if len(sys.argv) > 2:
         time.sleep(float(sys.argv[2]))
 """)
@@ -48,12 +49,27 @@ def restore():
 def test_a_worker_is_pinned_to_one_core_and_keeps_it(tmp_path, restore, monkeypatch):
     monkeypatch.delenv(worker_cores.ENV, raising=False)
     cores = sorted(os.sched_getaffinity(0))
-    core = worker_cores.claim_core(tmp_path)
-    assert core == cores[0]
-    assert os.sched_getaffinity(0) == {core}
-    assert worker_cores.claim_core(tmp_path) == core          # idempotent
+    assert worker_cores.claim_cores(1, tmp_path) == [cores[0]]
+    assert os.sched_getaffinity(0) == {cores[0]}
+    assert worker_cores.claim_cores(2, tmp_path) == [cores[0]]   # idempotent
     worker_cores.release()
     assert os.sched_getaffinity(0) == set(cores)             # release gives them all back
+    assert worker_cores.claim_cores(0, tmp_path) is None     # a share of 0: unpinned
+    assert os.sched_getaffinity(0) == set(cores)
+    assert worker_cores.claim_cores(2, tmp_path) == cores[:2]
+    assert os.sched_getaffinity(0) == set(cores[:2])
+
+
+def test_the_share_is_cores_over_workers(monkeypatch):
+    monkeypatch.delenv(worker_cores.ENV, raising=False)
+    n = len(os.sched_getaffinity(0))
+    assert worker_cores.share(1) == n
+    assert worker_cores.share(n) == 1
+    assert worker_cores.share(2 * n) == 1                    # never below one core
+    assert worker_cores.share(n - 1) == n // (n - 1)
+    from conformance.executors import ProcessExecutor
+    assert ProcessExecutor(n).pin == 1
+    assert ProcessExecutor(n).describe()["pin_cores"] == 1
 
 
 def test_concurrent_workers_take_distinct_cores(tmp_path, restore, monkeypatch):
@@ -61,12 +77,12 @@ def test_concurrent_workers_take_distinct_cores(tmp_path, restore, monkeypatch):
     child = _claim_in_child(tmp_path, hold=20)
     try:
         core, affinity = _first_line(child)
-        mine = worker_cores.claim_core(tmp_path)
+        mine = worker_cores.claim_cores(len(os.sched_getaffinity(0)), tmp_path)
     finally:
         child.kill()
         child.wait()
-    assert core != "None" and mine is not None and int(core) != mine
-    assert affinity == f"[{core}]" and os.sched_getaffinity(0) == {mine}
+    assert core != "None" and mine and int(core) not in mine   # it gets what is free
+    assert affinity == f"[{core}]" and os.sched_getaffinity(0) == set(mine)
 
 
 def test_a_worker_that_finds_every_core_taken_runs_unpinned(tmp_path, restore,
@@ -77,32 +93,31 @@ def test_a_worker_that_finds_every_core_taken_runs_unpinned(tmp_path, restore,
     try:
         taken = sorted(int(_first_line(h)[0]) for h in holders)
         assert taken == cores
-        assert worker_cores.claim_core(tmp_path) is None
+        assert worker_cores.claim_cores(1, tmp_path) is None
         assert os.sched_getaffinity(0) == set(cores)
     finally:
         for h in holders:
             h.kill()
             h.wait()
     # a dead holder's lock is gone with it
-    assert worker_cores.claim_core(tmp_path) == cores[0]
+    assert worker_cores.claim_cores(1, tmp_path) == [cores[0]]
 
 
 def test_pinning_can_be_turned_off(tmp_path, restore, monkeypatch):
     monkeypatch.setenv(worker_cores.ENV, "0")
-    assert worker_cores.claim_core(tmp_path) is None
+    assert worker_cores.claim_cores(1, tmp_path) is None
     assert len(os.sched_getaffinity(0)) >= 2
+    assert worker_cores.share(1) == 0
     from conformance.executors import ProcessExecutor
-    assert ProcessExecutor(2).pin is False
-    assert ProcessExecutor(2, pin=True).pin is True
-    monkeypatch.setenv(worker_cores.ENV, "1")
-    assert ProcessExecutor(2).describe()["pin_cores"] is True
+    assert ProcessExecutor(2).pin == 0
+    assert ProcessExecutor(2, pin=1).pin == 1
 
 
 def test_a_backend_process_started_by_a_pinned_worker_inherits_its_core(tmp_path, restore,
                                                                         monkeypatch):
     """An isolated backend's child runs on its worker's core (affinity is inherited)."""
     monkeypatch.delenv(worker_cores.ENV, raising=False)
-    core = worker_cores.claim_core(tmp_path)
+    core, = worker_cores.claim_cores(1, tmp_path)
     out = subprocess.run([sys.executable, "-c",
                           "import os; print(sorted(os.sched_getaffinity(0)))"],
                          capture_output=True, text=True, check=True).stdout.strip()
