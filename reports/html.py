@@ -190,6 +190,35 @@ def fmt_region(text: str) -> str:
     return text
 
 
+#: How conformance.isolation names a child's stderr log in a message.
+_STDERR_LOG = re.compile(r"\(stderr log: ([^()]+?\.stderr\.log)\)")
+
+
+def link_logs(text: Any, base: str, log_dir: Path) -> markupsafe.Markup:
+    """``text`` escaped, each ``(stderr log: PATH)`` in it a link to the log (``base`` +
+    its name, relative to the page) when the log is in ``log_dir`` (the run's folder, as
+    the isolation layer writes it), so that a crash's last words are one click away."""
+    text = "" if text is None else str(text)
+    parts: list[Any] = []
+    pos = 0
+    for m in _STDERR_LOG.finditer(text):
+        parts.append(markupsafe.escape(text[pos:m.start()]))
+        name = Path(m.group(1)).name
+        if (log_dir / name).is_file():
+            parts.append(markupsafe.Markup('(stderr log: <a href="{}">{}</a>)').format(
+                base + name, name))
+        else:
+            parts.append(markupsafe.escape(m.group(0)))
+        pos = m.end()
+    parts.append(markupsafe.escape(text[pos:]))
+    return markupsafe.Markup("").join(parts)
+
+
+@jinja2.pass_context
+def _logs_filter(ctx, text: Any) -> markupsafe.Markup:
+    return link_logs(text, ctx.get("log_base") or "", Path(ctx.get("log_dir") or "."))
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("conformance.reports", "templates"),
@@ -199,7 +228,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(error=fmt_error, time=fmt_time, elapsed=fmt_elapsed,
                        literal=fmt_literal, counts=fmt_counts, css=style.css_class,
                        abbrev=lambda o: style.look(o).abbrev, page=op_filename,
-                       region=fmt_region)
+                       region=fmt_region, logs=_logs_filter)
     env.globals.update(look=style.look, legend=style.LEGEND, looks=style.LOOKS,
                        outcome_css=style.stylesheet(), columns=COLUMNS, ulp_chart=svg.ulp_chart,
                        bound_chart=svg.bound_chart,
@@ -228,6 +257,12 @@ def _repro_links(op: OpData, ops_dir: Path, run_dir: Path) -> dict[int, dict[str
     return out
 
 
+def _base(page_dir: Path, run_dir: Path) -> str:
+    """The run's folder relative to a page's folder, as a link prefix ("" or "../")."""
+    rel = Path(os.path.relpath(Path(run_dir).resolve(), Path(page_dir).resolve())).as_posix()
+    return "" if rel == "." else rel + "/"
+
+
 def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
     """Write ``index.html`` and ``ops/<op>.html``; returns the index path."""
     env = _environment()
@@ -242,10 +277,12 @@ def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
     index.write_text(env.get_template("index.html.j2").render(
         report=report, totals=totals, per_backend=per_backend, run=report.run or {},
         run_dir=str(run_dir), short=short_names(report.backends),
-        columns=COLUMNS + extra), encoding="utf-8")
+        columns=COLUMNS + extra, log_dir=run_dir, log_base=_base(out_dir, run_dir)),
+        encoding="utf-8")
     page = env.get_template("op.html.j2")
     for op in report.sorted_ops():
         (ops_dir / op_filename(op.name)).write_text(page.render(
             report=report, op=op, run=report.run or {},
-            repros=_repro_links(op, ops_dir, run_dir)), encoding="utf-8")
+            repros=_repro_links(op, ops_dir, run_dir), log_dir=run_dir,
+            log_base=_base(ops_dir, run_dir)), encoding="utf-8")
     return index

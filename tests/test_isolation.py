@@ -46,6 +46,25 @@ def test_a_crashing_backend_costs_only_its_cases(tmp_path):
     repro = tmp_path / crash[0]["repro"] / "repro.py"
     proc = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
     assert proc.returncode != 0
+    # The report links the child's stderr log from the crash's message.
+    from conformance.reports import render
+    assert "(stderr log: " in crash[0]["message"]
+    render(tmp_path / "results.jsonl", tmp_path)
+    page = (tmp_path / "ops" / "negate.html").read_text()
+    log = Path(crash[0]["message"].split("(stderr log: ")[1].rstrip(")")).name
+    assert (tmp_path / log).is_file()
+    assert f'(stderr log: <a href="../{log}">{log}</a>)' in page
+
+
+def test_a_stderr_log_is_linked_only_where_it_is_and_the_rest_escaped(tmp_path):
+    from conformance.reports.html import link_logs
+    (tmp_path / "xla.stderr.log").write_text("Fatal Python error\n")
+    text = "died <b> (stderr log: /elsewhere/run/xla.stderr.log) and (stderr log: /x/y.stderr.log)"
+    html = str(link_logs(text, "../", tmp_path))
+    assert html == ('died &lt;b&gt; (stderr log: <a href="../xla.stderr.log">xla.stderr.log</a>)'
+                    ' and (stderr log: /x/y.stderr.log)')
+    assert str(link_logs(None, "", tmp_path)) == ""
+    assert str(link_logs("no log <here>", "", tmp_path)) == "no log &lt;here&gt;"
 
 
 def test_a_hanging_backend_times_out_and_the_run_finishes(tmp_path):
