@@ -18,7 +18,7 @@ from conformance.oracles.programs import evaluate_program
 from conformance.program_emit import parse_program, program_text
 from conformance.specs.validity import violations
 
-from planted_programs import build
+from planted_programs import OracleProgram, build
 
 F32 = "tensor<4xf32>"
 
@@ -46,45 +46,23 @@ def fma_inputs():
 # Planted backends: the program oracle op by op, with a rewrite
 # ---------------------------------------------------------------------------------------
 
-class OpByOp(Backend):
+class OpByOp(OracleProgram):
     """Runs single ops with the oracle, programs op by op through :meth:`step`."""
 
     name = "planted"
-    isolate = False
-
-    def compile(self, signature):
-        return lambda xs: evaluate(signature.op, xs, signature.attributes,
-                                   result_types=signature.result_types,
-                                   input_types=signature.input_types,
-                                   regions=signature.regions)
-
-    def step(self, program, o, env):
-        return self.compile(o.signature)([env[v] for v in o.operands])
-
-    def compile_program(self, program):
-        producers = {r: o for o in program.operations for r in o.results}
-
-        def run(inputs):
-            env = dict(zip(program.argument_names, inputs))
-            for o in program.operations:
-                with np.errstate(all="ignore"):
-                    outs = self.step(program, o, {**env, "__producers__": producers})
-                env.update(zip(o.results, outs))
-            return [env[r] for r in program.results]
-        return run
 
 
 class FusedMultiplyAdd(OpByOp):
     """add(multiply(a, b), c) with one rounding (f32): an FMA contraction."""
 
-    def step(self, program, o, env):
-        p = env["__producers__"]
+    def step(self, o, env, producers):
+        p = producers
         if o.op == "add" and o.operands[0] in p and p[o.operands[0]].op == "multiply":
             m = p[o.operands[0]]
             a, b = (env[v].astype(np.float64) for v in m.operands)
             c = env[o.operands[1]].astype(np.float64)
             return [(a * b + c).astype(np.float32)]
-        return super().step(program, o, env)
+        return super().step(o, env, producers)
 
 
 class WideThenRound(OpByOp):
@@ -92,16 +70,16 @@ class WideThenRound(OpByOp):
     different evaluation the spec allows (add, multiply, subtract are correctly rounded
     either way; any NaN equals any NaN)."""
 
-    def step(self, program, o, env):
+    def step(self, o, env, producers):
         if o.op in ("add", "multiply", "subtract"):
             x, y = (env[v].astype(np.float64) for v in o.operands)
             r = {"add": x + y, "multiply": x * y, "subtract": x - y}[o.op].astype(np.float32)
             return [np.where(np.isnan(r), np.float32(-np.nan), r)]
-        return super().step(program, o, env)
+        return super().step(o, env, producers)
 
 
-def _constant_of(program, env, name, value) -> bool:
-    p = env["__producers__"].get(name)
+def _constant_of(producers, name, value) -> bool:
+    p = producers.get(name)
     return p is not None and p.op == "constant" and bool(np.all(
         evaluate("constant", [], p.signature.attributes,
                  result_types=p.signature.result_types)[0] == value))
@@ -110,20 +88,20 @@ def _constant_of(program, env, name, value) -> bool:
 class TimesOneIsX(OpByOp):
     """x * 1 -> x (right for every value, NaN and -0 included)."""
 
-    def step(self, program, o, env):
-        if o.op == "multiply" and _constant_of(program, env, o.operands[1], 1):
+    def step(self, o, env, producers):
+        if o.op == "multiply" and _constant_of(producers, o.operands[1], 1):
             return [env[o.operands[0]]]
-        return super().step(program, o, env)
+        return super().step(o, env, producers)
 
 
 class MinusSelfIsZero(OpByOp):
     """x - x -> 0 (wrong where x is NaN or an infinity)."""
 
-    def step(self, program, o, env):
+    def step(self, o, env, producers):
         if o.op == "subtract" and o.operands[0] == o.operands[1]:
             x = env[o.operands[0]]
             return [np.zeros_like(x)]
-        return super().step(program, o, env)
+        return super().step(o, env, producers)
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,8 +223,8 @@ def test_metamorphic_check_catches_a_changed_inexact_op():
     own operands; a backend whose fused add is off while alone it is right fails."""
 
     class OffByOneInProgram(OpByOp):
-        def step(self, program, o, env):
-            out = super().step(program, o, env)
+        def step(self, o, env, producers):
+            out = super().step(o, env, producers)
             if o.op == "add":
                 return [np.nextafter(out[0], np.float32(np.inf))]
             return out
