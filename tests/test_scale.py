@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
+from conformance import cli, executors
 from conformance.fuzz import Finding, findings_of, parse_duration, shape_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,7 +386,7 @@ def test_ray_worker_killed_mid_run_costs_no_record_and_duplicates_none(full, tmp
                         if int(ppid) in frontier and int(pid) not in kids}
             kids |= frontier
         busy = [int(pid) for pid, _, args in rows
-                if int(pid) in kids and "ray::_run_unit_safely" in args]
+                if int(pid) in kids and f"ray::{executors._worker_unit.__name__}" in args]
         if busy:
             killed = busy[0]
             os.kill(killed, signal.SIGKILL)
