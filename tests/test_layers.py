@@ -30,7 +30,9 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("what stands on the specs", ["conformance.oracles.*", "conformance.generators.*",
                                   "conformance.emitter", "conformance.golden",
                                   "conformance.program_emit"]),
-    ("backends", ["conformance.backends.*", "conformance.isolation"]),
+    ("backends", ["conformance.backends.*", "conformance.isolation",
+                  # issue 20: the cores a worker process and its backends' processes run on
+                  "conformance.worker_cores"]),
     # plan: the depths, signature plans, value batches and case ids every front-end
     # checks; tolerances: profiles of verdict overrides, checked against the verdict kinds
     ("the checker", ["conformance.checker*", "conformance.verdicts*", "conformance.compare",
