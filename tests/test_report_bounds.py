@@ -102,6 +102,16 @@ def test_buckets_are_log_spaced_fractions_of_the_bound():
     assert (h["exact"], h["exact_off"], h["vacuous"], h["max"]) == (2, 1, 1, 1.5)
 
 
+def test_an_infinite_error_is_recorded_as_a_finite_max():
+    # |actual - oracle| of two huge f64 values of opposite signs overflows to inf: the
+    # record must stay valid JSON (the run crashed on it: a reduce_scatter mutant that
+    # hands out the wrong complex<f64> shards)
+    import json
+    h = bound_histogram(np.array([np.inf, 0.5]), np.array([1.0, 1.0]))
+    assert h["counts"][-1] == 1 and h["max"] == np.finfo(np.float64).max
+    json.dumps(h, allow_nan=False)
+
+
 def test_the_bound_verdict_records_the_fraction_per_element_type():
     h, counts = histograms(OracleBackend())
     assert set(h) == {"f32"}

@@ -137,8 +137,11 @@ def bound_histogram(diff: np.ndarray, bound: np.ndarray) -> dict[str, Any]:
         nz = frac[frac > 0]
         idx = np.searchsorted(np.array(BOUND_FRACTION_EDGES), nz, side="left")
         counts[1:] += np.bincount(idx, minlength=len(BOUND_BUCKET_LABELS) - 1)
+    # JSON has no inf: an infinite fraction (|actual - oracle| overflowing, as two huge
+    # f64 values of opposite signs give) is recorded as the largest finite float
+    big = float(np.finfo(np.float64).max)
     return {"counts": counts.tolist(),
-            "max": float(frac.max()) if frac.size else 0.0,
+            "max": float(np.nan_to_num(frac.max(), nan=big, posinf=big)) if frac.size else 0.0,
             "exact": int(np.count_nonzero(bound == 0)),
             "exact_off": int(np.count_nonzero((bound == 0) & (diff > 0))),
             "vacuous": int(np.count_nonzero(np.isinf(bound)))}
