@@ -71,8 +71,10 @@ def _summarise(records: list[dict]) -> dict:
             "impl_defined_elements": dict(impl)}
 
 
-def run_one(name: str, depth: str, seed: int, workdir: str) -> dict:
-    """Run the suite on one mutant at one depth; gate without and with expectations."""
+def run_one(name: str, depth: str, seed: int, workdir: str, types: str | None = None) -> dict:
+    """Run the suite on one mutant at one depth; gate without and with expectations.
+    ``types`` (a comma list of element types, as ``conformance run --types``) narrows
+    the run (the tests' quick kill checks)."""
     from bench import mutants
     from conformance.cli import main
     from conformance.expectations import gate, load_expectations, resolve_expectations
@@ -83,6 +85,8 @@ def run_one(name: str, depth: str, seed: int, workdir: str) -> dict:
     argv = ["run", "--backend", f"bench.mutants:{name}", "--ops", ",".join(cls.ops),
             "--depth", depth, "--seed", str(seed), "--out", out, "--force",
             "--no-progress", "--max-repros", "0", "--no-replay"]
+    if types:
+        argv += ["--types", types]
     buf = io.StringIO()
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):

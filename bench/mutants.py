@@ -37,6 +37,7 @@ it and judged the change allowed (masked, within a tolerance, waived).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from typing import Any, Callable, Sequence
@@ -48,7 +49,8 @@ from conformance.backends import Backend
 from conformance.backends.numpy_backend import NumpyBackend
 from conformance.core.case import Case, Signature
 from conformance.core.numerics import round_to, to_wide
-from conformance.core.types import ElementType, element_type, flatten, unflatten
+from conformance.core.types import (ElementType, TensorType, element_type, flatten,
+                                    unflatten)
 from conformance.oracles import broadcast_ready
 from conformance.oracles._kernels import U64, sign_extend, unsigned_bits, wrap
 
@@ -2271,6 +2273,452 @@ class ConstantCanonicalisesNaN(Mutant):
         sig = Signature.make("constant", [], ["tensor<f32>"],
                              {"value": "dense<0xFFC00001> : tensor<f32>"})
         return Case(sig, ())
+
+
+# ======================================================================================
+# collectives (the process grid: inputs and results [processes] + shape, one case)
+# ======================================================================================
+
+def _with_attributes(sig: Signature, **changes) -> Signature:
+    """``sig`` with some attributes replaced (grid, regions and types kept)."""
+    items = Signature.make(sig.op, [], [], {**sig.attributes, **changes}).attribute_items
+    return dataclasses.replace(sig, attribute_items=items)
+
+
+def _evaluate_on_grid(sig: Signature, inputs) -> list[np.ndarray]:
+    """The oracle on one case of ``sig``, on its process grid (or 1x1)."""
+    return list(oracles.evaluate_case(Case(sig, tuple(np.asarray(x) for x in inputs))))
+
+
+def _groups(sig: Signature) -> list[list[int]]:
+    return [list(g) for g in sig.attributes.get("replica_groups", [])]
+
+
+def _collective_case(op, x, result, attrs, grid, region=None) -> Case:
+    sig = Signature.make(op, [TensorType(x.shape[1:], element_type(x.dtype))], [result],
+                         attrs, num_replicas=grid[0], num_partitions=grid[1],
+                         regions=(region,) if region else ())
+    return Case(sig, (x,))
+
+
+class AllReduceIgnoresReplicaGroups(Mutant):
+    """all_reduce reducing over every process of the domain whatever replica_groups say
+    (the groups dropped on the way to the runtime, whose default is one group of all)."""
+
+    ops, family, batched = ("all_reduce",), "collectives", False
+
+    def applies(self, sig):
+        return len(_groups(sig)) > 1
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        everyone = sorted(i for g in _groups(sig) for i in g)
+        return _evaluate_on_grid(_with_attributes(sig, replica_groups=[everyone]), inputs)
+
+    @classmethod
+    def witness(cls):
+        x = fp([1, 2, 3, 4], "si32")
+        return _collective_case("all_reduce", x, "tensor<si32>",
+                                {"replica_groups": [[0, 1], [2, 3]], "channel_id": 0,
+                                 "use_global_device_ids": False}, (4, 1),
+                                "(si32, si32) -> add(arg0, arg1)")
+
+
+class AllGatherReversedGroupOrder(Mutant):
+    """all_gather concatenating the group's operands in reverse group order (a ring
+    all-gather whose ring runs the other way round)."""
+
+    ops, family, batched = ("all_gather",), "collectives", False
+
+    def applies(self, sig):
+        return any(len(g) > 1 for g in _groups(sig))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        rev = [list(reversed(g)) for g in _groups(sig)]
+        return _evaluate_on_grid(_with_attributes(sig, replica_groups=rev), inputs)
+
+    @classmethod
+    def witness(cls):
+        x = fp([[1], [2]], "si32")
+        return _collective_case("all_gather", x, "tensor<2xsi32>",
+                                {"all_gather_dim": 0, "replica_groups": [[0, 1]],
+                                 "channel_id": 0, "use_global_device_ids": False}, (2, 1))
+
+
+class ReduceScatterShardsByAscendingId(Mutant):
+    """reduce_scatter handing out the shards by the processes' ascending ids instead of
+    their order in the group: in a group [1, 0], process 1 gets shard 1, not shard 0."""
+
+    ops, family, batched = ("reduce_scatter",), "collectives", False
+
+    def applies(self, sig):
+        return any(g != sorted(g) for g in _groups(sig))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        ordered = [sorted(g) for g in _groups(sig)]
+        return _evaluate_on_grid(_with_attributes(sig, replica_groups=ordered), inputs)
+
+    @classmethod
+    def witness(cls):
+        x = fp([[1, 2], [10, 20]], "si32")
+        return _collective_case("reduce_scatter", x, "tensor<1xsi32>",
+                                {"scatter_dimension": 0, "replica_groups": [[1, 0]],
+                                 "channel_id": 0, "use_global_device_ids": False}, (2, 1),
+                                "(si32, si32) -> add(arg0, arg1)")
+
+
+class CollectivePermuteSourceTargetSwapped(Mutant):
+    """collective_permute reading each source_target_pair as [target, source]: data
+    flows backwards along every pair (a send/recv pair wired the wrong way)."""
+
+    ops, family, batched = ("collective_permute",), "collectives", False
+
+    def applies(self, sig):
+        pairs = {tuple(p) for p in sig.attributes["source_target_pairs"]}
+        return pairs != {(t, s) for s, t in pairs}
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        swapped = [[t, s] for s, t in sig.attributes["source_target_pairs"]]
+        return _evaluate_on_grid(_with_attributes(sig, source_target_pairs=swapped), inputs)
+
+    @classmethod
+    def witness(cls):
+        x = fp([1, 2, 3], "si32")
+        return _collective_case("collective_permute", x, "tensor<si32>",
+                                {"source_target_pairs": [[0, 1], [1, 2]], "channel_id": 0},
+                                (3, 1))
+
+
+class ReplicaIdIsDeviceId(Mutant):
+    """replica_id returning the process's flattened device id (replica_id *
+    num_partitions + partition_id) instead of its replica id: wrong on every grid with
+    several partitions."""
+
+    ops, family, batched = ("replica_id",), "collectives", False
+
+    def applies(self, sig):
+        return sig.num_partitions > 1
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        return [np.arange(r.shape[0], dtype=r.dtype).reshape(r.shape)]
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("replica_id", [], ["tensor<ui32>"], num_replicas=2,
+                             num_partitions=2)
+        return Case(sig, ())
+
+
+# ======================================================================================
+# control flow (if, case, while): regions are region programs
+# ======================================================================================
+
+def _region(arguments, operations, results, block: int) -> str:
+    from conformance.core import region_program
+    from conformance.core.program import Operation
+    ops = [Operation(Signature.make(op, ins, outs, attrs), tuple(operands), name)
+           for name, op, operands, ins, outs, attrs in operations]
+    return region_program.make(arguments, ops, results, block=block)
+
+
+def _counting_loop(start: int, bound: int) -> Case:
+    """while (counter < bound) counter += 1, from ``start``."""
+    t = "tensor<si32>"
+    args = [("arg0", t), ("arg1", t)]
+    cond = _region(args, [("v0", "compare", ["arg0", "arg1"], [t, t], ["tensor<i1>"],
+                           {"comparison_direction": "LT", "compare_type": "SIGNED"})],
+                   ["v0"], 2)
+    body = _region(args, [("v0", "constant", [], [], [t], {"value": "dense<1> : tensor<i32>"}),
+                          ("v1", "add", ["arg0", "v0"], [t, t], [t], {})], ["v1", "arg1"], 2)
+    sig = Signature.make("while", [t, t], [t, t], regions=(cond, body))
+    return Case(sig, (fp(start, "si32"), fp(bound, "si32")))
+
+
+def _pick(op: str, first: list, t="tensor<si32>", n: int = 2) -> Case:
+    """``op`` (if or case) choosing among ``n`` branches; branch k returns captured k."""
+    args = [(f"arg{k}", t) for k in range(n)]
+    branches = tuple(_region(args, [], [f"arg{k}"], 0) for k in range(n))
+    sel = "tensor<i1>" if op == "if" else "tensor<si32>"
+    sig = Signature.make(op, [sel] + [t] * n, [t], regions=branches)
+    return Case(sig, tuple(first) + tuple(fp(10 * (k + 1), "si32") for k in range(n)))
+
+
+class IfBranchesSwapped(Mutant):
+    """if lowered to an N-way conditional with the predicate converted to the branch
+    index (true -> 1), so that pred = true runs false_branch and pred = false
+    true_branch."""
+
+    ops, family = ("if",), "control flow"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return list(oracle([np.logical_not(inputs[0])] + list(inputs[1:])))
+
+    @classmethod
+    def witness(cls):
+        return _pick("if", [np.array(True)])
+
+
+class CaseNegativeIndexFirstBranch(Mutant):
+    """case clamping its index into [0, N-1] (as jax's lax.switch does): a negative index
+    runs branch 0, where the spec runs the last branch (003 "### case")."""
+
+    ops, family = ("case",), "control flow"
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return list(oracle([np.maximum(inputs[0], 0)] + list(inputs[1:])))
+
+    @classmethod
+    def witness(cls):
+        return _pick("case", [fp(-1, "si32")], n=3)
+
+
+def _run_body_once(sig: Signature, state) -> list[np.ndarray]:
+    """One run of a while's body on one case's loop state."""
+    from conformance.oracles import control_flow
+    values, _ = control_flow.run_body(sig.regions[1], [np.asarray(x)[None] for x in state])
+    return [np.broadcast_to(np.asarray(v), (1,) + np.shape(x))[0].astype(np.asarray(x).dtype)
+            for v, x in zip(values, state)]
+
+
+class WhileCondAfterBody(Mutant):
+    """while lowered as a do-while (the loop rotated without its guard): the body runs
+    once before cond is first evaluated, so a loop that should run 0 trips runs 1."""
+
+    ops, family, batched = ("while",), "control flow", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return list(oracle(_run_body_once(sig, inputs)))
+
+    @classmethod
+    def witness(cls):
+        return _counting_loop(5, 3)
+
+
+class WhileOneTripTooMany(Mutant):
+    """while that runs its body once more after cond turns false (an off-by-one in the
+    loop test: the exit checked after the increment)."""
+
+    ops, family, batched = ("while",), "control flow", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _run_body_once(sig, outputs)
+
+    @classmethod
+    def witness(cls):
+        return _counting_loop(0, 2)
+
+
+# ======================================================================================
+# call, composite
+# ======================================================================================
+
+class CallBindsArgumentsByType(Mutant):
+    """call whose inliner binds each callee argument to the first operand of the same
+    type (a lookup by type, not by position): a callee reading its second si32 argument
+    gets the first."""
+
+    ops, family = ("call",), "call and composite"
+
+    @staticmethod
+    def _binding(sig) -> list[int]:
+        types = list(sig.input_types)
+        return [types.index(t) for t in types]
+
+    def applies(self, sig):
+        return self._binding(sig) != list(range(len(sig.input_types)))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return list(oracle([inputs[j] for j in self._binding(sig)]))
+
+    @classmethod
+    def witness(cls):
+        t = "tensor<si32>"
+        callee = _region([("arg0", t), ("arg1", t)], [], ["arg1"], 2)
+        sig = Signature.make("call", [t, t], [t], regions=(callee,))
+        return Case(sig, (fp(1, "si32"), fp(2, "si32")))
+
+
+class CompositeConstantsElided(Mutant):
+    """composite whose decomposition went through MLIR text printed with large elements
+    attributes elided (``dense_resource<__elided__>``): its constants come back as
+    zeros."""
+
+    ops, family, batched = ("composite",), "call and composite", False
+
+    @staticmethod
+    def _elided(text: str) -> str:
+        from conformance.core import region_program
+        from conformance.core.dense import dense_text
+        body = region_program.parse(text)
+        ops = []
+        for o in body.program.operations:
+            if o.op == "constant":
+                (t,) = o.signature.result_types
+                zero = dense_text(np.zeros(t.shape, t.element_type.dtype))
+                o = dataclasses.replace(o, signature=_with_attributes(o.signature, value=zero))
+            ops.append(o)
+        program = dataclasses.replace(body.program, operations=tuple(ops))
+        return region_program.text(region_program.Body(program, body.block))
+
+    def applies(self, sig):
+        return bool(sig.regions) and '"op":"constant"' in sig.regions[0]
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _evaluate(sig, inputs, regions=(self._elided(sig.regions[0]),))
+
+    @classmethod
+    def witness(cls):
+        t = "tensor<2xsi32>"
+        decomposition = _region(
+            [("arg0", t)], [("v0", "constant", [], [], [t], {"value": "dense<[1, 2]> : "
+                                                             "tensor<2xi32>"}),
+                            ("v1", "add", ["arg0", "v0"], [t, t], [t], {})], ["v1"], 1)
+        sig = Signature.make("composite", [t], [t],
+                             {"name": "my_namespace.my_op", "composite_attributes": "{}",
+                              "version": 0}, regions=(decomposition,))
+        return Case(sig, (fp([5, 6], "si32"),))
+
+
+# ======================================================================================
+# XLA's forms: binary ops with broadcast_dimensions, set_dimension_size, rng_bernoulli
+# ======================================================================================
+
+def _trailing_dimensions(sig: Signature) -> list[int] | None:
+    """Where the lower-rank operand aligned with the trailing dimensions (numpy's
+    implicit broadcasting) gives the result's shape but another mapping than
+    broadcast_dimensions: those dimensions; else None."""
+    lhs, rhs = (t.shape for t in sig.input_types[:2])
+    if len(lhs) == len(rhs):
+        return None
+    low, high = (lhs, rhs) if len(lhs) < len(rhs) else (rhs, lhs)
+    trailing = list(range(len(high) - len(low), len(high)))
+    if trailing == list(sig.attributes["broadcast_dimensions"]):
+        return None
+    try:
+        shape = np.broadcast_shapes(tuple(low), tuple(high))
+    except ValueError:
+        return None
+    return trailing if tuple(shape) == tuple(sig.result_types[0].shape) else None
+
+
+class BroadcastDimensionsIgnored(Mutant):
+    """XLA's binary ops and compare with broadcast_dimensions lowered with the attribute
+    dropped: the lower-rank operand is aligned with the trailing dimensions (numpy's
+    implicit broadcasting, chlo's default) instead of the dimensions it names."""
+
+    ops = ("binary_with_broadcast_dimensions", "compare_with_broadcast_dimensions")
+    family, batched = "broadcasting", False
+
+    def applies(self, sig):
+        return _trailing_dimensions(sig) is not None
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        dims = _trailing_dimensions(sig)
+        return _evaluate(sig, inputs, attributes={**sig.attributes,
+                                                  "broadcast_dimensions": dims})
+
+    @classmethod
+    def witness(cls):
+        return Case.make("compare_with_broadcast_dimensions",
+                         [fp([1, 5], "si32"), fp([[1, 1], [5, 5]], "si32")],
+                         ["tensor<2x2xi1>"],
+                         {"operation": "compare", "broadcast_dimensions": [0],
+                          "comparison_direction": "EQ", "compare_type": "SIGNED"})
+
+
+class SetDimensionSizePadsDimensionZero(Mutant):
+    """set_dimension_size treating dimension 0 as the dynamic one whatever ``dimension``
+    says (a dynamic padder that assumes the batch dimension): elements past ``size``
+    along dimension 0 are zeroed, valid elements among them."""
+
+    ops, family, batched = ("set_dimension_size",), "dynamic shapes", False
+
+    def applies(self, sig):
+        return sig.attributes["dimension"] != 0
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (r,) = outputs
+        size = int(np.asarray(inputs[1]))
+        r = r.copy()
+        if size >= 0:
+            r[size:] = 0
+        return [r]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("set_dimension_size", [fp([[1, 2], [3, 4]], "si32"), fp(1, "si32")],
+                         ["tensor<2x2xsi32>"], {"dimension": 1})
+
+
+class RngBernoulliComplement(Mutant):
+    """rng_bernoulli drawing 1 where the uniform is at or above the mean (the compare's
+    direction flipped): B(1, 1 - mean) instead of B(1, mean)."""
+
+    ops, family, batched = ("rng_bernoulli",), "random numbers", False
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        mean = float(np.asarray(inputs[0]))
+        (r,) = outputs
+        if not 0.0 <= mean <= 1.0:
+            return [r]
+        return [(1 - r).astype(r.dtype)]
+
+    @classmethod
+    def witness(cls):
+        return Case.make("rng_bernoulli", [fp(0.0, "f32")], ["tensor<4xui32>"])
+
+
+# ======================================================================================
+# dot_general with a result of another kind
+# ======================================================================================
+
+def _dot_case(lhs, rhs, result: str) -> Case:
+    return Case.make("dot_general", [lhs, rhs], [result],
+                     {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
+                      "lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0],
+                      "precision_config": ["DEFAULT", "DEFAULT"]})
+
+
+class DotGeneralUnsignedAsSigned(Mutant):
+    """dot_general of unsigned integers with a float result converting the operands as
+    signed (sign extension instead of zero extension): ui16 40000 counts as -25536."""
+
+    ops, family, batched = ("dot_general",), "conversion", False
+
+    def applies(self, sig):
+        return et_in(sig).name in ("ui8", "ui16", "ui32") and et_out(sig).is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        signed = [np.asarray(x).view(np.dtype(f"i{np.asarray(x).dtype.itemsize}"))
+                  for x in inputs]
+        return _evaluate(sig, signed)
+
+    @classmethod
+    def witness(cls):
+        return _dot_case(fp([[40000, 1]], "ui16"), fp([[1], [1]], "ui16"), "tensor<1x1xf32>")
+
+
+class DotGeneralSumWrappedAtOperandType(Mutant):
+    """dot_general of si8 operands with a float result accumulating in an si8 register
+    (wrapping) and converting the sum at the end: 100 + 100 gives -56."""
+
+    ops, family, batched = ("dot_general",), "integer arithmetic", False
+    equivalent = ("the spec's reduce of the element-wise multiply at the operands' type, "
+                  "then converted, is the allowed alternative at_operand_type (specs/ops/"
+                  "dot_general.yaml integer_result_type)")
+
+    def applies(self, sig):
+        return et_in(sig).is_integer and et_out(sig).is_float
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        (t,) = sig.result_types
+        (wrapped,) = oracles.evaluate(sig.op, inputs, sig.attributes,
+                                      result_types=[TensorType(t.shape, et_in(sig))])
+        return [rt(to_wide(wrapped).astype(np.float64), t.element_type)]
+
+    @classmethod
+    def witness(cls):
+        return _dot_case(fp([[100, 100]], "si8"), fp([[1], [1]], "si8"), "tensor<1x1xf32>")
 
 
 # ======================================================================================

@@ -2,7 +2,9 @@
 benchmark (bench/bench_mutation.py): every mutant loads, says what it models and which
 ops it touches, really differs from the oracle on a hand-picked case (so that a
 survivor of the benchmark is the suite's weakness, not a no-op mutant), leaves every
-other op alone, and two of them are killed at quick depth."""
+other op alone, and two of them are killed at quick depth, as is each mutant of the later
+families (collectives, control flow, call/composite, XLA's forms, rng_bernoulli,
+dot_general's mixed kinds) at one element type."""
 from __future__ import annotations
 
 import sys
@@ -36,7 +38,13 @@ def test_enough_mutants_over_every_family():
     # element-wise arithmetic, transcendental, rounding, conversion, bitwise/shift,
     # comparison, data movement, gather/scatter, sort, tuples
     for op in ("add", "sine", "round_nearest_even", "convert", "shift_left", "compare",
-               "slice", "gather", "scatter", "sort", "tuple"):
+               "slice", "gather", "scatter", "sort", "tuple",
+               # collectives, control flow, call/composite, XLA's forms, rng_bernoulli,
+               # dot_general's mixed-kind results
+               "all_reduce", "all_gather", "reduce_scatter", "collective_permute",
+               "replica_id", "if", "case", "while", "call", "composite",
+               "compare_with_broadcast_dimensions", "set_dimension_size", "rng_bernoulli",
+               "dot_general"):
         assert op in ops, op
     equivalent = [c for c in ALL if c.equivalent]
     assert equivalent and len(equivalent) < len(ALL) // 4
@@ -91,3 +99,44 @@ def test_smoke_benchmark_kills_two_mutants_at_quick_depth(tmp_path):
     assert s["no_expectations"]["score"] == 1.0
     assert s["jax_cpu_expectations"]["score"] == 1.0
     assert s["no_expectations"]["survivors"] == []
+
+
+#: the mutants of the later families, each with an element type at which a quick run of
+#: its ops meets the bug (the benchmark runs every type; one keeps these checks short)
+LATER_FAMILIES = [
+    ("AllReduceIgnoresReplicaGroups", "si8"),
+    ("AllGatherReversedGroupOrder", "si32"),
+    # complex<f64>: the wrong shards' huge values once stopped the run (bound_hist inf)
+    ("ReduceScatterShardsByAscendingId", "complex<f64>"),
+    ("CollectivePermuteSourceTargetSwapped", "si8"),
+    ("ReplicaIdIsDeviceId", None),
+    ("IfBranchesSwapped", "si32"),
+    ("CaseNegativeIndexFirstBranch", "si32"),
+    ("WhileCondAfterBody", "si32"),
+    ("WhileOneTripTooMany", "si32"),
+    ("CallBindsArgumentsByType", "si64"),
+    ("CompositeConstantsElided", "ui8"),
+    ("BroadcastDimensionsIgnored", "si32"),
+    ("SetDimensionSizePadsDimensionZero", "si16"),
+    ("RngBernoulliComplement", "f32"),
+    ("DotGeneralUnsignedAsSigned", "ui16"),
+]
+
+
+@pytest.mark.parametrize("name,types", LATER_FAMILIES, ids=[n for n, _ in LATER_FAMILIES])
+def test_later_family_mutant_is_killed_at_quick_depth(name, types, tmp_path):
+    r = bench_mutation.run_one(name, "quick", 0, str(tmp_path), types)
+    assert r["stats"]["changed_elements"] > 0, "the quick run never met the bug"
+    assert r["exit_code"] == 1 and r["killed"], r["log_tail"] or r
+    assert r["killed_expectations"], r["waived"]
+    assert r["killed_by_generated_cases"], r["divergences"]
+    assert not {d["class"] for d in r["divergences"]} <= {"backend_error", "crash", "timeout"}
+
+
+def test_dot_general_sum_wrapped_at_the_operand_type_is_allowed(tmp_path):
+    # the equivalent mutant: si8 operands with a float result, the sum wrapped at si8
+    # (specs/ops/dot_general.yaml integer_result_type, at_operand_type): met, not flagged
+    r = bench_mutation.run_one("DotGeneralSumWrappedAtOperandType", "quick", 0,
+                               str(tmp_path), "si8")
+    assert r["stats"]["changed_elements"] > 0
+    assert r["exit_code"] == 0 and not r["divergences"], r["divergences"]
