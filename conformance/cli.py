@@ -5,8 +5,9 @@
                     [--jobs N] [--pack N] [--resume | --force] [--no-replay] [--shard K/N]
                     [--cluster ray|auto|ray://HOST:PORT]
     conformance repro CASE_ID [--backend jax] [--save DIR]
-    conformance fuzz (--for 8h | --cases N) [--backend ...] [--ops ...] [--seed N]
-                     [--out DIR] [--fresh]
+    conformance fuzz (--for 8h | --cases N | --draws N) [--backend ...] [--ops ...]
+                     [--seed N] [--out DIR] [--fresh] [--jobs N] [--pack N]
+                     [--cluster ray|auto|ray://HOST:PORT]
     conformance merge OUT RESULTS.jsonl [RESULTS.jsonl ...] [--expectations FILE] [--force]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
@@ -299,6 +300,19 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds an isolated backend may take per compile or batch")
     fz.add_argument("--fresh", action="store_true",
                     help="start the draws again from 0 (the corpus is kept)")
+    fz.add_argument("--draws", type=_Int(1), metavar="N",
+                    help="stop once the campaign's draws 0..N-1 are done (a resume runs "
+                         "those not done)")
+    fz.add_argument("--jobs", type=_Int(1, MAX_JOBS), default=1, metavar="N",
+                    help="run the draws on N worker processes, about 2N in flight (the "
+                         "same draws and corpus as one process)")
+    fz.add_argument("--pack", type=_Int(0, 256), default=None, metavar="N",
+                    help="as for run: compile up to N signatures of a draw as one program "
+                         "where a backend can; the same records (default 16)")
+    _kind(fz.add_argument("--cluster", metavar="WHERE",
+                          help="run the draws as Ray tasks: ray (a local Ray instance, --jobs "
+                               "workers), auto or ray://HOST:PORT (an existing cluster)"),
+          "cluster")
 
     mg = sub.add_parser("merge", help="merge the results of several runs (shards, --ops "
                                       "splits, machines) into one results file and report")
@@ -862,8 +876,8 @@ def cmd_fuzz(args) -> int:
             duration = parse_duration(args.duration)
         except ValueError as e:
             raise UsageError(f"--for: {e}") from None
-    if duration is None and args.cases is None:
-        raise UsageError("--for: give --for DURATION or --cases N (or both)")
+    if duration is None and args.cases is None and args.draws is None:
+        raise UsageError("--for: give --for DURATION, --cases N or --draws N")
     ops = _list_option(args.ops, "--ops")
     families = _list_option(args.family, "--family")
     types = _list_option(args.types, "--types")
@@ -875,13 +889,24 @@ def cmd_fuzz(args) -> int:
                             element_types=types, depth=args.depth, seed=args.seed, out=out,
                             duration=duration, cases=args.cases, max_repros=args.max_repros,
                             tolerances=tolerances, isolate=args.isolate, timeout=args.timeout,
-                            invalid=not args.no_invalid, fresh=args.fresh)
+                            invalid=not args.no_invalid, fresh=args.fresh, draws=args.draws,
+                            **({} if args.pack is None else {"pack": args.pack}))
+    cluster = _cluster(args.cluster) if args.cluster is not None else None
     backends = [get_backend(b) for b in backend_names]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out {args.out}: cannot create the folder: {e.strerror}") from None
-    result = main_loop(config, backends)
+    executor = None
+    try:
+        if cluster is not None or args.jobs > 1:
+            from conformance.executors import ProcessExecutor, executor_for
+            executor = (executor_for(cluster, args.jobs) if cluster is not None
+                        else ProcessExecutor(args.jobs))
+        result = main_loop(config, backends, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
     for line in summary_lines(result, out):
         print(line)
     return EXIT_DIVERGENCES if result["new"] else EXIT_OK

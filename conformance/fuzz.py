@@ -40,8 +40,9 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
+from conformance.packing import DEFAULT_PACK
 from conformance.plan import stable_hash
 from conformance.repro import _slug
 
@@ -206,12 +207,14 @@ class CampaignConfig:
     out: Path = Path("conformance-fuzz")
     duration: float | None = None      # seconds (None: no time limit)
     cases: int | None = None           # value cases (None: no case budget)
+    draws: int | None = None           # stop once draws 0..draws-1 are done (None: no end)
     max_repros: int = 2
     tolerances: dict | None = None
     isolate: bool | None = None
     timeout: float = 60.0
     invalid: bool = True
     fresh: bool = False
+    pack: int = DEFAULT_PACK           # RunConfig.pack: the same records whatever it is
 
     def identity(self) -> dict[str, Any]:
         """What must match for a restart to continue the same draw sequence."""
@@ -230,19 +233,73 @@ def draw_unit(config: CampaignConfig, k: int) -> tuple[str, int, int]:
     return ops[k % len(ops)], r, draw_seed(config.seed, r)
 
 
+def draw_config(config: CampaignConfig, k: int, out: Path):
+    """The runner's RunConfig of draw ``k`` (the same here and on a worker): the seed of
+    its round, the spec examples in round 0 only, no replay, no progress bar."""
+    from conformance.runner import RunConfig
+    _, r, seed = draw_unit(config, k)
+    return RunConfig(backends=tuple(config.backends), ops=[draw_unit(config, k)[0]],
+                     element_types=config.element_types, depth=config.depth, seed=seed,
+                     out=Path(out), max_repros=config.max_repros,
+                     tolerances=config.tolerances, isolate=config.isolate,
+                     timeout=config.timeout, invalid=config.invalid, examples=(r == 0),
+                     progress=False, replay=False, pack=config.pack)
+
+
+class DrawBook:
+    """Which draws are done, as ``campaign.json`` keeps it: ``next_draw``, the lowest
+    draw not done, and ``done_above``, the draws above it that are done (draws on
+    workers finish out of order). A resume runs exactly the draws not done."""
+
+    def __init__(self, next_draw: int = 0, done_above: Sequence[int] = ()) -> None:
+        self.next_draw = int(next_draw)
+        self.above = {int(k) for k in done_above if int(k) > self.next_draw}
+        self._advance()
+
+    def _advance(self) -> None:
+        while self.next_draw in self.above:
+            self.above.discard(self.next_draw)
+            self.next_draw += 1
+
+    def is_done(self, k: int) -> bool:
+        return k < self.next_draw or k in self.above
+
+    def mark(self, k: int) -> bool:
+        """Draw ``k`` is done (False: it was already)."""
+        if self.is_done(k):
+            return False
+        self.above.add(k)
+        self._advance()
+        return True
+
+    def todo(self) -> Iterator[int]:
+        """The draws not done, in increasing order, without end (each once)."""
+        k = self.next_draw
+        while True:
+            if not self.is_done(k):
+                yield k
+            k += 1
+
+    def state(self) -> dict[str, Any]:
+        return {"next_draw": self.next_draw, "done_above": sorted(self.above)}
+
+
 class _Sink:
     """The runner's writer during one draw: sends each record's findings to the corpus,
-    and stops the draw (CampaignStopped) once asked to."""
+    and stops the draw (CampaignStopped) once asked to (``stoppable``: a draw running
+    here; the records of a draw that ran on a worker are applied whole)."""
 
-    def __init__(self, campaign: "Campaign", draw: int, seed: int, work: Path) -> None:
+    def __init__(self, campaign: "Campaign", draw: int, seed: int, work: Path,
+                 stoppable: bool = True) -> None:
         self.c, self.draw, self.seed, self.work = campaign, draw, seed, work
+        self.stoppable = stoppable
         self.cases = 0
         self.new: list[str] = []
         self.known: list[str] = []
 
     def write(self, record: dict[str, Any]) -> None:
         c = self.c
-        if c.signal_name is not None:          # after a signal: nothing more is trusted
+        if self.stoppable and c.signal_name is not None:   # after a signal: not trusted
             raise CampaignStopped()
         if record.get("kind") == "signature":
             self.cases += int(record.get("cases") or 0)
@@ -254,8 +311,15 @@ class _Sink:
             entry = c.corpus.add(f, self.work, self.draw, self.seed, record)
             self.new.append(f.key)
             c.report(entry)
-        if c.past_deadline():
+        if self.stoppable and c.past_deadline():
             raise CampaignStopped()
+
+
+#: Times a draw lost with its worker is run again in the same session (then: on resume).
+LOST_RETRIES = 2
+
+#: Seconds the driver waits for a result before it looks at the clock and signals again.
+POLL = 0.25
 
 
 class Campaign:
@@ -276,12 +340,16 @@ class Campaign:
         self.started = time.monotonic()
         self.session_new: list[dict[str, Any]] = []
         self.session_known: set[str] = set()
+        self.session_cases = self.session_draws = 0
+        self.failed: list[int] = []            # draws whose unit raised (logged, done)
+        self.lost: list[int] = []              # draws lost with their worker (not done)
         self.state = self._load_state()
+        self.book = DrawBook(self.state.get("next_draw", 0), self.state.get("done_above", ()))
 
     # -- state -------------------------------------------------------------------------
     def _load_state(self) -> dict[str, Any]:
-        fresh = {"identity": self.config.identity(), "next_draw": 0, "draws": 0,
-                 "cases": 0, "elapsed": 0.0, "sessions": 0}
+        fresh = {"identity": self.config.identity(), "next_draw": 0, "done_above": [],
+                 "draws": 0, "cases": 0, "elapsed": 0.0, "sessions": 0}
         if self.config.fresh or not self.state_path.is_file():
             return fresh
         try:
@@ -297,9 +365,34 @@ class Campaign:
 
     def _save_state(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
+        self.state.update(self.book.state())
         tmp = self.state_path.with_name(self.state_path.name + ".tmp")
         tmp.write_text(json.dumps({**self.state, "corpus": len(self.corpus)}, indent=1))
         os.replace(tmp, self.state_path)
+
+    def _finish_draw(self, k: int, op: str, r: int, seed: int, cases: int,
+                     new: list[str], known: list[str], seconds: float,
+                     failed: str | None = None, wall: float | None = None) -> None:
+        """Draw ``k`` is done: count it, log it, save the state. ``seconds``: the draw's
+        own (on a worker: from its submission to its result); ``wall``: the campaign's
+        elapsed time to add, when draws overlap (default ``seconds``)."""
+        if not self.book.mark(k):
+            return
+        self.session_known.update(known)
+        self.session_cases += cases
+        self.session_draws += 1
+        self.state.update(draws=int(self.state["draws"]) + 1,
+                          cases=int(self.state["cases"]) + cases,
+                          elapsed=float(self.state["elapsed"])
+                          + (seconds if wall is None else wall))
+        line: dict[str, Any] = {"draw": k, "round": r, "seed": seed, "op": op, "cases": cases,
+                                "new": new, "known": known, "seconds": round(seconds, 3)}
+        if failed is not None:
+            line["failed"] = failed
+            self.state["failed"] = int(self.state.get("failed", 0)) + 1
+        with open(self.log_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self._save_state()
 
     # -- stopping ----------------------------------------------------------------------
     def past_deadline(self) -> bool:
@@ -308,6 +401,15 @@ class Campaign:
 
     def _budget_spent(self, cases: int) -> bool:
         return self.config.cases is not None and cases >= self.config.cases
+
+    def _stop_reason(self) -> str | None:
+        if self.signal_name is not None:
+            return self.signal_name
+        if self.past_deadline():
+            return "time"
+        if self._budget_spent(self.session_cases):
+            return "cases"
+        return None
 
     def _on_signal(self, signum, frame) -> None:
         if self.signal_name is not None:       # the second one: stop now
@@ -321,16 +423,17 @@ class Campaign:
                  + (f"  {entry['repro']}" if entry.get("repro") else ""))
 
     # -- the loop ----------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
-        from conformance.runner import Runner, RunConfig, prepare_backends
-        from conformance.specs import load_spec
-
+    def run(self, executor: Any = None) -> dict[str, Any]:
+        """The session: the draws one after another here, or (``executor``: a
+        ProcessExecutor, a RayExecutor or a conformance.fuzz_executor stream) as tasks
+        on its workers, a window of them in flight."""
         self.out.mkdir(parents=True, exist_ok=True)
         work = self.out / ".work"
-        cfg = self.config
         if getattr(self, "resumed", False):
-            self.say(f"resuming the campaign in {self.out} at draw {self.state['next_draw']} "
-                     f"({len(self.corpus)} divergence(s) known)")
+            above = len(self.book.above)
+            self.say(f"resuming the campaign in {self.out} at draw {self.book.next_draw}"
+                     + (f" (and {above} done above it)" if above else "")
+                     + f" ({len(self.corpus)} divergence(s) known)")
         old_handlers = {}
         try:
             for s in (signal.SIGINT, signal.SIGTERM):
@@ -339,88 +442,185 @@ class Campaign:
             old_handlers = {}
         self.state["sessions"] = int(self.state.get("sessions", 0)) + 1
         self._save_state()
+        if work.exists():
+            shutil.rmtree(work)
+        stream = None
+        try:
+            if executor is None:
+                stopped_by = self._run_here(work)
+            else:
+                from conformance.fuzz_executor import stream_for
+                stream = stream_for(executor)
+                stopped_by = self._run_stream(stream, work)
+        finally:
+            if stream is not None and len(stream):
+                stream.cancel()
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
+            self._save_state()
+            if work.exists():
+                shutil.rmtree(work, ignore_errors=True)
+        return {"stopped_by": stopped_by, "draws": self.session_draws,
+                "cases": self.session_cases, "new": self.session_new,
+                "known": sorted(self.session_known - {e["key"] for e in self.session_new}),
+                "corpus": len(self.corpus), "next_draw": self.book.next_draw,
+                "done_above": sorted(self.book.above), "failed": list(self.failed),
+                "lost": sorted(set(self.lost) - {k for k in self.lost
+                                                 if self.book.is_done(k)}),
+                "elapsed": time.monotonic() - self.started,
+                "executor": stream.describe() if stream is not None else None}
+
+    def _run_here(self, work: Path) -> str | None:
+        """The draws one after another in this process (a signal stops the draw under
+        way at its next record; it is not counted done)."""
+        from conformance.runner import Runner, RunConfig, prepare_backends
+        from conformance.specs import load_spec
+        cfg = self.config
         backends = prepare_backends(RunConfig(out=self.out, isolate=cfg.isolate,
                                               timeout=cfg.timeout), self.backends)
-        session_cases = session_draws = 0
-        stopped_by = None
+        todo = self.book.todo()
         try:
             while True:
-                if self.signal_name is not None:
-                    stopped_by = self.signal_name
-                    break
-                if self.past_deadline():
-                    stopped_by = "time"
-                    break
-                if self._budget_spent(session_cases):
-                    stopped_by = "cases"
-                    break
-                k = int(self.state["next_draw"])
+                stopped_by = self._stop_reason()
+                if stopped_by is not None:
+                    return stopped_by
+                k = next(todo)
+                if cfg.draws is not None and k >= cfg.draws:
+                    return "draws"
                 op, r, seed = draw_unit(cfg, k)
                 if work.exists():
                     shutil.rmtree(work)
-                rc = RunConfig(backends=cfg.backends, ops=[op], element_types=cfg.element_types,
-                               depth=cfg.depth, seed=seed, out=work, max_repros=cfg.max_repros,
-                               tolerances=cfg.tolerances, isolate=cfg.isolate,
-                               timeout=cfg.timeout, invalid=cfg.invalid,
-                               examples=(r == 0), progress=False, replay=False)
                 sink = _Sink(self, k, seed, work)
-                runner = Runner(rc, backends, sink)       # type: ignore[arg-type]
+                runner = Runner(draw_config(cfg, k, work), backends, sink)  # type: ignore
                 t0 = time.monotonic()
                 try:
                     runner.run_unit(load_spec(op))
                 except CampaignStopped:
-                    session_cases += sink.cases
+                    self.session_cases += sink.cases
                     self.state["cases"] = int(self.state["cases"]) + sink.cases
                     self.session_known.update(sink.known)
-                    stopped_by = self.signal_name or "time"
-                    break
-                self.session_known.update(sink.known)
-                session_cases += sink.cases
-                session_draws += 1
-                self.state.update(next_draw=k + 1, draws=int(self.state["draws"]) + 1,
-                                  cases=int(self.state["cases"]) + sink.cases,
-                                  elapsed=float(self.state["elapsed"])
-                                  + time.monotonic() - t0)
-                with open(self.log_path, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"draw": k, "round": r, "seed": seed, "op": op,
-                                         "cases": sink.cases, "new": sink.new,
-                                         "known": sink.known,
-                                         "seconds": round(time.monotonic() - t0, 3)},
-                                        separators=(",", ":")) + "\n")
-                self._save_state()
+                    return self.signal_name or "time"
+                self._finish_draw(k, op, r, seed, sink.cases, sink.new, sink.known,
+                                  time.monotonic() - t0)
         finally:
-            for s, h in old_handlers.items():
-                signal.signal(s, h)
-            self._save_state()
             for b in backends:
                 close = getattr(b, "close", None)
                 if close:
                     close()
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
-        return {"stopped_by": stopped_by, "draws": session_draws, "cases": session_cases,
-                "new": self.session_new,
-                "known": sorted(self.session_known - {e["key"] for e in self.session_new}),
-                "corpus": len(self.corpus), "next_draw": self.state["next_draw"],
-                "elapsed": time.monotonic() - self.started}
+
+    def _run_stream(self, stream, work: Path) -> str | None:
+        """The draws as tasks on ``stream``'s workers (conformance.fuzz_executor), about
+        two per worker in flight, each applied as it arrives (in any order). Stopping
+        (a signal, the time, the case budget) submits no more and cancels the draws in
+        flight: they are not done, a resume runs them."""
+        from conformance.executors import UnitFailure
+        from conformance.fuzz_executor import Lost
+        cfg = self.config
+        todo = self.book.todo()
+        again: list[int] = []                   # lost draws to run again
+        tries: dict[int, int] = {}
+        inflight: dict[int, tuple[str, int, int, float]] = {}
+        no_more = False
+        while True:
+            stopped_by = self._stop_reason()
+            if stopped_by is not None:
+                return stopped_by
+            while len(inflight) < stream.window and (again or not no_more):
+                if again:
+                    k = again.pop(0)
+                else:
+                    k = next(todo)
+                    if cfg.draws is not None and k >= cfg.draws:
+                        no_more = True
+                        break
+                op, r, seed = draw_unit(cfg, k)
+                stream.submit(k, draw_config(cfg, k, self.out), cfg.backends, op)
+                inflight[k] = (op, r, seed, time.monotonic())
+            if not inflight:
+                return "draws"
+            for k, res in stream.wait(POLL):
+                if self.signal_name is not None:     # arrived after a signal: not applied
+                    break
+                op, r, seed, t0 = inflight.pop(k)
+                seconds = time.monotonic() - t0
+                if isinstance(res, Lost):
+                    tries[k] = tries.get(k, 0) + 1
+                    again_now = tries[k] <= LOST_RETRIES
+                    self.lost.append(k)
+                    self.say(f"LOST   draw {k} ({op}): {res.error}; "
+                             + ("running it again" if again_now
+                                else "not done: a resume runs it again"))
+                    if again_now:
+                        again.append(k)
+                elif isinstance(res, UnitFailure):
+                    self.failed.append(k)
+                    self.say(f"FAILED draw {k} ({op}): {res.error} (a suite error: logged "
+                             f"in log.jsonl, counted done)")
+                    self._finish_draw(k, op, r, seed, 0, [], [], seconds, failed=res.error,
+                                      wall=self._wall())
+                else:
+                    self._apply(k, op, r, seed, res, work, seconds)
+                stopped_by = self._stop_reason()
+                if stopped_by is not None:
+                    return stopped_by
+
+    def _wall(self) -> float:
+        """Seconds since the last streamed draw was done (or the session started)."""
+        now = time.monotonic()
+        last, self._last_done = getattr(self, "_last_done", self.started), now
+        return now - last
+
+    def _apply(self, k: int, op: str, r: int, seed: int, res, work: Path,
+               seconds: float) -> None:
+        """A draw that ran on a worker: its reproducer files into a folder of its own,
+        its records' findings into the corpus, then the draw is done."""
+        folder = work / f"draw-{k}"
+        try:
+            for rel, data in res.files.items():
+                dest = folder / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+            sink = _Sink(self, k, seed, folder, stoppable=False)
+            for record in res.records:
+                sink.write(record)
+            self._finish_draw(k, op, r, seed, sink.cases, sink.new, sink.known, seconds,
+                              wall=self._wall())
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def summary_lines(result: dict[str, Any], out: Path) -> list[str]:
     why = {"time": "the time is up", "cases": "the case budget is spent",
+           "draws": "the draws asked for are done",
            None: "done"}.get(result["stopped_by"], f"stopped by {result['stopped_by']}")
-    return [f"campaign {out}: {result['draws']} draw(s), {result['cases']} cases in "
-            f"{result['elapsed']:.1f} s ({why}); next draw {result['next_draw']}",
-            f"divergences: {len(result['new'])} new, {len(result['known'])} known met again; "
-            f"corpus: {result['corpus']} distinct ({out / 'corpus' / 'index.jsonl'})"]
+    above = result.get("done_above") or []
+    ex = result.get("executor")
+    where = ""
+    if ex:
+        where = f" on {ex.get('workers', '?')} {ex['executor']} worker(s)"
+    lines = [f"campaign {out}: {result['draws']} draw(s), {result['cases']} cases in "
+             f"{result['elapsed']:.1f} s{where} ({why}); next draw {result['next_draw']}"
+             + (f" (and {len(above)} done above it)" if above else ""),
+             f"divergences: {len(result['new'])} new, {len(result['known'])} known met again; "
+             f"corpus: {result['corpus']} distinct ({out / 'corpus' / 'index.jsonl'})"]
+    if result.get("failed"):
+        lines.append(f"{len(result['failed'])} draw(s) failed with a suite error (counted "
+                     f"done; see \"failed\" in {out / 'log.jsonl'}): "
+                     + ", ".join(map(str, result["failed"][:10])))
+    if result.get("lost"):
+        lines.append(f"{len(result['lost'])} draw(s) lost with their worker, not done (a "
+                     f"resume runs them): " + ", ".join(map(str, result["lost"][:10])))
+    return lines
 
 
-def main_loop(config: CampaignConfig, backends, say=None) -> dict[str, Any]:
-    """Run a campaign; returns its summary (see :meth:`Campaign.run`)."""
+def main_loop(config: CampaignConfig, backends, say=None, executor=None) -> dict[str, Any]:
+    """Run a campaign (here, or on ``executor``'s workers); returns its summary (see
+    :meth:`Campaign.run`)."""
     def _say(line: str) -> None:
         print(line, flush=True)
     c = Campaign(config, backends, say or _say)
-    return c.run()
+    return c.run(executor)
 
 
-__all__ = ["Campaign", "CampaignConfig", "Corpus", "Finding", "draw_seed", "draw_unit",
-           "findings_of", "parse_duration", "shape_class", "summary_lines", "main_loop"]
+__all__ = ["Campaign", "CampaignConfig", "Corpus", "DrawBook", "Finding", "draw_config",
+           "draw_seed", "draw_unit", "findings_of", "parse_duration", "shape_class", "summary_lines", "main_loop"]
