@@ -2366,6 +2366,29 @@ class ReduceScatterShardsByAscendingId(Mutant):
                                 "(si32, si32) -> add(arg0, arg1)")
 
 
+class AllToAllGroupsInAscendingOrder(Mutant):
+    """all_to_all exchanging within each group as if its ids were listed in ascending
+    order (a communicator built from the sorted ranks): in a group [1, 0], process 1
+    receives part 1 of each operand, not part 0, and the parts arrive in another order."""
+
+    ops, family, batched = ("all_to_all",), "collectives", False
+
+    def applies(self, sig):
+        return any(g != sorted(g) for g in _groups(sig))
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        ordered = [sorted(g) for g in _groups(sig)]
+        return _evaluate_on_grid(_with_attributes(sig, replica_groups=ordered), inputs)
+
+    @classmethod
+    def witness(cls):
+        x = fp([[1, 2], [3, 4]], "si32")
+        return _collective_case("all_to_all", x, "tensor<2xsi32>",
+                                {"split_dimension": 0, "concat_dimension": 0,
+                                 "split_count": 2, "replica_groups": [[1, 0]],
+                                 "channel_id": 0}, (2, 1))
+
+
 class CollectivePermuteSourceTargetSwapped(Mutant):
     """collective_permute reading each source_target_pair as [target, source]: data
     flows backwards along every pair (a send/recv pair wired the wrong way)."""

@@ -41,7 +41,7 @@ def test_enough_mutants_over_every_family():
                "slice", "gather", "scatter", "sort", "tuple",
                # collectives, control flow, call/composite, XLA's forms, rng_bernoulli,
                # dot_general's mixed-kind results
-               "all_reduce", "all_gather", "reduce_scatter", "collective_permute",
+               "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
                "replica_id", "if", "case", "while", "call", "composite",
                "compare_with_broadcast_dimensions", "set_dimension_size", "rng_bernoulli",
                "dot_general"):
@@ -108,6 +108,7 @@ LATER_FAMILIES = [
     ("AllGatherReversedGroupOrder", "si32"),
     # complex<f64>: the wrong shards' huge values once stopped the run (bound_hist inf)
     ("ReduceScatterShardsByAscendingId", "complex<f64>"),
+    ("AllToAllGroupsInAscendingOrder", "ui32"),
     ("CollectivePermuteSourceTargetSwapped", "si8"),
     ("ReplicaIdIsDeviceId", None),
     ("IfBranchesSwapped", "si32"),
