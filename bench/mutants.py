@@ -2649,6 +2649,54 @@ class BroadcastDimensionsIgnored(Mutant):
                           "comparison_direction": "EQ", "compare_type": "SIGNED"})
 
 
+def _reversed_dimensions(sig: Signature) -> list[int] | None:
+    """broadcast_dimensions reversed, where that gives the result's shape too and
+    another mapping; else None."""
+    lhs, rhs = (t.shape for t in sig.input_types[:2])
+    dims = list(sig.attributes["broadcast_dimensions"])
+    if len(lhs) == len(rhs) or dims == dims[::-1]:
+        return None
+    low, high = (lhs, rhs) if len(lhs) < len(rhs) else (rhs, lhs)
+    expanded = [1] * len(high)
+    for j, d in enumerate(dims[::-1]):
+        expanded[d] = low[j]
+    try:
+        shape = np.broadcast_shapes(tuple(expanded), tuple(high))
+    except ValueError:
+        return None
+    return dims[::-1] if tuple(shape) == tuple(sig.result_types[0].shape) else None
+
+
+class BroadcastDimensionsReversed(Mutant):
+    """XLA's binary ops and compare with broadcast_dimensions read in reverse (the list
+    taken for a minor-to-major layout order): the lower-rank operand's first dimension
+    goes where its last should."""
+
+    ops = ("binary_with_broadcast_dimensions", "compare_with_broadcast_dimensions")
+    family, batched = "broadcasting", False
+
+    def applies(self, sig):
+        return _reversed_dimensions(sig) is not None
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        # low dimension j onto high dimension dims[n-1-j]: the lower-rank operand
+        # transposed end for end, then broadcast onto dims as they are (increasing)
+        lhs, rhs = (np.asarray(x) for x in inputs)
+        if lhs.ndim < rhs.ndim:
+            lhs = np.ascontiguousarray(lhs.transpose())
+        else:
+            rhs = np.ascontiguousarray(rhs.transpose())
+        return _evaluate(sig, [lhs, rhs])
+
+    @classmethod
+    def witness(cls):
+        return Case.make("compare_with_broadcast_dimensions",
+                         [fp([[1, 2], [3, 4]], "si32"), fp([[[1, 2], [3, 4]]] * 2, "si32")],
+                         ["tensor<2x2x2xi1>"],
+                         {"operation": "compare", "broadcast_dimensions": [1, 2],
+                          "comparison_direction": "EQ", "compare_type": "SIGNED"})
+
+
 class SetDimensionSizePadsDimensionZero(Mutant):
     """set_dimension_size treating dimension 0 as the dynamic one whatever ``dimension``
     says (a dynamic padder that assumes the batch dimension): elements past ``size``

@@ -118,6 +118,7 @@ LATER_FAMILIES = [
     ("CallBindsArgumentsByType", "si64"),
     ("CompositeConstantsElided", "ui8"),
     ("BroadcastDimensionsIgnored", "si32"),
+    ("BroadcastDimensionsReversed", "si16"),
     ("SetDimensionSizePadsDimensionZero", "si16"),
     ("RngBernoulliComplement", "f32"),
     ("DotGeneralUnsignedAsSigned", "ui16"),
