@@ -176,12 +176,22 @@ def ftz_flushes(leaves: np.ndarray, tiny: float) -> np.ndarray:
 def ftz_room(leaves: np.ndarray, et) -> np.ndarray:
     """Per result element of a float or complex sum: how far FTZ can move it beyond the
     bound, on its own leaves only: ``tiny`` times :func:`ftz_flushes` (complex: per part,
-    combined as a modulus, as the bound is). 0 where no leaf is finer than ``tiny``."""
+    combined as a modulus, as the bound is). 0 where no leaf is finer than ``tiny``.
+    Where the nonzero leaves share one sign, no more than the sum of the subnormal ones:
+    a flushed partial sum then holds only subnormal leaves, and an addition whose result
+    is subnormal is exact, so it loses exactly their sum."""
     et = element_type(et)
     tiny = float(ml_dtypes.finfo(et.component.dtype).smallest_normal)
     total = np.zeros(np.shape(leaves)[:-1])
     for part in _parts(np.asarray(leaves)):
-        total = total + (ftz_flushes(part, tiny) * tiny) ** 2
+        room = ftz_flushes(part, tiny) * tiny
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(part)
+            a = np.where(finite, np.abs(part), 0.0)
+            sub = np.where((a > 0) & (a < tiny), a, 0.0).sum(axis=-1)
+            one_sign = ~(finite & (part > 0)).any(axis=-1) | ~(finite & (part < 0)).any(axis=-1)
+        room = np.where(one_sign, np.minimum(room, sub), room)
+        total = total + room ** 2
     return np.sqrt(total)
 
 
