@@ -452,3 +452,51 @@ def test_no_tree_flushes_more_than_the_allowance(seed):
             assert abs(v - exact) <= gamma * np.abs(leaves).sum() + room + 1e-12, \
                 (leaves, v, f)
     assert reached > 0
+
+
+# ---------------------------------------------------------------------------
+# select_and_scatter's scatter is judged by the same bound and allowance
+# ---------------------------------------------------------------------------
+
+class SelectAndScatter(Backend):
+    """select_and_scatter as the oracle, ``daz``: on inputs with their subnormals read as
+    zero (the selection included) and the result flushed; ``bump``: one ulp off."""
+
+    isolate = False
+
+    def __init__(self, daz=False, bump=False, name="sas"):
+        self.daz, self.bump, self.name = daz, bump, name
+        super().__init__()
+
+    def compile(self, sig):
+        def run(inputs):
+            xs = [flush_subnormals(np.asarray(x)) if self.daz else np.asarray(x)
+                  for x in inputs]
+            (out,) = oracles.evaluate(sig.op, xs, sig.attributes,
+                                      result_types=sig.result_types, regions=sig.regions)
+            out = flush_subnormals(out) if self.daz else out
+            return [one_ulp_up(out) if self.bump else out]
+        return run
+
+
+def test_select_and_scatter_one_ulp_off_is_value_and_daz_is_subnormal_flush():
+    from test_select_and_scatter import F32_GE_ADD
+    operand_t, source_t, _ = F32_GE_ADD.input_types
+    rng = np.random.default_rng(2)
+    operand = rng.standard_normal((4,) + tuple(operand_t.shape)).astype(np.float32)
+    source = np.ldexp(rng.integers(-15, 16, (4,) + tuple(source_t.shape)).astype(np.float64),
+                      -118).astype(np.float32)
+    init = np.full((4,), -0.0, np.float32)
+    expected = np.asarray(oracles.evaluate_batch(F32_GE_ADD, [operand, source, init],
+                                                 load_spec("select_and_scatter"))[0])
+    cls = _judge(SelectAndScatter(bump=True), F32_GE_ADD, [operand, source, init])
+    counts = _count(cls)
+    assert "subnormal_flush" not in counts and counts.get("value", 0) > 0, counts
+    assert (cls[np.abs(expected) >= _tiny("f32")] == VALUE).all(), counts
+    # subnormal sources beside normal ones near 2^-118 (and subnormal operand elements,
+    # which read as zero change the selection): the DAZ backend is never value
+    heavy = source.copy()
+    heavy[..., ::2] = rng.integers(1, 64, heavy[..., ::2].shape) * np.float32(2.0 ** -134)
+    operand[:, ::3] = np.float32(2.0 ** -140)
+    counts = _count(_judge(SelectAndScatter(daz=True), F32_GE_ADD, [operand, heavy, init]))
+    assert set(counts) <= {"pass", "subnormal_flush"} and counts.get("subnormal_flush"), counts
