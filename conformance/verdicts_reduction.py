@@ -28,6 +28,13 @@ included once.
   multiply's own ``rel_eps: 4``), as long as no partial product leaves the normal range
   (the spec's rules mask those elements); 0 where the product of the leaves' odd parts
   stays below ``2^p``.
+
+Beyond the bound, a float sum may be ``subnormal_flush`` only on its own leaves'
+evidence (:func:`reduction_flush`): FTZ room from how many of its partial sums can be
+subnormal in any tree (:func:`ftz_flushes`: none unless a leaf is finer than the
+smallest normal), DAZ only where its own leaves hold a subnormal and the backend lies
+within the bound of the oracle on the flushed inputs. all_reduce, reduce_scatter and
+select_and_scatter get both through their ``LEAVES``.
 """
 from __future__ import annotations
 
