@@ -263,9 +263,36 @@ def test_flushing_beyond_the_bound_is_subnormal_flush(sig, order, mode):
     inputs = _subnormal_heavy(sig)
     counts = _count(_judge(Flushing(order=order, **MODES[mode]), sig, inputs))
     assert set(counts) <= {"pass", "subnormal_flush"}, counts
-    if MODES[mode]["daz"]:
-        # the subnormal leaves read as zero move the sums far beyond the bound
+    if MODES[mode]["daz"] or sig.input_types[0].element_type.name == "f32":
+        # the subnormal leaves read as zero (or, FTZ alone, a subnormal leaf added to
+        # the zero init) move the sums far beyond the bound
         assert counts.get("subnormal_flush", 0) > 0, counts
+
+
+@pytest.mark.parametrize("order", ["left", "pairwise"])
+def test_ftz_alone_on_normal_leaves_cancelling_below_tiny_is_subnormal_flush(order):
+    """No subnormal input (DAZ changes nothing, the comparator's DAZ test has nothing to
+    go on) and normal results: only the FTZ room, from the element's own leaves finer
+    than tiny whose partial sums cancel below it, explains the difference."""
+    tiny = TINY32
+    rng = np.random.default_rng(4)
+    x = np.tile(np.array([1.5, -1.25, 1.75, -1.5], np.float64) * tiny, (8, 4, 4))
+    x = x * rng.choice([-1, 1], (8, 4, 1))
+    x = x.astype(np.float32)
+    init = np.full((8,), -0.0, np.float32)
+    assert not is_subnormal(x).any()
+    backend = Flushing(daz=False, ftz=True, order=order)
+    e = np.asarray(oracles.evaluate_batch(F32_SUM, [x, init], load_spec("reduce"))[0])
+    a = backend.batch_executable(F32_SUM)([x, init])[0]
+    moved = np.asarray(a) != e
+    assert moved.any() and (np.abs(e[moved]) >= tiny).all()
+    cls = _judge(backend, F32_SUM, [x, init])
+    assert (cls[moved] == SUBNORMAL_FLUSH).all(), _count(cls)
+    # ... and a value beyond what those flushes can lose (8 flushes below tiny: the sums
+    # are 2 tiny) is not
+    cls = _judge(TreeBackend("left", wrong=lambda out, leaves: [out[0] * 8], name="x8"),
+                 F32_SUM, [x, init])
+    assert "subnormal_flush" not in _count(cls), _count(cls)
 
 
 def _dropped(sig):
