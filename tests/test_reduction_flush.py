@@ -32,10 +32,9 @@ from conformance.specs.validity import violations
 from conformance.verdicts_reduction import ftz_flushes, ftz_room
 
 from planted import one_ulp_up
-from planted_collectives import GridOracle
 from test_collectives import SUM_BF16, _sig
 from test_reduction import (BF16_SUM, F8_SUM, F32_SUM, W_BF16_SUM, W_F32_SUM, TreeBackend,
-                            classes, reduce_sig, window_sig)
+                            classes)
 
 
 def _tiny(et) -> float:
@@ -305,9 +304,9 @@ def _dropped(sig):
 @pytest.mark.parametrize("sig", [F32_SUM, BF16_SUM], ids=["f32", "bf16"])
 def test_bugs_beside_flushed_subnormals_are_not_flushes(sig):
     """Beside subnormal leaves, a sum of zero, a sign error, or (f32, whose bound is
-    tight) a dropped normal leaf is ``bound`` (beyond a bound above 0), not a flush. (On bf16 dropping a normal
-    leaf of 4 to 8 tiny lies within the bound of the DAZ value: no evidence tells it
-    apart from reading the subnormals as zero.)"""
+    tight) a dropped normal leaf is ``bound`` (beyond a bound above 0), not a flush.
+    (On bf16 dropping a normal leaf of 4 to 8 tiny lies within the bound of the DAZ
+    value: no evidence tells it apart from reading the subnormals as zero.)"""
     inputs = _subnormal_heavy(sig)
     expected = np.asarray(oracles.evaluate_batch(sig, inputs, load_spec("reduce"))[0],
                           np.float64)
