@@ -412,6 +412,8 @@ class Campaign:
         return None
 
     def _on_signal(self, signum, frame) -> None:
+        if getattr(self, "_closing", False):    # stopping already: let it finish
+            return
         if self.signal_name is not None:       # the second one: stop now
             raise KeyboardInterrupt
         self.signal_name = signal.Signals(signum).name
@@ -453,6 +455,7 @@ class Campaign:
                 stream = stream_for(executor)
                 stopped_by = self._run_stream(stream, work)
         finally:
+            self._closing = True                # (a few seconds at most: not interrupted)
             if stream is not None and len(stream):
                 stream.cancel()
             for s, h in old_handlers.items():
