@@ -16,8 +16,9 @@ What a campaign keeps (in its folder, ``--out``):
   ``corpus/<backend>/<op>/<type>-<class>-<shape>/`` (``case.json``, ``repro.py``). It
   is read back on every start: a divergence found by an earlier campaign in the folder
   (any seed, any options) is *known*, not new.
-- ``campaign.json``: the campaign's options and where it stands (the next draw, the
-  draws, cases and time so far), replaced atomically after every draw.
+- ``campaign.json``: the campaign's options and where it stands (``next_draw``, the
+  lowest draw not done, ``done_above``, the draws done above it; the draws, cases and
+  time so far), replaced atomically after every draw.
 - ``log.jsonl``: one line per finished draw (seed, op, cases, the keys it met: new and
   known); a few hundred bytes per draw, never one per case.
 
@@ -29,6 +30,12 @@ terminal's SIGINT dies: that is not the backend's crash). A second signal stops 
 once (the corpus and state are consistent after every line anyway). Running the same
 command again resumes at the next draw; ``--fresh`` starts the draws again from 0 and
 keeps the corpus.
+
+On workers (``--jobs N``, ``--cluster``; conformance.fuzz_executor) about two draws per
+worker are in flight and each is applied whole as it arrives, in any order (hence
+``done_above``); a stop cancels the draws in flight, which are not done and run again
+on resume. A draw whose unit raised is logged as ``failed`` and counted done; one lost
+with its worker runs again (twice in a session, then on resume). See docs/scale.md.
 """
 from __future__ import annotations
 
