@@ -36,3 +36,53 @@ def test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations(tmp_pa
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()
                                 if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
+
+
+# ---------------------------------------------------------------------------------------
+# xla-cpu: the shipped file of the `xla` backend (StableHLO text straight to XLA's PJRT CPU
+# client). Its full quick run takes about 3 minutes, so CI gates a quick run of a few ops
+# that have entries: element-wise (add: FTZ; compare and maximum: complex LE/GE that ignore
+# the imaginary part) and a contraction and a reduction (dot_general: FTZ and invalid
+# programs it runs; reduce: the mixed-precision variadic reduce the HLO verifier refuses).
+# The whole file is checked by hand (README "Gating CI on known divergences"):
+#     conformance run --backend xla --depth quick --expectations xla-cpu --out /tmp/q --jobs 1
+#     conformance run --backend xla --expectations xla-cpu --out /tmp/d --jobs 2
+#     conformance expectations check /tmp/q/results.jsonl xla-cpu --strict   (same for /tmp/d)
+# ---------------------------------------------------------------------------------------
+
+XLA_GATE_OPS = "add,compare,maximum,dot_general,reduce"
+
+
+def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
+    from conformance.expectations import load_expectations, shipped_expectations
+    assert "xla-cpu" in shipped_expectations()
+    e = load_expectations("xla-cpu")
+    assert e.backend == "xla" and len(e.entries) > 100
+    assert all(x.backend in (None, "xla") for x in e.entries)
+    assert e.for_backend("xla") == e.entries and e.for_backend("jax") == []
+    bad = [f"{x.op} {x.cls} {x.where}" for x in e.entries
+           if not x.reason.strip() or x.reason.startswith("TODO") or len(x.reason) > 300
+           or "\n" in x.reason]
+    assert not bad, bad
+    assert all(x.is_narrow() for x in e.entries)
+    assert {x.op for x in e.entries if x.programs is not None} == {"add", "log", "reduce",
+                                                                   "select"}
+
+
+def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, capsys):
+    import json
+    out = tmp_path / "xla"
+    code = main(["run", "--backend", "xla", "--ops", XLA_GATE_OPS, "--depth", "quick",
+                 "--expectations", "xla-cpu", "--out", str(out), "--no-progress"])
+    text = capsys.readouterr().out
+    assert code == 0, "\n".join(line for line in text.splitlines()
+                                if line.startswith(("UNEXPECTED", "gate:", "divergences")))
+    gate = json.loads((out / "summary.json").read_text())["gate"]
+    # the run met XLA's own divergences (not a run that diverged nowhere), each listed
+    waived = {(m["op"], m["class"]) for m in gate["expected"]}
+    assert {("add", "subnormal_flush"), ("compare", "value"), ("maximum", "value"),
+            ("dot_general", "accepted_invalid"), ("reduce", "backend_error")} <= waived, waived
+    code = main(["expectations", "check", str(out / "results.jsonl"), "xla-cpu", "--strict"])
+    text = capsys.readouterr().out
+    assert code == 0, "\n".join(line for line in text.splitlines()
+                                if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
