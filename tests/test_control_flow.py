@@ -293,3 +293,33 @@ def test_a_loop_body_of_inexact_ops_is_refused_in_one_line():
         bodies_accuracy(sig, "exact")
     assert "\n" not in str(e.value)
     assert bodies_accuracy(ex.case.signature, "exact").kind == "exact"
+
+
+def test_every_invalid_program_prints_as_another_module_than_the_valid_one():
+    """A value a region captures but no op reads is not in the module (MLIR captures by
+    use): such a change is no invalid program (XLA ran one, reported as accepting an
+    invalid while). Neither the region mutations nor any candidate may be one."""
+    from conformance.core import region_program
+    from conformance.emitter import module_text
+    from conformance.generators.invalid import _same_program, candidates
+    from conformance.specs import load_spec
+    for op in ("if", "case", "while"):
+        spec = load_spec(op)
+        for binding in spec.type_bindings()[:3]:
+            from conformance.generators.signatures import canonical
+            valid = canonical(spec, binding)
+            for rule in [c.id for c in spec.constraints]:
+                for bad in candidates(spec, valid, rule):
+                    assert module_text(bad) != module_text(valid), (op, rule)
+    # the change the mutations no longer make: one more captured value, never read
+    spec = load_spec("while")
+    valid = canonical(spec, spec.type_bindings()[0])
+    body = region_program.parse(valid.regions[1])
+    p = body.program
+    unread = region_program.Body(region_program.Program.make(
+        list(p.arguments) + [("xu", p.result_types[0])], p.operations, p.results), body.block)
+    import dataclasses
+    same = dataclasses.replace(valid, regions=(valid.regions[0], region_program.text(unread)))
+    assert _same_program(valid, same)
+    assert not _same_program(valid, dataclasses.replace(
+        valid, regions=(valid.regions[0], region_program.mutations(valid.regions[1])[0])))
