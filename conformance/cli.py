@@ -280,7 +280,8 @@ def _parser() -> argparse.ArgumentParser:
     fz.add_argument("--seed", type=_Int(0), default=0, metavar="N",
                     help="campaign seed: the sequence of draws is a function of it")
     _kind(fz.add_argument("--for", dest="duration", metavar="DURATION",
-                          help="how long: 30s, 90m, 8h, 1h30m (stops at the next record)"),
+                          help="how long: 30s, 90m, 8h, 1h30m (stops at the next record; "
+                               "on workers the draws in flight are cancelled)"),
           "duration")
     fz.add_argument("--cases", type=_Int(1), metavar="N",
                     help="value-case budget: no new draw once this session checked N cases")
