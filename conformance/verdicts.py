@@ -255,6 +255,19 @@ def accumulation(j: Judgement) -> list[np.ndarray]:
     return out
 
 
+def _difference(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """|actual − oracle|, float64; complex: the modulus of the parts' differences, a part
+    equal in both (the same infinity included) differing by 0, so that a sum with an
+    infinite real part still has its imaginary part judged within the bound (each part
+    is a sum of its own, its tree as open), not NaN."""
+    if not (np.iscomplexobj(a) or np.iscomplexobj(e)):
+        return np.abs(a.astype(np.float64) - e.astype(np.float64))
+    aw, ew = a.astype(np.complex128), e.astype(np.complex128)
+    parts = [np.where(x == y, 0.0, x - y) for x, y in ((aw.real, ew.real),
+                                                       (aw.imag, ew.imag))]
+    return np.hypot(*parts)
+
+
 @verdict_kind("bound")
 def bounded(j: Judgement) -> BatchVerdict:
     """Exact comparison, except that a finite difference no larger than the named
@@ -271,9 +284,7 @@ def bounded(j: Judgement) -> BatchVerdict:
     def allowance(i: int, a: np.ndarray, e: np.ndarray, cls: np.ndarray) -> np.ndarray:
         lim = np.broadcast_to(np.asarray(limits[i], np.float64), cls.shape)
         with np.errstate(all="ignore"):
-            aw = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
-            ew = e.astype(np.complex128 if np.iscomplexobj(e) else np.float64)
-            diff = np.abs(aw - ew)
+            diff = _difference(a, e)
         diffs[i] = diff
         finite = np.isfinite(diff)
         cls = cls.copy()

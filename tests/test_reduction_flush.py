@@ -526,3 +526,34 @@ def test_select_and_scatter_one_ulp_off_is_value_and_daz_is_subnormal_flush():
     operand[:, ::3] = np.float32(2.0 ** -140)
     counts = _count(_judge(SelectAndScatter(daz=True), F32_GE_ADD, [operand, heavy, init]))
     assert set(counts) <= {"pass", "subnormal_flush"} and counts.get("subnormal_flush"), counts
+
+
+def test_complex_sum_with_an_infinite_part_judges_the_finite_part_within_the_bound():
+    """A complex sum with an infinite real leaf (+inf in every tree): the imaginary part
+    is still a float sum whose tree is open, so another legal order passes there (it was
+    `value`: |actual - oracle| was NaN once one part was infinite, found by xla's
+    reduce_scatter complex<f32>), a wrong imaginary part fails, and so does a finite
+    real part."""
+    from test_reduction import reduce_sig
+    sig = reduce_sig((1, 6), "complex<f32>", "add(arg0, arg1)", [1])
+    re = np.float32([np.inf, 1, 1, 1, 1, 1])
+    im = np.float32([1, 1e-7, 1e-7, 1e-7, 1e-7, 1e-7])
+    x = (re + 1j * im).astype(np.complex64).reshape(1, 1, 6)
+    init = np.zeros((1,), np.complex64)
+    inputs = [x, init]
+    want = oracles.evaluate_batch(sig, [x, init], load_spec("reduce"))[0]
+    assert np.isinf(want.real).all() and want.imag[0, 0] != np.float32(1)
+    left = TreeBackend("left", name="left")
+    got = left.compile(sig)([x[0], init[0]])[0]
+    assert np.isinf(got.real).all() and got.imag != want.imag[0]   # another legal order
+    assert _count(_judge(left, sig, inputs)) == {"pass": 1}
+
+    def off(value):
+        return lambda out, leaves: [out[0] + np.complex64(1j * value)] + list(out[1:])
+    assert _count(_judge(TreeBackend("left", wrong=off(0.01), name="off"), sig, inputs)) \
+        == {"bound": 1}
+
+    def finite(out, leaves):
+        return [np.complex64(np.float32(5) + 1j * np.imag(out[0]))] + list(out[1:])
+    assert _count(_judge(TreeBackend("left", wrong=finite, name="finite"), sig, inputs)) \
+        == {"value": 1}
