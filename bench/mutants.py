@@ -2344,11 +2344,11 @@ class AllGatherReversedGroupOrder(Mutant):
                                  "channel_id": 0, "use_global_device_ids": False}, (2, 1))
 
 
-class ReduceScatterShardsByAscendingId(Mutant):
-    """reduce_scatter handing out the shards by the processes' ascending ids instead of
-    their order in the group: in a group [1, 0], process 1 gets shard 1, not shard 0."""
+class _GroupsSorted(Mutant):
+    """A collective run as if each of its replica groups listed its ids in ascending
+    order (a communicator built from the sorted ranks); applies where one does not."""
 
-    ops, family, batched = ("reduce_scatter",), "collectives", False
+    family, batched = "collectives", False
 
     def applies(self, sig):
         return any(g != sorted(g) for g in _groups(sig))
@@ -2356,6 +2356,13 @@ class ReduceScatterShardsByAscendingId(Mutant):
     def mutate(self, sig, inputs, outputs, oracle):
         ordered = [sorted(g) for g in _groups(sig)]
         return _evaluate_on_grid(_with_attributes(sig, replica_groups=ordered), inputs)
+
+
+class ReduceScatterShardsByAscendingId(_GroupsSorted):
+    """reduce_scatter handing out the shards by the processes' ascending ids instead of
+    their order in the group: in a group [1, 0], process 1 gets shard 1, not shard 0."""
+
+    ops = ("reduce_scatter",)
 
     @classmethod
     def witness(cls):
@@ -2366,19 +2373,12 @@ class ReduceScatterShardsByAscendingId(Mutant):
                                 "(si32, si32) -> add(arg0, arg1)")
 
 
-class AllToAllGroupsInAscendingOrder(Mutant):
+class AllToAllGroupsInAscendingOrder(_GroupsSorted):
     """all_to_all exchanging within each group as if its ids were listed in ascending
     order (a communicator built from the sorted ranks): in a group [1, 0], process 1
     receives part 1 of each operand, not part 0, and the parts arrive in another order."""
 
-    ops, family, batched = ("all_to_all",), "collectives", False
-
-    def applies(self, sig):
-        return any(g != sorted(g) for g in _groups(sig))
-
-    def mutate(self, sig, inputs, outputs, oracle):
-        ordered = [sorted(g) for g in _groups(sig)]
-        return _evaluate_on_grid(_with_attributes(sig, replica_groups=ordered), inputs)
+    ops = ("all_to_all",)
 
     @classmethod
     def witness(cls):
@@ -2798,9 +2798,11 @@ class DotGeneralSumWrappedAtOperandType(Mutant):
 # ======================================================================================
 
 def all_mutants() -> list[type[Mutant]]:
-    """Every mutant class of this module, in definition order."""
+    """Every mutant class of this module, in definition order (not the shared bases,
+    whose names start with ``_``)."""
     return [c for c in globals().values()
-            if isinstance(c, type) and issubclass(c, Mutant) and c is not Mutant]
+            if isinstance(c, type) and issubclass(c, Mutant) and c is not Mutant
+            and not c.__name__.startswith("_")]
 
 
 def by_name(name: str) -> type[Mutant]:
