@@ -122,6 +122,7 @@ class _BodyBuilder(Builder):
         return super().add(sig, operands)
 
     def _inits_are_identities(self, sig, operands) -> bool:
+        from conformance.oracles import evaluate
         found = _identities(sig)
         n = len(operands) // 2
         if found is None or len(found) != n:
@@ -131,7 +132,6 @@ class _BodyBuilder(Builder):
             c = made.get(v)
             if c is None or c.op != "constant":
                 return False
-            from conformance.oracles import evaluate
             value = evaluate("constant", [], c.signature.attributes,
                              result_types=c.signature.result_types)[0]
             ident = np.asarray(ident)
