@@ -15,7 +15,9 @@ B. bare: the same compiles and runs with nothing else: per signature, the backen
    ``compile_pack`` and each batch through it; signatures/s the same way.
    overhead = suite time / bare time - 1, paired per repetition.
 C. compile only: every signature's ``compile_batch`` or every pack's ``compile_pack``,
-   nothing run: ms per signature.
+   nothing run: ms per signature; and a line fitted through them, pack time = fixed +
+   members x per member: the per-module cost packing shares and the per-kernel cost it
+   cannot.
 
 The speed-up is each pack size's signatures/s over pack 1's (suite, and bare), per
 repetition, median reported. Backends run in this process (``--backend xla``, the
@@ -133,6 +135,15 @@ def compile_only(items: list[Item], backend_name: str, pack: int) -> tuple[float
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def _compile_line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(fixed, per member) ms of ``pack time = fixed + members x per member``, fitted to
+    (pack size, ms per signature) points: what packing shares and what it cannot."""
+    xs = np.array([p for p, _ in points], float)
+    ys = np.array([p * ms for p, ms in points], float)
+    member, fixed = np.polyfit(xs, ys, 1)
+    return float(fixed), float(member)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="xla")
@@ -207,6 +218,12 @@ def main(argv=None) -> int:
     if args.backend == "jax":
         print("(jax compiles at an executable's first call, so C measures nothing there: "
               "its compiles are inside A and B)")
+    if args.backend != "jax" and len(rows) > 1:
+        # C as a line: a pack of p members compiles in about fixed + p x member ms
+        for key, what in (("compile_ms_per_sig", "wall"), ("compile_cpu_ms_per_sig", "CPU")):
+            fixed, member = _compile_line([(r["pack"], r[key]) for r in rows])
+            print(f"compile per pack ({what}): {fixed:.1f} ms per module + {member:.1f} ms "
+                  f"per member (least squares over the pack sizes)")
     same = len({json.dumps(r["stats"]["counts"], sort_keys=True) for r in rows}) == 1
     print("verdict counts identical for every pack size:", same)
     best = max(r["suite_speedup"] for r in rows)
