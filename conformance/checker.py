@@ -25,7 +25,7 @@ import numpy as np
 
 from conformance import oracles
 from conformance.backends import Backend, Unsupported
-from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, _reduce_to_cases,
+from conformance.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, reduce_to_cases,
                                  classify, result_mask)
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
@@ -321,7 +321,7 @@ class SignatureCheck:
             for rule, m in batch.masks.items():
                 m = result_mask(batch.masks, rule, m, i)
                 cls = np.where(np.broadcast_to(m, cls.shape), PASS, cls)
-            out &= _reduce_to_cases(cls) == PASS
+            out &= reduce_to_cases(cls) == PASS
         return out
 
     def cross_record(self) -> dict[str, Any]:

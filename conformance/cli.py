@@ -144,7 +144,7 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _list_option(text: str | None, option: str, repeats: bool = True) -> list[str] | None:
+def list_option(text: str | None, option: str, repeats: bool = True) -> list[str] | None:
     """A comma list option: None when absent; at least one item, each once (a repeated
     one is dropped, or with ``repeats=False`` an error)."""
     if text is None:
@@ -420,7 +420,7 @@ def _parser() -> argparse.ArgumentParser:
 # Checking inputs and outputs (before anything is written)
 # ---------------------------------------------------------------------------
 
-def _output_dir(text: str, option: str) -> Path:
+def output_dir(text: str, option: str) -> Path:
     """A folder that can be created or written: not a file, under a writable folder,
     and none of the files a run or report writes there is a folder."""
     if not text.strip():
@@ -503,7 +503,7 @@ def _backend_locators(text: str, option: str) -> list[str]:
     """Backend names or locators, each found (imported, not constructed: that may take
     a while, and a backend that runs in a child process is constructed there)."""
     from conformance.backends import BackendLoadError, resolve
-    items = _list_option(text, option, repeats=False) or []
+    items = list_option(text, option, repeats=False) or []
     for b in items:
         if ":" in b and not b.startswith("pjrt:"):
             module, _, attr = b.partition(":")
@@ -531,7 +531,7 @@ def _cluster(text: str) -> str:
     return t
 
 
-def _select(ops, families, types) -> list:
+def select_specs(ops, families, types) -> list:
     """The selected op specs; every name known, every element type allowed by one of
     them (UsageError naming the option)."""
     from conformance.core.types import UnknownElementType, element_type
@@ -604,18 +604,18 @@ def cmd_run(args) -> int:
 
     # 1. Option values (numbers are checked by the parser), lists and input files.
     backend_names = _backend_locators(args.backend, "--backend")
-    ops = _list_option(args.ops, "--ops")
-    families = _list_option(args.family, "--family")
-    types = _list_option(args.types, "--types")
+    ops = list_option(args.ops, "--ops")
+    families = list_option(args.family, "--family")
+    types = list_option(args.types, "--types")
     tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
     expectations = (_expectations(args.expectations, "--expectations")
                     if args.expectations is not None else None)
-    specs = _select(ops, families, types)
+    specs = select_specs(ops, families, types)
     _collectives_need_devices([s.name for s in specs])
     if ops:
         from conformance.specs import resolve_op
         ops = list(dict.fromkeys(resolve_op(o) for o in ops))
-    out = _output_dir(args.out, "--out")
+    out = output_dir(args.out, "--out")
     config = RunConfig(backends=backend_names, ops=ops, families=families,
                        element_types=types, depth=args.depth, seed=args.seed, out=out,
                        max_repros=args.max_repros, tolerances=tolerances,
@@ -753,7 +753,7 @@ def cmd_repro(args) -> int:
         raise UsageError(str(e)) from None
     _collectives_need_devices([cid.op])
     _backend_locators(args.backend, "--backend")
-    save = _output_dir(args.save, "--save") if args.save is not None else None
+    save = output_dir(args.save, "--save") if args.save is not None else None
     try:
         return repro(args.case_id, args.backend, save=save, isolate=args.isolate,
                      timeout=args.timeout)
@@ -879,13 +879,13 @@ def cmd_fuzz(args) -> int:
             raise UsageError(f"--for: {e}") from None
     if duration is None and args.cases is None and args.draws is None:
         raise UsageError("--for: give --for DURATION, --cases N or --draws N")
-    ops = _list_option(args.ops, "--ops")
-    families = _list_option(args.family, "--family")
-    types = _list_option(args.types, "--types")
+    ops = list_option(args.ops, "--ops")
+    families = list_option(args.family, "--family")
+    types = list_option(args.types, "--types")
     tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
-    specs = _select(ops, families, types)
+    specs = select_specs(ops, families, types)
     _collectives_need_devices([s.name for s in specs])
-    out = _output_dir(args.out, "--out")
+    out = output_dir(args.out, "--out")
     config = CampaignConfig(backends=backend_names, ops=[s.name for s in specs],
                             element_types=types, depth=args.depth, seed=args.seed, out=out,
                             duration=duration, cases=args.cases, max_repros=args.max_repros,
@@ -917,7 +917,7 @@ def cmd_merge(args) -> int:
     """``conformance merge``: see conformance.merge."""
     from conformance import reports
     from conformance.merge import MergeError, merge_files
-    out = _output_dir(args.out, "merge out")
+    out = output_dir(args.out, "merge out")
     paths = [Path(t) for t in args.results]
     records = [_results(t) for t in args.results]            # each one checked first
     del records
@@ -954,7 +954,7 @@ def cmd_report(args) -> int:
     from conformance import reports
     _results(args.results)
     results = Path(args.results)
-    out = _output_dir(args.out, "--out") if args.out is not None else results.parent
+    out = output_dir(args.out, "--out") if args.out is not None else results.parent
     other = out / "results.jsonl"
     if other.exists() and not os.path.samefile(other, results):
         raise UsageError(f"--out {args.out}: holds the results of another run ({other}); "
@@ -1059,16 +1059,16 @@ def cmd_programs(args) -> int:
     from conformance.compare import CASE_OUTCOMES
     from conformance.programs import run
     _backend_locators(args.backend, "--backend")
-    ops = _list_option(args.ops, "--ops")
-    types = _list_option(args.types, "--types")
+    ops = list_option(args.ops, "--ops")
+    types = list_option(args.types, "--types")
     if ops or types:
-        _select(ops, None, types)
-    accept = _list_option(args.accept, "--accept") or []
+        select_specs(ops, None, types)
+    accept = list_option(args.accept, "--accept") or []
     unknown = [c for c in accept or [] if c not in CASE_OUTCOMES or c == "pass"]
     if unknown:
         raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
                          f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
-    _output_dir(args.out, "--out")
+    output_dir(args.out, "--out")
     args.expectations_loaded = None
     if args.expectations is not None:
         args.expectations_loaded = _expectations(args.expectations, "--expectations")

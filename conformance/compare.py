@@ -164,7 +164,7 @@ def classify(actual: np.ndarray, expected: np.ndarray, acc: Accuracy
     return cls, None
 
 
-def _reduce_to_cases(cls: np.ndarray) -> np.ndarray:
+def reduce_to_cases(cls: np.ndarray) -> np.ndarray:
     if cls.ndim == 0:
         return cls.reshape(1)
     if cls.size == 0:
@@ -258,7 +258,7 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
                 errors[i] = np.where(passed[i], np.nan, errors[i])
     case_classes = np.zeros(batch, np.int8)
     for c in element_classes:
-        case_classes = np.maximum(case_classes, _reduce_to_cases(c))
+        case_classes = np.maximum(case_classes, reduce_to_cases(c))
     return BatchVerdict(case_classes, element_classes, errors, impl_stats)
 
 

@@ -117,9 +117,9 @@ class _ListWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         import json
-        from conformance.core.results import _default
+        from conformance.core.results import json_default
         # as the results file would hold it (numpy scalars, paths: plain JSON)
-        self.records.append(json.loads(json.dumps(record, default=_default,
+        self.records.append(json.loads(json.dumps(record, default=json_default,
                                                   allow_nan=False)))
 
 
@@ -144,7 +144,7 @@ def run_unit(config, locators: Sequence[str], unit: str) -> UnitResult:
                       unit)
 
 
-def _run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
+def run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
     try:
         return run_unit(config, locators, unit)
     except Exception as e:  # noqa: BLE001 - a suite bug costs its unit only
@@ -152,13 +152,13 @@ def _run_unit_safely(config, locators, unit) -> "UnitResult | UnitFailure":
                            "".join(traceback.format_exception(e, limit=6)), unit)
 
 
-def _worker_unit(config, locators, unit, pin: int) -> "UnitResult | UnitFailure":
+def worker_unit(config, locators, unit, pin: int) -> "UnitResult | UnitFailure":
     """A unit in a worker process (``--jobs``, Ray): the worker first takes ``pin`` cores
     of its own (conformance.worker_cores; 0: none)."""
     if pin:
         from conformance.worker_cores import claim_cores
         claim_cores(pin)
-    return _run_unit_safely(config, locators, unit)
+    return run_unit_safely(config, locators, unit)
 
 
 class Executor:
@@ -187,7 +187,7 @@ class InlineExecutor(Executor):
 
     def map_units(self, config, locators, ops):
         for op in ops:
-            yield _run_unit_safely(config, locators, op)
+            yield run_unit_safely(config, locators, op)
 
 
 class ProcessExecutor(Executor):
@@ -205,7 +205,7 @@ class ProcessExecutor(Executor):
         from concurrent.futures import ProcessPoolExecutor, as_completed
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(_worker_unit, config, list(locators), op, self.pin): op
+            futures = {pool.submit(worker_unit, config, list(locators), op, self.pin): op
                        for op in ops}
             for fut in as_completed(futures):
                 try:
@@ -266,7 +266,7 @@ class RayExecutor(Executor):
             self.ray.init(address=address, **kw)
             self._started = True
         self._remote = self.ray.remote(max_retries=max_retries,
-                                       retry_exceptions=False)(_worker_unit)
+                                       retry_exceptions=False)(worker_unit)
 
     def map_units(self, config, locators, ops):
         ray = self.ray

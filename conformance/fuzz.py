@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from conformance.packing import DEFAULT_PACK
 from conformance.plan import stable_hash
-from conformance.repro import _slug
+from conformance.repro import slug
 
 #: Outcomes of an ``invalid`` record that are divergences (as conformance.expectations).
 INVALID_DIVERGENCES = ("accepted_invalid", "crash", "timeout")
@@ -179,8 +179,8 @@ class Corpus:
         self.folder.mkdir(parents=True, exist_ok=True)
         folder = None
         if f.repro and (source_out / f.repro).is_dir():
-            name = (f"{_slug(f.backend)}/{_slug(f.op)}/"
-                    f"{_slug(f.where)}-{f.cls}-{_slug(f.shape.replace('->', '_to_'))}")
+            name = (f"{slug(f.backend)}/{slug(f.op)}/"
+                    f"{slug(f.where)}-{f.cls}-{slug(f.shape.replace('->', '_to_'))}")
             dest = self.folder / name
             if dest.exists():
                 shutil.rmtree(dest)

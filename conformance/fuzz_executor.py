@@ -21,7 +21,7 @@ import signal
 from typing import Any, Callable, Sequence
 
 from conformance.executors import (Executor, ProcessExecutor, RayExecutor, UnitFailure,
-                                   _run_unit_safely, _worker_unit)
+                                   run_unit_safely, worker_unit)
 
 
 @dataclasses.dataclass
@@ -82,7 +82,7 @@ class InlineStream(DrawStream):
 
     def wait(self, timeout):
         keys = self.order(list(self._tasks))
-        out = [(k, _run_unit_safely(*self._tasks.pop(k))) for k in keys]
+        out = [(k, run_unit_safely(*self._tasks.pop(k))) for k in keys]
         return out
 
     def __len__(self):
@@ -116,7 +116,7 @@ class ProcessStream(DrawStream):
         from concurrent.futures.process import BrokenProcessPool
         if self._pool is None:
             self._pool = self._new_pool()
-        args = (_worker_unit, config, list(locators), unit, self.pin)
+        args = (worker_unit, config, list(locators), unit, self.pin)
         try:
             fut = self._pool.submit(*args)
         except BrokenProcessPool:           # a worker died: its tasks came back Lost

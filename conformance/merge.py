@@ -78,13 +78,13 @@ def _same(a: Any, b: Any) -> bool:
 
 def check_headers(headers: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """Refuse inputs whose runs differ in anything but the filters and the shard."""
-    from conformance.runner import RESUME_KEYS, _resume_value
+    from conformance.runner import RESUME_KEYS, resume_value
     first_name, first = headers[0]
     for name, h in headers[1:]:
         diff = [f"{k} {json.dumps(h.get(k), default=str)} ({first_name}: "
                 f"{json.dumps(first.get(k), default=str)})"
                 for k in RESUME_KEYS if k not in SPLITS and (k in h or k in first)
-                and _resume_value(k, h.get(k)) != _resume_value(k, first.get(k))]
+                and resume_value(k, h.get(k)) != resume_value(k, first.get(k))]
         if diff:
             raise MergeError(f"{name}: cannot merge a run with different options: "
                              + "; ".join(diff))

@@ -127,9 +127,9 @@ _BACKEND_FIXTURES = ("conformance_backend",)
 
 def _comma_list(text: str, option: str) -> list[str]:
     """A comma list option, as the CLI reads one: at least one item, no empty ones."""
-    from conformance.cli import UsageError, _list_option
+    from conformance.cli import UsageError, list_option
     try:
-        return _list_option(text, option)
+        return list_option(text, option)
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -320,9 +320,9 @@ def _read_options(config: pytest.Config) -> Options:
 
 def _check_selection(ops, families, element_types) -> None:
     """Every element type allowed by a selected op, as ``conformance run`` checks it."""
-    from conformance.cli import UsageError, _select
+    from conformance.cli import UsageError, select_specs
     try:
-        _select(ops, families, element_types)
+        select_specs(ops, families, element_types)
     except UsageError as e:
         text = str(e)
         for cli_name, name in (("--ops", "--conformance-ops"), ("--family",
@@ -334,9 +334,9 @@ def _check_selection(ops, families, element_types) -> None:
 
 def _check_folder(text: str, option: str) -> None:
     """A folder the session can create or write (as the CLI's --out)."""
-    from conformance.cli import UsageError, _output_dir
+    from conformance.cli import UsageError, output_dir
     try:
-        _output_dir(text, option)
+        output_dir(text, option)
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
 

@@ -63,7 +63,7 @@ def case_from_record(rec: dict[str, Any]) -> Case:
                 rec.get("case_id"))
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80]
 
 
@@ -87,7 +87,7 @@ def save(folder: Path, backend: str, case: Case, cls: str, expected: Sequence[np
 
 
 def folder_name(backend: str, op: str, key: str, cls: str, n: int) -> str:
-    return f"{_slug(backend)}/{_slug(op)}/{_slug(key)}-{cls}-{n}"
+    return f"{slug(backend)}/{slug(op)}/{slug(key)}-{cls}-{n}"
 
 
 def check_case(backend, case: Case, accuracy: Accuracy | None = None

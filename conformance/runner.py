@@ -503,7 +503,7 @@ def _shard_text(shard: tuple[int, int] | None) -> str | None:
     return f"{shard[0]}/{shard[1]}" if shard else None
 
 
-def _resume_value(key: str, value: Any) -> Any:
+def resume_value(key: str, value: Any) -> Any:
     if key in ("ops", "families", "element_types"):    # filters: order does not matter
         return sorted(value) if value else None
     return json.loads(json.dumps(value, sort_keys=True, default=str))   # as the header has it
@@ -540,7 +540,7 @@ def load_resume(config: RunConfig, backends: Sequence[Backend],
         mine["locators"] = [b.name for b in backends]
     diff = [f"{k} {json.dumps(header.get(k))} (this run: {json.dumps(mine[k])})"
             for k in RESUME_KEYS
-            if k in header and _resume_value(k, header[k]) != _resume_value(k, mine[k])]
+            if k in header and resume_value(k, header[k]) != resume_value(k, mine[k])]
     if diff:
         raise ResumeError(f"{path}: cannot resume a run with different options: "
                           + "; ".join(diff))

@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.compare import (BOUND, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE, BatchVerdict,
-                                _reduce_to_cases, compare_batch)
+                                reduce_to_cases, compare_batch)
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type, type_of
 from conformance.specs import Accuracy, OpSpec
@@ -311,7 +311,7 @@ def bounded(j: Judgement) -> BatchVerdict:
             cls[((cls == BOUND) | (cls == VALUE)) & np.isfinite(d) & (d <= lim)] = code
         verdict.case_classes = np.zeros(j.batch, np.int8)
         for cls in verdict.element_classes:
-            verdict.case_classes = np.maximum(verdict.case_classes, _reduce_to_cases(cls))
+            verdict.case_classes = np.maximum(verdict.case_classes, reduce_to_cases(cls))
     if verdict.type_message is None:
         # the report's histogram of the error as a fraction of the bound (the runner
         # sums it into the signature record's ``bound_hist``)

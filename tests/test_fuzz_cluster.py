@@ -120,13 +120,13 @@ class _StopAfter(InlineStream):
         self.box, self.n = campaign_box, n
 
     def wait(self, timeout):
-        from conformance.executors import _run_unit_safely
+        from conformance.executors import run_unit_safely
         if self.n <= 0:
             self.box[0].signal_name = "SIGTERM"
             return []
         keys = self.order(list(self._tasks))[:self.n]
         self.n -= len(keys)
-        return [(k, _run_unit_safely(*self._tasks.pop(k))) for k in keys]
+        return [(k, run_unit_safely(*self._tasks.pop(k))) for k in keys]
 
 
 def test_out_of_order_draws_then_a_stop_then_a_resume_run_each_draw_once(local, tmp_path):

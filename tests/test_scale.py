@@ -387,7 +387,7 @@ def test_ray_worker_killed_mid_run_costs_no_record_and_duplicates_none(full, tmp
                         if int(ppid) in frontier and int(pid) not in kids}
             kids |= frontier
         busy = [int(pid) for pid, _, args in rows
-                if int(pid) in kids and f"ray::{executors._worker_unit.__name__}" in args]
+                if int(pid) in kids and f"ray::{executors.worker_unit.__name__}" in args]
         titles |= {args.split()[0] for pid, _, args in rows
                    if int(pid) in kids and args.startswith("ray::")}
         if busy:

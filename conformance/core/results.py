@@ -41,7 +41,7 @@ from typing import Any, Iterator
 import numpy as np
 
 
-def _default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
     if isinstance(o, np.ndarray):
@@ -61,7 +61,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=_default, allow_nan=False, separators=(",", ":"))
+        line = json.dumps(record, default=json_default, allow_nan=False, separators=(",", ":"))
         with self._lock:
             self._f.write(line + "\n")
             self._f.flush()
