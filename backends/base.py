@@ -32,6 +32,8 @@ class Unsupported(Exception):
     answer: one declared Unsupported untried is a must-reject case left unchecked, and
     the checker warns (backends.vendor.NeverCompiledWarning)."""
 
+    compiled: bool = False
+
     def __init__(self, *args: object, compiled: bool = False) -> None:
         super().__init__(*args)
         self.compiled = compiled
@@ -61,6 +63,13 @@ class Backend:
     #: (jax: jax.lax) sets False: its Unsupported on an invalid program is then no
     #: warning (backends.vendor.NeverCompiledWarning).
     compiles_invalid: bool = True
+    #: Ops of which this backend compiled a valid program (the checker notes them:
+    #: backends.vendor.note_compiled): whether declining an invalid program of the op
+    #: untried is a gap. Held by the instance, never by the process, so that no other
+    #: backend's history decides an outcome.
+    compiled_ops: set[str]
+    #: Whether this backend was warned of a NeverCompiledWarning (once per backend).
+    warned_never_compiled: bool
 
     def __init__(self) -> None:
         cls = type(self)
@@ -68,6 +77,8 @@ class Backend:
             raise TypeError(f"{cls.__name__} must implement run(case) or compile(signature)")
         self._cache: dict[Signature, Executable] = {}
         self._batch_cache: dict[Signature, Executable] = {}
+        self.compiled_ops = set()
+        self.warned_never_compiled = False
 
     # -- what a vendor implements (one of the two) ------------------------------------
     def run(self, case: Case) -> Sequence[np.ndarray]:
@@ -154,7 +165,8 @@ class Backend:
     def clear_cache(self) -> None:
         """Drop every compiled signature. The runner calls it when an op is done, so
         that memory stays flat in the number of ops; a backend that keeps more (a
-        compiler's own caches) releases that too by overriding it."""
+        compiler's own caches) releases that too by overriding it. (What the backend
+        was seen to implement, :attr:`compiled_ops`, is no cache: it stays.)"""
         self._cache.clear()
         self._batch_cache.clear()
 

@@ -21,7 +21,7 @@ from conformance.core.case import Signature
 from conformance.core import region_program
 
 from .jax_ops import builder
-from .jax_ops_control_flow import _body_fn, _tuple
+from .jax_ops_control_flow import one_or_tuple, region_function
 
 
 def _function(text: str):
@@ -29,7 +29,7 @@ def _function(text: str):
     arguments (an invalid call's) it raises TypeError while jax traces it, as a typed
     function would (jax itself traces a callee on its arguments, so never meets one)."""
     params = region_program.parse(text).program.argument_types
-    fn = _body_fn(text)
+    fn = region_function(text)
 
     def call(*args):
         for k, (a, t) in enumerate(zip(args, params)):
@@ -44,7 +44,7 @@ def _function(text: str):
 def _call(sig: Signature):
     (text,) = sig.regions
     fn = _function(text)
-    return lambda *args: _tuple(tuple(fn(*args)))
+    return lambda *args: one_or_tuple(tuple(fn(*args)))
 
 
 def composite_kwargs(text: str) -> dict:
@@ -82,4 +82,4 @@ def _composite(sig: Signature):
     kwargs = composite_kwargs(str(a.get("composite_attributes", "{}")))
     composite = lax.composite(lambda *args, **_: tuple(fn(*args)), name=str(a["name"]),
                               version=int(a.get("version", 0)))
-    return lambda *args: _tuple(tuple(composite(*args, **kwargs)))
+    return lambda *args: one_or_tuple(tuple(composite(*args, **kwargs)))

@@ -19,7 +19,7 @@ from .jax_ops import builder
 from .programs import jax_function
 
 
-def _body_fn(text: str):
+def region_function(text: str):
     """The body as a jax function of exactly its program's arguments (a call with other
     arguments raises TypeError while jax traces it, as a Python function would)."""
     program = region_program.parse(text).program
@@ -34,18 +34,19 @@ def _body_fn(text: str):
 
 
 def _branch(text: str):
-    fn = _body_fn(text)
+    fn = region_function(text)
     return lambda captured: tuple(fn(*captured))
 
 
-def _tuple(out):
+def one_or_tuple(out):
+    """A jax op's results as a builder returns them: one array alone, several as a tuple."""
     return out if len(out) != 1 else out[0]
 
 
 @builder("if")
 def _if(sig: Signature):
     true_fn, false_fn = (_branch(t) for t in sig.regions)
-    return lambda pred, *captured: _tuple(lax.cond(pred, true_fn, false_fn, captured))
+    return lambda pred, *captured: one_or_tuple(lax.cond(pred, true_fn, false_fn, captured))
 
 
 @builder("case")
@@ -55,19 +56,19 @@ def _case(sig: Signature):
 
     def run(index, *captured):
         index = jnp.where((index >= 0) & (index < n), index, n - 1)
-        return _tuple(lax.switch(index, branches, captured))
+        return one_or_tuple(lax.switch(index, branches, captured))
     return run
 
 
 @builder("while")
 def _while(sig: Signature):
     cond_text, body_text = sig.regions
-    cond, body = _body_fn(cond_text), _body_fn(body_text)
+    cond, body = region_function(cond_text), region_function(body_text)
 
     def cond_fn(state):
         out = cond(*state)
         if len(out) != 1:       # lax.while_loop's cond_fun returns one boolean scalar
             raise TypeError(f"the cond region returns {len(out)} values")
         return out[0]
-    return lambda *operand: _tuple(lax.while_loop(cond_fn, lambda s: tuple(body(*s)),
+    return lambda *operand: one_or_tuple(lax.while_loop(cond_fn, lambda s: tuple(body(*s)),
                                                   tuple(operand)))

@@ -47,7 +47,7 @@ from conformance.core.case import Signature
 from conformance.core.literals import bit_patterns, from_bit_patterns
 from conformance.core.types import ElementType, element_type
 
-from .base import NoProgram, Unsupported
+from .base import Backend, NoProgram, Unsupported
 
 #: The entry function of every canonical module.
 ENTRY = "main"
@@ -193,29 +193,27 @@ class NeverCompiledWarning(UserWarning):
     must-reject case went unchecked)."""
 
 
-_WARNED: set[str] = set()
-_COMPILED_OPS: set[tuple[str, str]] = set()     # (backend, op) compiled for a valid program
-
-
-def note_compiled(backend_name: str, op: str) -> None:
-    """The checker saw ``backend_name`` compile a valid program of ``op``: the backend
+def note_compiled(backend: Backend, op: str) -> None:
+    """The checker saw ``backend`` compile a valid program of ``op``: the backend
     implements the op, so declining one of its invalid programs untried is a gap (a
-    backend that implements no program of an op declines them all, rightly)."""
-    _COMPILED_OPS.add((backend_name, op))
+    backend that implements no program of an op declines them all, rightly). Noted on
+    the backend instance (:attr:`Backend.compiled_ops`), not in the process."""
+    backend.compiled_ops.add(op)
 
 
-def warn_never_compiled(backend_name: str, sig: Signature, error: Unsupported) -> bool:
-    """Warn (once per backend and process) when ``error`` declines the invalid ``sig``
-    of an op the backend compiles valid programs of, without having compiled it; True
-    when it was such a case."""
-    if not sig.invalid or getattr(error, "compiled", False) or isinstance(error, NoProgram):
+def warn_never_compiled(backend: Backend, sig: Signature, error: Unsupported) -> bool:
+    """Warn (once per backend instance) when ``error`` declines the invalid ``sig`` of
+    an op ``backend`` compiled a valid program of (:func:`note_compiled`), without having
+    compiled it; True when it was such a case. A function of its arguments only: the
+    backend's own record, never what other backends did in this process."""
+    if not sig.invalid or error.compiled or isinstance(error, NoProgram):
         return False
-    if (backend_name, sig.op) not in _COMPILED_OPS:
+    if sig.op not in backend.compiled_ops:
         return False
-    if backend_name not in _WARNED:
-        _WARNED.add(backend_name)
+    if not backend.warned_never_compiled:
+        backend.warned_never_compiled = True
         warnings.warn(NeverCompiledWarning(
-            f"backend {backend_name}: declared the invalid program {sig.op} "
+            f"backend {backend.name}: declared the invalid program {sig.op} "
             f"(breaks {sig.invalid}) Unsupported without compiling it ({error}); its "
             "must-reject case is not checked: compile invalid programs before declaring "
             "their types unsupported, and raise Unsupported(..., compiled=True) when the "

@@ -96,7 +96,7 @@ def check_case(backend: Backend, case: Case, accuracy: Accuracy | None = None) -
                                   rules_on=_rules_on(sig, spec),
                                   run_on=lambda xs: backend.batch_executable(sig)(xs),
                                   run_fresh=lambda xs: backend.fresh_batch_executable(sig)(xs)))
-    notes = getattr(verdict, "notes", None) or [""]     # (property verdicts say which)
+    notes = verdict.notes or [""]     # (property verdicts say which)
     return CaseResult(verdict.case_class_names()[0], [e[0] for e in expected],
                       [a[0] for a in actual], verdict.type_message or notes[0])
 
@@ -115,7 +115,7 @@ def check_invalid(backend: Backend, case: Case) -> tuple[str, str | None]:
     except Unsupported as e:
         if getattr(backend, "compiles_invalid", True):
             from conformance.backends.vendor import warn_never_compiled
-            if warn_never_compiled(backend.name, case.signature, e):
+            if warn_never_compiled(backend, case.signature, e):
                 return "unsupported", f"{e} (declared without compiling the program)"
         return "unsupported", str(e)
     except Exception as e:  # noqa: BLE001 - rejecting the program is the right answer
@@ -223,7 +223,7 @@ class SignatureCheck:
                 self.executables[name] = b.batch_executable(self.sig)
                 if not self.sig.invalid:
                     from conformance.backends.vendor import note_compiled
-                    note_compiled(name, self.sig.op)
+                    note_compiled(b, self.sig.op)
             except Unsupported as e:
                 from conformance.checker_decomposable import no_excuse
                 divergence = no_excuse(self.spec, self.sig, b, e)   # (composite)
@@ -401,7 +401,7 @@ class SignatureCheck:
                            [np.asarray(e[c]) for e in batch.expected],
                            [np.asarray(a[c]) for a in actual] if not verdict.type_message
                            else [np.asarray(a) for a in actual],
-                           verdict.type_message or (getattr(verdict, "notes", None) or
+                           verdict.type_message or (verdict.notes or
                                                     [""] * (c + 1))[c], count)
         d.arbiter = self._arbitrate(d)
         return d

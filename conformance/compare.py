@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 import ml_dtypes
 import numpy as np
 
+from conformance.oracles import RuleMasks
 from conformance.core.numerics import (element_bits as _element_bits, eps, flush_subnormals,
                                        is_subnormal, ordinal, permuted_within_groups,
                                        same_bits_or_nan, to_wide)
@@ -57,15 +58,24 @@ def worst(classes: Sequence[str]) -> str:
     return max(classes, key=lambda c: SEVERITY.get(c, 0), default="pass")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class BatchVerdict:
-    """The comparison of one batch of cases (leading axis = case)."""
+    """The comparison of one batch of cases (leading axis = case). Slots: a verdict
+    kind that wants to say more declares a field here (an attribute set from outside
+    raises AttributeError)."""
 
     case_classes: np.ndarray               # int8 per case: element class code, or -1 for type
     element_classes: list[np.ndarray]      # per result: int8 per element
     errors: list[np.ndarray | None]        # per result: ULP (or eps) error per element
     impl_defined: dict[str, dict[str, int]]
     type_message: str | None = None
+    #: per result element type, the error as a fraction of the bound over the checked
+    #: elements (the ``bound`` kind: conformance.core.results.bound_histogram's entries;
+    #: the runner sums them into the signature record's ``bound_hist``); empty otherwise
+    bound_hist: dict[str, dict] = dataclasses.field(default_factory=dict)
+    #: per case, a note for its divergence message (the ``property`` kind: which
+    #: properties failed; "" for a case without one); empty: no notes
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     def case_class_names(self) -> list[str]:
         return ["type" if c < 0 else ELEMENT_CLASSES[c] for c in self.case_classes]
@@ -173,16 +183,18 @@ def reduce_to_cases(cls: np.ndarray) -> np.ndarray:
 
 
 def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
-                  accuracy: Accuracy, impl_masks: "Mapping[str, np.ndarray] | None" = None,
+                  accuracy: Accuracy, impl_masks: "RuleMasks | Mapping | None" = None,
                   inputs: Sequence[np.ndarray] | None = None,
                   reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None,
                   allowance: "Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None"
                   = None,
-                  rules_on: "Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], Mapping] | None"
-                  = None, moves_values: bool = False) -> BatchVerdict:
+                  rules_on: "Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], RuleMasks]"
+                  " | None" = None, moves_values: bool = False) -> BatchVerdict:
     """Compare a batch (leading axis = case) of backend results with the oracle's.
 
-    ``impl_masks`` (conformance.oracles.implementation_defined) says which elements the
+    ``impl_masks`` (a :class:`~conformance.oracles.RuleMasks`, what
+    conformance.oracles.implementation_defined returns; a plain ``{rule: mask}`` or None
+    is taken as :meth:`RuleMasks.of` makes it) says which elements the
     spec leaves open and what it still allows there: a rule whose ``allowed:`` is
     ``any`` masks its elements; one with named alternatives passes an element whose
     value is the oracle's or one of them (bit for bit, any NaN equals any NaN) and
@@ -199,9 +211,9 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     and class the rest ``bound``.
     """
     batch = expected[0].shape[0] if expected and expected[0].ndim else 1
-    rules = impl_masks if hasattr(impl_masks, "allowed") else None
-    impl_masks = dict(impl_masks or {})
-    groups = {r: m for r, m in impl_masks.items() if np.asarray(m).dtype.kind in "iu"}
+    rules = RuleMasks.of(impl_masks)
+    groups = {r: m for r, m in rules.items() if np.asarray(m).dtype.kind in "iu"}
+    masked = {r: m for r, m in rules.items() if r not in groups}
     if len(actual) != len(expected) or any(
             type_of(np.asarray(a)) != type_of(e) for a, e in zip(actual, expected)):
         got = ", ".join(str(type_of(np.asarray(a))) for a in actual)
@@ -212,7 +224,6 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     if groups:
         actual, expected, group_stats = _permutation_groups(actual, expected, groups,
                                                              accuracy)
-        impl_masks = {r: m for r, m in impl_masks.items() if r not in groups}
         if reevaluate is not None:
             plain = reevaluate
 
@@ -230,17 +241,17 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
         errors.append(err)
     if reevaluate is not None and inputs is not None:
         _detect_flush(element_classes, expected, actual, inputs, accuracy, reevaluate,
-                      rules if not groups else None, rules_on if not groups else None,
+                      rules if not groups else RuleMasks(), rules_on if not groups else None,
                       moves_values)
     impl_stats: dict[str, dict] = dict(group_stats)
-    if impl_masks:
+    if masked:
         # each result's own shape (results of an op may differ in shape:
         # batch_norm_training's output and its per-feature statistics)
         passed = [np.zeros(c.shape, bool) for c in element_classes]
-        for rule, mask in impl_masks.items():
-            each = [np.broadcast_to(result_mask(rules, rule, mask, i), c.shape)
+        for rule in masked:
+            each = [np.broadcast_to(rules.for_result(rule, i), c.shape)
                     for i, c in enumerate(element_classes)]
-            kind = rules.allowed(rule) if rules is not None else "any"
+            kind = rules.allowed(rule)
             conventional = [m & (c == PASS) for m, c in zip(each, element_classes)]
             st = {"elements": sum(int(np.count_nonzero(m)) for m in each),
                   "conventional": sum(int(np.count_nonzero(c)) for c in conventional)}
@@ -262,15 +273,14 @@ def compare_batch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
     return BatchVerdict(case_classes, element_classes, errors, impl_stats)
 
 
-def result_mask(rules, rule: str, mask: np.ndarray, i: int) -> np.ndarray:
-    """Rule ``rule``'s mask over result ``i`` (a ``per_result`` rule masks each result
-    on its own; ``mask``, the union, covers them all otherwise)."""
-    if rules is not None and hasattr(rules, "for_result"):
-        return rules.for_result(rule, i)
-    return mask
+def result_mask(rules: RuleMasks, rule: str, mask: np.ndarray, i: int) -> np.ndarray:
+    """Rule ``rule``'s mask over result ``i``: ``rules.for_result(rule, i)`` (a
+    ``per_result`` rule masks each result on its own; ``mask``, ``rules[rule]``, the
+    union, covers them all otherwise: it is not read)."""
+    return rules.for_result(rule, i)
 
 
-def _allowed_set(rules, rule: str, masks: Sequence[np.ndarray], classes, actual,
+def _allowed_set(rules: RuleMasks, rule: str, masks: Sequence[np.ndarray], classes, actual,
                  passed) -> dict:
     """Elements of ``rule`` pass when the backend gave the oracle's value or one of the
     rule's alternatives (bit for bit, any NaN equals any NaN); ``passed`` gathers them.
@@ -353,7 +363,7 @@ def _permutation_groups(actual, expected, groups, accuracy):
 
 
 def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate,
-                  rules=None, rules_on=None, moves_values: bool = False) -> None:
+                  rules: RuleMasks, rules_on=None, moves_values: bool = False) -> None:
     """Reclassify failing elements as ``subnormal_flush`` where flushing subnormals to
     zero explains them, each on its own evidence (never its batch-mates'):
 
@@ -378,14 +388,14 @@ def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate,
     failing = [c >= ACCURACY for c in classes]
     if not any(f.any() for f in failing):
         return
-    daz = daz_rules = None
+    daz, daz_rules = None, RuleMasks()
     # (Only a shortcut: with no subnormal input the flushed-input oracle is the oracle.)
     if any(is_subnormal(np.asarray(x)).any() for x in inputs):
         flushed = [flush_subnormals(np.asarray(x)) for x in inputs]
         with np.errstate(all="ignore"):
             daz = reevaluate(flushed)
             if rules_on is not None:
-                daz_rules = rules_on(flushed, daz)
+                daz_rules = RuleMasks.of(rules_on(flushed, daz))
     for i, (a, e) in enumerate(zip(actual, expected)):
         f = failing[i]
         if not f.any():
@@ -407,26 +417,25 @@ def _detect_flush(classes, expected, actual, inputs, accuracy, reevaluate,
         classes[i][rescued] = SUBNORMAL_FLUSH
 
 
-def _bool_masks(rules) -> dict:
-    return {r: m for r, m in (rules or {}).items() if np.asarray(m).dtype == bool}
+def _bool_masks(rules: RuleMasks) -> dict:
+    return {r: m for r, m in rules.items() if np.asarray(m).dtype == bool}
 
 
-def _daz_allows(v, d, e, i, daz_rules, rules, accuracy) -> np.ndarray:
+def _daz_allows(v, d, e, i, daz_rules: RuleMasks, rules: RuleMasks, accuracy) -> np.ndarray:
     """Per element: is ``v`` what the spec allows on the flushed inputs (the oracle's
     value there ``d``, or what a rule allows there), up to FTZ and the sign of a zero,
     where that differs from what it allows on the inputs themselves (``e``, ``rules``)?"""
     ok = _ftz_explains(v, d, accuracy, tie=True) & ~same_bits_or_nan(d, e)
     plain = _bool_masks(rules)
     for rule, m in _bool_masks(daz_rules).items():
-        m = np.broadcast_to(result_mask(daz_rules, rule, m, i), ok.shape)
-        before = np.broadcast_to(result_mask(rules, rule, plain[rule], i), ok.shape) \
+        m = np.broadcast_to(daz_rules.for_result(rule, i), ok.shape)
+        before = np.broadcast_to(rules.for_result(rule, i), ok.shape) \
             if rule in plain else np.zeros(ok.shape, bool)
-        kind = daz_rules.allowed(rule) if hasattr(daz_rules, "allowed") else "any"
+        kind = daz_rules.allowed(rule)
         if kind != "set":
             ok |= m & ~before
             continue
-        plain_kind = rules.allowed(rule) if rule in plain and hasattr(rules, "allowed") \
-            else None
+        plain_kind = rules.allowed(rule) if rule in plain else None
         anywhere = daz_rules.anywhere(rule, i)
         if anywhere is not None:
             was = rules.anywhere(rule, i) if plain_kind == "set" else None

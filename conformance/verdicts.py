@@ -34,6 +34,7 @@ import numpy as np
 from conformance.compare import (BOUND, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE, BatchVerdict,
                                 reduce_to_cases, compare_batch)
 from conformance.core.case import Signature
+from conformance.oracles import RuleMasks
 from conformance.core.types import TensorType, element_type, type_of
 from conformance.specs import Accuracy, OpSpec
 
@@ -43,9 +44,10 @@ class UnknownVerdict(ValueError):
     that nothing registered; one line naming it."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Judgement:
-    """What a verdict function sees: one batch (leading axis = case) of one signature."""
+    """What a verdict function sees: one batch (leading axis = case) of one signature.
+    Slots: what a verdict function keeps on it is a declared field (``memo``)."""
 
     sig: Signature
     spec: OpSpec
@@ -53,7 +55,9 @@ class Judgement:
     inputs: Sequence[np.ndarray]
     expected: Sequence[np.ndarray]
     actual: Sequence[np.ndarray]
-    masks: dict[str, np.ndarray]
+    #: the implementation-defined rules (conformance.oracles.implementation_defined); a
+    #: plain ``{rule: mask}`` or None given here becomes a RuleMasks (RuleMasks.of)
+    masks: RuleMasks
     reevaluate: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
     #: runs the backend again on the same inputs (for the ``deterministic`` property)
     rerun: Callable[[], Sequence[np.ndarray]] | None = None
@@ -65,6 +69,12 @@ class Judgement:
     #: compiles the signature anew and runs that on (batched) inputs: determinism across
     #: separate compiles
     run_fresh: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None
+    #: what verdict functions compute once per judgement and share (name -> value; the
+    #: rng properties' state chain), never an input of the verdict
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.masks = RuleMasks.of(self.masks)
 
     @property
     def batch(self) -> int:
@@ -313,8 +323,8 @@ def bounded(j: Judgement) -> BatchVerdict:
         for cls in verdict.element_classes:
             verdict.case_classes = np.maximum(verdict.case_classes, reduce_to_cases(cls))
     if verdict.type_message is None:
-        # the report's histogram of the error as a fraction of the bound (the runner
-        # sums it into the signature record's ``bound_hist``)
+        # the report's histogram of the error as a fraction of the bound (a declared
+        # field: the runner sums it into the signature record's ``bound_hist``)
         verdict.bound_hist = bound_fractions(j, diffs, limits)
     return verdict
 
@@ -324,18 +334,16 @@ def bound_fractions(j: Judgement, diffs: dict[int, np.ndarray],
     """Per result element type: |actual − oracle| / bound over the checked elements (finite
     difference, not covered by an implementation-defined rule), as
     conformance.core.results.bound_histogram counts them."""
-    from conformance.compare import result_mask
     from conformance.core.results import bound_histogram, merge_bound_hist
-    rules = j.masks if hasattr(j.masks, "allowed") else None
     out: dict[str, dict] = {}
     for i, d in diffs.items():
         et = element_type(np.asarray(j.expected[i]).dtype)
         if not (et.is_float or et.is_complex):
             continue
         checked = np.isfinite(d)
-        for rule, m in (j.masks or {}).items():
+        for rule, m in j.masks.items():
             if np.asarray(m).dtype.kind == "b":
-                checked &= ~np.broadcast_to(result_mask(rules, rule, m, i), d.shape)
+                checked &= ~np.broadcast_to(j.masks.for_result(rule, i), d.shape)
         lim = np.broadcast_to(np.asarray(limits[i], np.float64), d.shape)
         merge_bound_hist(out, {et.name: bound_histogram(d[checked], lim[checked])})
     return out
@@ -408,14 +416,14 @@ def _residual_masks(j: Judgement) -> tuple[np.ndarray, dict[str, dict]]:
     from conformance.core.numerics import same_bits_or_nan
     masked = np.zeros(j.batch, bool)
     stats: dict[str, dict] = {}
-    for rule, m in (j.masks or {}).items():
+    for rule, m in j.masks.items():
         if np.asarray(m).dtype.kind != "b":
             continue
         covered = np.ones(j.batch, bool)
         st = {"elements": 0, "conventional": 0, "alternatives": {}, "outside": 0}
         for i, (a, e) in enumerate(zip(j.actual, j.expected)):
             a, e = np.asarray(a), np.asarray(e)
-            mi = j.masks.for_result(rule, i) if hasattr(j.masks, "for_result") else m
+            mi = j.masks.for_result(rule, i)
             mi = np.broadcast_to(np.asarray(mi, bool), a.shape)
             if a.size:
                 covered &= mi.reshape(j.batch, -1).all(axis=1)

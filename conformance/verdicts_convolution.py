@@ -45,7 +45,7 @@ def convolution_terms(j: Judgement):
     attrs = j.sig.attributes
     s, k = conv.bound_parts(lhs, rhs, attrs)
     g = conv.geometry(lhs.shape, rhs.shape, attrs, lead=1)
-    if conv._empty(g):
+    if g.empty:
         return s, k, None
     # the granularity of padding and holes (zeros) is inf: they never limit exactness
     v, w, lb, rb, lc, rc = conv.operands(_gran(lhs), _gran(rhs), g)

@@ -103,7 +103,7 @@ def fft_residual(j: Judgement):
         exact_finite = np.isfinite(exact).all(axis=axes)
         actual_finite = np.isfinite(aw).all(axis=axes)
     covered = np.zeros(ratio.shape, bool)
-    for rule, m in (j.masks or {}).items():
+    for rule, m in j.masks.items():
         m = np.asarray(m)
         if m.dtype.kind != "b":
             continue

@@ -52,7 +52,7 @@ def _covered_matrices(j: Judgement, shape) -> np.ndarray:
     out = np.zeros(shape[:-2], bool)
     if not shape[-1] * shape[-2]:
         return out
-    for rule, m in (j.masks or {}).items():
+    for rule, m in j.masks.items():
         m = np.asarray(m)
         if m.dtype.kind != "b":
             continue

@@ -201,13 +201,13 @@ def state_advances(j: Judgement):
 def _chain(j: Judgement) -> list[list[np.ndarray]] | None:
     """[(output_state, output) of step k] for k = 0 (the case itself) .. CHAIN, each step
     the same executable on the previous step's output_state; cached on the judgement."""
-    cached = j.__dict__.get("_rng_chain")
+    cached = j.memo.get("rng_chain")
     if cached is not None or j.run_on is None:
         return cached
     steps = [[np.asarray(a) for a in j.actual]]
     for _ in range(CHAIN):
         steps.append([np.asarray(a) for a in j.run_on([steps[-1][0]])])
-    j.__dict__["_rng_chain"] = steps
+    j.memo["rng_chain"] = steps
     return steps
 
 
@@ -370,7 +370,7 @@ def records_algorithm(j: Judgement):
 # ---------------------------------------------------------------------------
 
 def _undefined(j: Judgement, rule: str) -> np.ndarray:
-    m = (j.masks or {}).get(rule)
+    m = j.masks.get(rule)
     if m is None:
         return np.zeros(j.batch, bool)
     m = np.asarray(m, bool)

@@ -15,7 +15,7 @@ import functools
 from conformance.core import region_program
 from conformance.specs.expressions import draw
 
-from .control_flow import _branches, _types
+from .control_flow import branch_bodies, tensor_types
 
 __all__ = ["call_body"]
 
@@ -23,11 +23,11 @@ __all__ = ["call_body"]
 @draw("call_body")
 def call_body(seed, args, m) -> str:
     """A function body over parameters of the types ``args`` returning ``m`` results."""
-    return _call_body(int(seed), _types(args), int(m))
+    return _call_body(int(seed), tensor_types(args), int(m))
 
 
 @functools.lru_cache(maxsize=1024)
 def _call_body(seed, args, m) -> str:
-    (branch,) = _branches(seed, 1, args, m)
+    (branch,) = branch_bodies(seed, 1, args, m)
     program = region_program.parse(branch).program
     return region_program.text(region_program.Body(program, len(program.arguments)))

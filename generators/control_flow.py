@@ -35,7 +35,7 @@ from conformance.core.types import TensorType, element_type
 from conformance.specs import load_spec
 from conformance.specs.expressions import draw
 
-from .programs import Builder, Config, InvalidStep, _accepted, _undo
+from .programs import Builder, Config, InvalidStep, accepted_types
 
 __all__ = ["BODY_OPS", "exact", "branches", "while_regions", "value_types", "while_state_values"]
 
@@ -155,15 +155,15 @@ def _steps(b: _BodyBuilder, n: int) -> None:
     for _ in range(4 * n):
         if len(b.operations) >= n or not b.order:
             return
-        before = (len(b.arguments), len(b.operations), list(b.order))
+        before = b.mark()
         try:
             anchor = b.recent()
             et = b.types[anchor].element_type.name
-            usable = [o for o in ops if et in _accepted(o)]
+            usable = [o for o in ops if et in accepted_types(o)]
             if usable:
                 b.spec_step(usable[int(b.rng.integers(len(usable)))], anchor, tries=2)
         except InvalidStep:
-            _undo(b, before)
+            b.undo(before)
 
 
 def _value_of(b: _BodyBuilder, t: TensorType, avoid_args: bool = True) -> str:
@@ -178,7 +178,7 @@ def _value_of(b: _BodyBuilder, t: TensorType, avoid_args: bool = True) -> str:
         s = b.types[v]
         if s.size != t.size or s.size == 0 and s.shape != t.shape:
             continue
-        before = (len(b.arguments), len(b.operations), list(b.order))
+        before = b.mark()
         try:
             x = v
             if s.shape != t.shape:
@@ -187,7 +187,7 @@ def _value_of(b: _BodyBuilder, t: TensorType, avoid_args: bool = True) -> str:
                 (x,) = b.op("convert", [x], [t])
             return x
         except (InvalidStep, ValueError):
-            _undo(b, before)
+            b.undo(before)
     return b.constant(t)
 
 
@@ -211,18 +211,20 @@ def value_types(seed, E, S, n) -> list[TensorType]:
     return out[:max(0, int(n))]
 
 
-def _types(ts) -> tuple[TensorType, ...]:
+def tensor_types(ts) -> tuple[TensorType, ...]:
+    """``ts`` as a tuple of TensorType (hashable: the key of the cached drawers)."""
     return tuple(TensorType(tuple(t.shape), t.element_type) for t in ts)
 
 
 @draw("cf_branches")
 def branches(seed, n, captures, m) -> list[str]:
     """``n`` branch bodies over ``captures`` returning ``m`` results of one list of types."""
-    return list(_branches(int(seed), int(n), _types(captures), int(m)))
+    return list(branch_bodies(int(seed), int(n), tensor_types(captures), int(m)))
 
 
 @functools.lru_cache(maxsize=1024)
-def _branches(seed, n, captures, m) -> tuple[str, ...]:
+def branch_bodies(seed, n, captures, m) -> tuple[str, ...]:
+    """:func:`branches` for an int seed and a tuple of TensorType captures (cached)."""
     rng = _rng(seed, 2)
     captures = list(captures)
     results = []
@@ -245,7 +247,7 @@ def _branches(seed, n, captures, m) -> tuple[str, ...]:
 @draw("cf_while")
 def while_regions(seed, state) -> list[str]:
     """``[cond, body]`` for ``state`` (counter and bound first; module docstring)."""
-    return list(_while_regions(int(seed), _types(state)))
+    return list(_while_regions(int(seed), tensor_types(state)))
 
 
 @functools.lru_cache(maxsize=1024)

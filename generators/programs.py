@@ -127,7 +127,7 @@ def _anchor_variable(spec) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _accepted(op: str) -> frozenset[str]:
+def accepted_types(op: str) -> frozenset[str]:
     """Element types the op's anchor variable may have."""
     spec = load_spec(op)
     var = _anchor_variable(spec)
@@ -181,6 +181,22 @@ class Builder:
         self.patterns: list[str] = []
         self.pattern_ops: list[tuple[str, tuple[str, ...]]] = []
         self.stats = Stats()
+
+    # -- taking back a step that failed -------------------------------------------------
+    def mark(self) -> tuple[int, int, list[str]]:
+        """Where the program stands now, for :meth:`undo`."""
+        return len(self.arguments), len(self.operations), list(self.order)
+
+    def undo(self, mark: tuple[int, int, list[str]]) -> None:
+        """Back to ``mark``: drop the arguments, operations and values added since."""
+        n_args, n_ops, order = mark
+        self.arguments[n_args:] = []
+        self.operations[n_ops:] = []
+        self.order[:] = order
+        live = set(order)
+        for k in list(self.types):
+            if k not in live:
+                del self.types[k]
 
     # -- values -------------------------------------------------------------------------
     def argument(self, t: TensorType, hint: Any = None) -> str:
@@ -247,7 +263,7 @@ class Builder:
         spec = load_spec(op)
         at = self.types[anchor]
         var = _anchor_variable(spec)
-        if var is None or at.element_type.name not in _accepted(op):
+        if var is None or at.element_type.name not in accepted_types(op):
             return None
         best = None
         for _ in range(tries):
@@ -465,7 +481,7 @@ def _broadcast_feeding(b: Builder, t: TensorType):
 
 def _binary_for(b: Builder, t: TensorType) -> str:
     names = [n for n in ("add", "multiply", "subtract", "maximum", "minimum", "and", "or")
-             if t.element_type.name in _accepted(n)]
+             if t.element_type.name in accepted_types(n)]
     return names[int(b.rng.integers(len(names)))]
 
 
@@ -480,8 +496,8 @@ def _reduce_of_elementwise(b: Builder, t: TensorType):
 
 
 def _double_negation(b: Builder, t: TensorType):
-    op = "negate" if t.element_type.name in _accepted("negate") else "not"
-    if t.element_type.name not in _accepted(op):
+    op = "negate" if t.element_type.name in accepted_types("negate") else "not"
+    if t.element_type.name not in accepted_types(op):
         return False
     (y,) = b.op(op, [b.fill(t)])
     b.op(op, [y])
@@ -523,7 +539,7 @@ def generate(seed: int, index: int, config: Config = Config(),
     attempts = 0
     while len(b.operations) < target and attempts < 8 * target:
         attempts += 1
-        before = (len(b.arguments), len(b.operations), list(b.order))
+        before = b.mark()
         try:
             if rng.random() < config.pattern_share:
                 name = list(PATTERNS)[int(rng.integers(len(PATTERNS)))]
@@ -537,15 +553,15 @@ def generate(seed: int, index: int, config: Config = Config(),
             else:
                 anchor = b.recent()
                 et = b.types[anchor].element_type.name
-                usable = [o for o in ops if et in _accepted(o)]
+                usable = [o for o in ops if et in accepted_types(o)]
                 if usable:
                     b.spec_step(usable[int(rng.integers(len(usable)))], anchor)
         except InvalidStep as e:
             b.stats.rejected += 1
             b.stats.reasons.append(str(e))
-            _undo(b, before)
+            b.undo(before)
     if len(b.operations) == 0:
-        b.op("negate" if home.name in _accepted("negate") else "not", [b.order[0]])
+        b.op("negate" if home.name in accepted_types("negate") else "not", [b.order[0]])
     program = b.finish()
     if stats is not None:
         stats.added += b.stats.added
@@ -568,17 +584,6 @@ _PATTERN_OPS = {"a*b+c": {"multiply", "add"}, "x-x": {"subtract"}, "x*1": {"mult
 
 def _pattern_ops_allowed(name: str, ops: Sequence[str]) -> bool:
     return bool(_PATTERN_OPS[name] & set(ops))
-
-
-def _undo(b: Builder, before) -> None:
-    n_args, n_ops, order = before
-    b.arguments[n_args:] = []
-    b.operations[n_ops:] = []
-    b.order[:] = order
-    live = set(order)
-    for k in list(b.types):
-        if k not in live:
-            del b.types[k]
 
 
 def type_key(sig) -> str:

@@ -63,24 +63,19 @@ def shape_values(sig: Signature, spec: OpSpec, index: int, k: int, et: ElementTy
     return np.broadcast_to(np.asarray(dims, np.int64), shape).copy()
 
 
-#: the b of the last a drawn, by (signature, batch): rng's a and b are drawn as a pair
-_PENDING: dict = {}
-
-
 def param_values(sig: Signature, spec: OpSpec, index: int, k: int, et: ElementType,
-                 shape, rng: np.random.Generator, param: str) -> np.ndarray:
+                 shape, rng: np.random.Generator,
+                 param: str) -> "np.ndarray | dict[int, np.ndarray]":
+    """rng's ``a`` and ``b``: drawn as a pair per row when ``a`` is drawn, both returned
+    (``{0: a, 1: b}``: generators/values.py hands ``b`` over within the same call); ``b``
+    drawn alone is a fresh pair's ``b``. A function of its arguments only."""
     if len(shape) != 1 or len(sig.input_types) < 2 or \
             sig.input_types[0].element_type != sig.input_types[1].element_type or \
             sig.input_types[index].element_type != et:
         return draw_array(et, shape, rng)
-    key = (sig, shape[0], id(rng))
-    if index == 1 and key in _PENDING:
-        return _PENDING.pop(key)
     a, b = _pairs(et, shape[0], rng, sig.attributes.get("rng_distribution", "UNIFORM"))
     if index == 0:
-        _PENDING.clear()
-        _PENDING[key] = b
-        return a
+        return {0: a, 1: b}
     return b
 
 

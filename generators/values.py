@@ -197,7 +197,10 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
 #: spec, index, k, et, shape, rng, param) -> array`` draws input ``index`` (position
 #: ``k`` in its variadic group) of shape [batch] + its shape. A spec names one as
 #: ``name`` or ``name:param`` (``identity:body``: a reduction's init values, the
-#: identity of its body ``body``).
+#: identity of its body ``body``). Inputs drawn together (rng's ``a`` and ``b``, a pair
+#: per row) come back at once as ``{input index: array}``, this input's and later
+#: ones' (single-leaf inputs): :func:`batch_inputs` takes the later ones from there,
+#: within the one call (no state outlives it).
 SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "identity": "reduction:identity_values",
     "exact_sums": "reduction:exact_values",
@@ -363,14 +366,20 @@ def _batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
         return tuple(draw_array(leaf.element_type, (batch, *leaf.shape), rng, d)
                      for t, d in zip(sig.input_types, dists) for leaf in t.leaves())
     out = []
+    drawn: dict[int, np.ndarray] = {}       # later inputs a joint draw already made
     for i, (t, d) in enumerate(zip(sig.input_types, dists)):
         name, _, param = d.partition(":")
         for leaf in t.leaves():
             shape = (batch, *leaf.shape)
-            if name in SIGNATURE_DISTRIBUTIONS:
-                out.append(_signature_distribution(name)(sig, spec, i, within[i],
-                                                         leaf.element_type, shape, rng,
-                                                         param))
+            if i in drawn:
+                out.append(drawn.pop(i))
+            elif name in SIGNATURE_DISTRIBUTIONS:
+                x = _signature_distribution(name)(sig, spec, i, within[i],
+                                                  leaf.element_type, shape, rng, param)
+                if isinstance(x, dict):     # drawn together with later inputs
+                    drawn.update((j, v) for j, v in x.items() if j > i and dists[j] == d)
+                    x = x[i]
+                out.append(x)
             else:
                 out.append(draw_array(leaf.element_type, shape, rng, d))
     return tuple(out)

@@ -144,6 +144,10 @@ class RuleMasks(dict):
       ``any:`` entry), or None;
     - :meth:`for_result` -> the mask of one result: a ``per_result`` rule's own mask
       for it (the dict holds their union, for callers that look at every result).
+
+    The one type of masks everywhere (verdicts.Judgement.masks, compare.compare_batch,
+    the verdict kinds): :meth:`of` makes one of a plain ``{rule: mask}`` (rules the spec
+    does not describe: each allows ``any``) or of None (no rules).
     """
 
     def __init__(self, *args, rules=None, env=None, results=None, **kw):
@@ -154,6 +158,19 @@ class RuleMasks(dict):
         self._dtypes = [np.asarray(r).dtype for r in results or ()]
         self._cache: dict[str, tuple[dict, Any]] = {}
         self.per_result: dict[str, list[np.ndarray]] = {}
+
+    @classmethod
+    def of(cls, masks: "Mapping[str, np.ndarray] | None") -> "RuleMasks":
+        """``masks`` itself if it is a RuleMasks; else a RuleMasks of the same rule ->
+        mask entries and no rule descriptions (every rule allows ``any``)."""
+        if isinstance(masks, cls):
+            return masks
+        if masks is None:
+            return cls()
+        if not isinstance(masks, Mapping):
+            raise TypeError(f"implementation-defined masks are a RuleMasks (or a mapping "
+                            f"rule -> mask), not {type(masks).__name__}")
+        return cls(masks)
 
     def for_result(self, rule: str, i: int) -> np.ndarray:
         """Rule ``rule``'s mask over result ``i``'s elements."""

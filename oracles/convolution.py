@@ -98,6 +98,11 @@ class ConvGeometry:
         """[batch / bgc, windows..., out features]"""
         return [self.batch // self.bgc] + self.windows + [self.out_features]
 
+    @property
+    def empty(self) -> bool:
+        """No products in a result element, or no result elements."""
+        return self.terms == 0 or 0 in self.out_canonical
+
 
 def geometry(lhs_shape: Sequence[int], rhs_shape: Sequence[int], attrs: Mapping[str, Any],
              lead: int = 0) -> ConvGeometry:
@@ -226,10 +231,6 @@ def from_groups(c: np.ndarray, g: ConvGeometry) -> np.ndarray:
     return np.transpose(c, list(range(L)) + [L + p for p in g.out_perm])
 
 
-def _empty(g: ConvGeometry) -> bool:
-    return g.terms == 0 or 0 in g.out_canonical
-
-
 def _canonical_zeros(lead_shape, g: ConvGeometry, dtype) -> np.ndarray:
     """The result where no element has a product (an empty sum: the init value 0), or
     there are no result elements: zeros in the output layout."""
@@ -250,7 +251,7 @@ def contract_wide(lhs: np.ndarray, rhs: np.ndarray, g: ConvGeometry) -> np.ndarr
     """The convolution's dot products, unrounded (contraction.contract's kinds: float64,
     complex128, uint64 modulo 2^64, bool), in the output layout."""
     a, b, exact = _wide(lhs, rhs)
-    if _empty(g):
+    if g.empty:
         et = element_type(lhs.dtype)
         kind = (np.bool_ if et.is_boolean else np.uint64 if et.is_integer else
                 np.complex128 if et.is_complex else np.float64)
@@ -291,7 +292,7 @@ def bound_parts(lhs: np.ndarray, rhs: np.ndarray, attrs: Mapping[str, Any]
     per element (kernel spatial sizes times kernel input features)."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     g = geometry(lhs.shape, rhs.shape, attrs, lead=1)
-    if _empty(g):
+    if g.empty:
         return _canonical_zeros(lhs.shape[:1], g, np.float64), g.terms
 
     def mag(x):
@@ -310,7 +311,7 @@ def _out_of_range(lhs, rhs, attr_values, result):
     lhs, rhs, r = np.asarray(lhs), np.asarray(rhs), np.asarray(result)
     g = geometry(lhs.shape, rhs.shape, _attrs(attr_values), lead=1)
     et = element_type(r.dtype)
-    if _empty(g) or not (et.is_float or et.is_complex):
+    if g.empty or not (et.is_float or et.is_complex):
         return np.zeros(r.shape, bool)
     a, b, _ = _wide(lhs, rhs)
     v, k, lb, rb, lc, rc = operands(a, b, g)
@@ -328,7 +329,7 @@ def _zero_parts(lhs, rhs, attr_values, result) -> list[np.ndarray]:
     parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     g = geometry(lhs.shape, rhs.shape, _attrs(attr_values), lead=1)
     et = element_type(r.dtype)
-    if _empty(g) or r.size == 0 or not (et.is_float or et.is_complex):
+    if g.empty or r.size == 0 or not (et.is_float or et.is_complex):
         return [np.zeros(r.shape, bool) for _ in parts]
     a, b, exact = _wide(lhs, rhs)
     v, k, lb, rb, lc, rc = operands(a, b, g)

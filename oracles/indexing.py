@@ -317,7 +317,7 @@ def _flat(index: np.ndarray, shape) -> np.ndarray:
     return np.ravel_multi_index(tuple(index[..., d] for d in range(len(shape))), tuple(shape))
 
 
-def _occurrence(targets: np.ndarray) -> np.ndarray:
+def occurrence(targets: np.ndarray) -> np.ndarray:
     """For each position, how many earlier positions have the same target."""
     order = np.argsort(targets, kind="stable")
     sorted_t = targets[order]
@@ -349,7 +349,7 @@ def _scatter_run(inputs, attrs, types, judge_region: bool = False, per_element: 
         return results, impl
     targets = _flat(index[window_in], shape)
     values = [np.asarray(u)[window_in] for u in ups]
-    occ = _occurrence(targets)
+    occ = occurrence(targets)
     flat = [r.reshape(-1) for r in results]
     flat_impl = impl.reshape(-1)
     for wave in range(int(occ.max()) + 1):

@@ -542,8 +542,8 @@ class ScatterGeometry:
         ok = t >= 0
         self._key = (case * self.cells + t)[ok]              # flat result position
         self._src = np.nonzero(ok.reshape(-1))[0]            # flat source position
-        from .indexing import _occurrence
-        self._occ = _occurrence(self._key) if self._key.size else self._key
+        from .indexing import occurrence
+        self._occ = occurrence(self._key) if self._key.size else self._key
         self.counts = np.bincount(self._key, minlength=lead * self.cells).reshape(self.shape) \
             if lead * self.cells else np.zeros(self.shape, np.int64)
         self.size = int(self._occ.max()) + 1 if self._occ.size else 0

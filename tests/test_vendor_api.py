@@ -94,28 +94,33 @@ class FrontEnd(DeclinesByType):
     compiles_invalid = False
 
 
-def test_declining_an_invalid_program_untried_warns_once(monkeypatch):
-    monkeypatch.setattr(vendor, "_WARNED", set())
-    monkeypatch.setattr(vendor, "_COMPILED_OPS", set())
+def test_declining_an_invalid_program_untried_warns_once():
     case = Case(INVALID, (np.zeros(2, np.float32), np.zeros(2, np.float32)))
+    backend = DeclinesByType()
     with warnings.catch_warnings():
         warnings.simplefilter("error")            # the op was never compiled: no warning
-        assert check_invalid(DeclinesByType(), case)[0] == "unsupported"
+        assert check_invalid(backend, case)[0] == "unsupported"
     from conformance.checker import SignatureCheck
     from conformance.specs import load_spec
     si32 = Signature.make("add", ["tensor<2xi32>"] * 2, ["tensor<2xi32>"])
-    SignatureCheck(load_spec("add"), si32, [DeclinesByType()]).compile()   # add compiles
+    SignatureCheck(load_spec("add"), si32, [backend]).compile()   # add compiles
+    assert backend.compiled_ops == {"add"}
     with pytest.warns(vendor.NeverCompiledWarning, match="declines-by-type"):
-        outcome, reason = check_invalid(DeclinesByType(), case)
+        outcome, reason = check_invalid(backend, case)
     assert outcome == "unsupported" and "without compiling" in reason
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_invalid(DeclinesByType(), case)                  # once per backend
+        assert check_invalid(backend, case)[1] == reason       # warned once per backend
+        # another instance has compiled nothing (what ran before in the process is not
+        # its history)
+        assert check_invalid(DeclinesByType(), case) == ("unsupported", "f32 is not supported")
         for b in (CompilerDeclines(), FrontEnd()):
-            vendor.note_compiled(b.name, "add")
+            vendor.note_compiled(b, "add")
             assert check_invalid(b, case)[0] == "unsupported"
         valid = Case(VALID, case.inputs)
-        assert check_invalid(DeclinesByType(), valid)[0] == "unsupported"
+        assert check_invalid(backend, valid)[0] == "unsupported"
+        backend.clear_cache()              # what it implements is no cache: it stays
+        assert check_invalid(backend, case)[1] == reason
 
 
 def test_the_compiled_flag_crosses_the_process_boundary(tmp_path):
