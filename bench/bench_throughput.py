@@ -250,8 +250,8 @@ STAGES = [  # (label, module path suffix, function name)
     ("compare: compare_batch (incl. flush re-evaluation)", "conformance/compare.py",
      "compare_batch"),
     ("  of which _detect_flush", "conformance/compare.py", "_detect_flush"),
-    ("totals: _Totals.add (counts, ULP histogram)", "conformance/runner.py", "add"),
-    ("divergences: _record_divergences", "conformance/runner.py", "_record_divergences"),
+    ("totals: BackendTotals.add (counts, ULP histogram)", "conformance/checking/stream.py", "add"),
+    ("divergences: _divergences", "conformance/checking/stream.py", "_divergences"),
     ("results: ResultsWriter.write", "conformance/core/results.py", "write"),
 ]
 

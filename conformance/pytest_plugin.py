@@ -105,6 +105,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import tempfile
 import types as _pytypes
 import warnings
 from pathlib import Path
@@ -117,6 +118,7 @@ DEFAULT_BACKEND = "jax"
 DEFAULT_DEPTH = "quick"
 PROFILE_CHOICES = ("auto", "local", "ci")
 DEFAULT_DATABASE = ".hypothesis/conformance"
+DEFAULT_TIMEOUT = 60.0      # as ``conformance run --timeout``
 
 _BACKEND_FIXTURES = ("conformance_backend",)
 
@@ -174,6 +176,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="hypothesis behaviour: local (random cases, example database), "
                          "ci (derandomized, no database), or auto: ci when the "
                          "environment variable CI is set (default: auto)")
+    group.addoption("--conformance-isolate", action="store_true", default=None,
+                    dest="conformance_isolate",
+                    help="run the backend in a child process, so that a crash or hang costs "
+                         "one case and a failed test, never the session (default: as the "
+                         "backend asks: xla, interpreter, iree, pjrt and vendor classes "
+                         "that do not say isolate = False)")
+    group.addoption("--conformance-no-isolate", action="store_false",
+                    dest="conformance_isolate",
+                    help="run the backend in the pytest process, whatever it asks")
+    group.addoption("--conformance-timeout", action="store", type=float, default=None,
+                    metavar="SECONDS",
+                    help="seconds an isolated backend may take per compile or batch "
+                         f"(> 0; default {DEFAULT_TIMEOUT:g}); a backend that hangs "
+                         "twice in an op is not run on its other signatures")
     group.addoption("--conformance-database", action="store", default=None, metavar="DIR",
                     help="hypothesis example database of local runs, where failing cases "
                          f"are kept and replayed first next time (default: <rootdir>/"
@@ -196,6 +212,8 @@ class Options:
     database: Path | None = None   # the example database's folder (local runs)
     expectations: Any = dataclasses.field(default=None, compare=False)
     fail_on_stale: bool = False
+    isolate: bool | None = None    # None: as the backend asks (conformance.isolation)
+    timeout: float = DEFAULT_TIMEOUT
 
     @property
     def depth(self):
@@ -215,6 +233,7 @@ class Options:
 
 _OPTIONS_KEY = pytest.StashKey[Options]()
 _BACKEND_KEY = pytest.StashKey[Any]()
+_BUDGET_KEY = pytest.StashKey[Any]()
 
 
 def in_ci() -> bool:
@@ -310,12 +329,18 @@ def _read_options(config: pytest.Config) -> Options:
             raise pytest.UsageError(f"--conformance-expectations: {e}") from None
     elif config.getoption("conformance_fail_on_stale"):
         raise pytest.UsageError("--conformance-fail-on-stale needs --conformance-expectations")
+    timeout = config.getoption("conformance_timeout")
+    if timeout is not None and not timeout > 0:
+        raise pytest.UsageError(f"--conformance-timeout: {timeout:g} is not a positive number "
+                                "of seconds")
     return Options(backend=backend or DEFAULT_BACKEND, backend_explicit=backend is not None,
                    depth_name=depth, ops=ops, families=families,
                    element_types=element_types, seed=seed,
                    repro_dir=Path(repro) if repro else None, profile=profile,
                    database=database, expectations=expectations,
-                   fail_on_stale=bool(config.getoption("conformance_fail_on_stale")))
+                   fail_on_stale=bool(config.getoption("conformance_fail_on_stale")),
+                   isolate=config.getoption("conformance_isolate"),
+                   timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
 
 
 def _check_selection(ops, families, element_types) -> None:
@@ -404,13 +429,38 @@ def load_backend(config: pytest.Config):
     except KeyError:
         pass
     from conformance.backends import BackendLoadError, get_backend
-    name = options_of(config).backend
+    from conformance.isolation import prepare_backends
+    options = options_of(config)
     try:
-        backend = get_backend(name)
+        backend = get_backend(options.backend)
+        # A backend that crashes or hangs costs a failed test, never the session: as
+        # `conformance run` does, it runs in a child process unless it says otherwise.
+        # The child's stderr goes to the repro folder, or a folder of its own.
+        logs = options.repro_dir or Path(tempfile.mkdtemp(prefix="conformance-backend-"))
+        backend = prepare_backends([backend], logs, options.isolate, options.timeout)[0]
     except BackendLoadError as e:
         raise pytest.UsageError(f"--conformance-backend: {e}") from None
     config.stash[_BACKEND_KEY] = backend
     return backend
+
+
+def hang_budget(config: pytest.Config):
+    """The session's timeouts per (backend, op) (conformance.checking.stream.HangBudget):
+    after two in an op, the backend is not run on the op's other signatures."""
+    try:
+        return config.stash[_BUDGET_KEY]
+    except KeyError:
+        from conformance.checking.stream import HangBudget
+        budget = config.stash[_BUDGET_KEY] = HangBudget()
+        return budget
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The isolated backend's child process ends with the session."""
+    backend = config.stash.get(_BACKEND_KEY, None)
+    close = getattr(backend, "close", None)
+    if close is not None:
+        close()
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -722,6 +772,13 @@ class _Gatekeeper:
         self.op, self.element_type, self.rule = op, element_type, rule
         self.seen: dict[str, list] = {}          # class -> [entry, cases]
 
+    def lists(self, cls: str):
+        """The entry that expects ``cls`` here, or None (nothing is remembered)."""
+        if self.expectations is None:
+            return None
+        name, info = _name_and_info(self.backend)
+        return self.expectations.match(name, info, self.op, cls, self.element_type, self.rule)
+
     def expected(self, cls: str, cases: int = 1):
         """The entry that expects ``cls`` here (and remember it), or None."""
         if self.expectations is None:
@@ -817,6 +874,13 @@ def conformance_options(pytestconfig: pytest.Config) -> Options:
 def conformance_backend(pytestconfig: pytest.Config):
     """The Backend under test (``--conformance-backend``), one instance per session."""
     return load_backend(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def conformance_hang_budget(pytestconfig: pytest.Config):
+    """The session's :class:`~conformance.checking.stream.HangBudget`: a backend that
+    hangs twice in an op is not run on the op's other signatures."""
+    return hang_budget(pytestconfig)
 
 
 @pytest.fixture(scope="session")
@@ -1047,49 +1111,95 @@ class _FailureStore:
             raise
 
 
-def _divergence_message(check, batch, name: str, options: Options, key: str,
-                        among: "set[str] | None" = None) -> str:
-    """The text of a failing test: the worst diverging class among ``among`` (those no
-    expectation lists), one case of it minimised by the checker, its case id and how to
-    run it again."""
+def _divergence_message(ev, spec, sig, backend, options: Options, key: str) -> str:
+    """The text of a failing test: a diverging class no expectation lists (the checker's
+    ``Diverged`` event), its case minimised, its case id and how to run it again."""
     from conformance.arbiter import describe as arbiter_line
-    from conformance.compare import worst
-    from conformance.plan import stable_hash
-    verdict = batch.results[name].verdict
+    d, name, cls = ev.divergence, ev.backend, ev.cls
+    verdict = ev.batch.results[name].verdict
     names = verdict.case_class_names()
     diverging = [int(c) for c in verdict.diverging_cases()]
-    cls = worst([names[c] for c in diverging if among is None or names[c] in among])
-    d = check.divergence(name, batch, check.representative(name, batch, cls), cls)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(verdict.counts().items()))
     text = describe_case(d.small, d.small_cls or cls, d.expected, d.actual, d.message,
-                         title=f"{check.spec.name} [{key}] on {name}: {cls} divergence "
+                         title=f"{spec.name} [{key}] on {name}: {cls} divergence "
                                f"({len(diverging)} of {len(names)} cases in the batch: "
                                f"{counts})")
-    backend = check.backends[name]
     extra = [f"  {arbiter_line(d.arbiter)}"] if d.arbiter else []
     extra += [f"  case id:   {d.case.case_id}",
-             f"  repro:     conformance repro {d.case.case_id} --backend {backend.locator}"]
+              f"  repro:     conformance repro {d.case.case_id} --backend {backend.locator}"]
     if d.small_cls is None:
         extra.append("  note:      does not diverge when run alone (only in the batched "
                      "executable)")
     elif d.small is not d.case:
         extra.append("  note:      minimised from a case of the batch")
-        extra.append(f"  batch case signature: {check.sig.key()}")
+        extra.append(f"  batch case signature: {sig.key()}")
     if options.repro_dir is not None:
-        from conformance.repro import folder_name, save
-        from conformance.verdicts import describe
-        folder = options.repro_dir / folder_name(name, check.spec.name, key, cls,
-                                                 stable_hash(d.case.case_id) % 10 ** 6)
-        save(folder, backend.locator, d.small, d.small_cls or cls, d.expected, d.actual,
-             {"original_case_id": d.case.case_id, "accuracy": describe(check.accuracy)})
+        folder = _save_repro(options, backend, spec, sig, key, cls, d.case, d.small,
+                             d.small_cls or cls, d.expected, d.actual)
         extra.append(f"  reproducer: python {folder / 'repro.py'}")
     return text + "\n" + "\n".join(extra)
 
 
-def run_op_binding(backend, param: OpBinding, options: Options) -> None:
+def _save_repro(options: Options, backend, spec, sig, key: str, cls: str, original, small,
+                small_cls: str, expected, actual) -> Path:
+    from conformance.plan import stable_hash
+    from conformance.repro import folder_name, save
+    from conformance.verdicts import describe
+    from conformance.checker import accuracy_of
+    folder = options.repro_dir / folder_name(backend.name, spec.name, key, cls,
+                                             stable_hash(original.case_id) % 10 ** 6)
+    save(folder, backend.locator, small, small_cls, expected, actual,
+         {"original_case_id": original.case_id, "accuracy": describe(accuracy_of(spec, sig))})
+    return folder
+
+
+def _failure_message(ev, spec, sig, backend, options: Options, key: str, what: str) -> str:
+    """The text of a test failed by a backend that raised, crashed or hung on a batch
+    (the checker's ``BackendFailed`` event), with the case that does it alone."""
+    from conformance.checker import error_text
+    text = (f"{spec.name} [{key}]: {ev.outcome}: {what} {sig.key()} failed: "
+            f"{error_text(ev.error)}")
+    if ev.culprit is None:
+        return text
+    case = ev.culprit.case
+    text += (f"\n  culprit:   case {ev.culprit.index} of batch {ev.batch.index} does it alone"
+             f"\n  case id:   {case.case_id}"
+             f"\n  repro:     conformance repro {case.case_id} --backend {backend.locator}")
+    if options.repro_dir is not None:
+        folder = _save_repro(options, backend, spec, sig, key, ev.outcome, case, case,
+                             ev.outcome, ev.culprit.expected, None)
+        text += f"\n  reproducer: python {folder / 'repro.py'}"
+    return text
+
+
+def signature_record(base: dict, ev) -> dict | None:
+    """The ``signature`` record(s) ``conformance run`` writes for an event of the
+    checker's stream (None for events that have none): what the plugin attaches to a
+    test (``conformance_signature`` user properties, in --junitxml)."""
+    from conformance.checking import stream
+    if isinstance(ev, (stream.NotRun, stream.CompileFailed)):
+        return {**base, "backend": ev.backend, "outcome": ev.outcome, "reason": ev.reason,
+                "cases": 0, "counts": {}}
+    if isinstance(ev, stream.Declined):
+        return {**base, "backend": ev.backend, "outcome": "unsupported", "reason": ev.reason,
+                "cases": 0, "counts": {}}
+    return None
+
+
+def record_text(rec: dict) -> str:
+    """A record as the results file's line has it (JSON)."""
+    import json
+    from conformance.core.results import json_default
+    return json.dumps(rec, default=json_default, separators=(",", ":"))
+
+
+def run_op_binding(backend, param: OpBinding, options: Options, record=None,
+                   budget=None) -> None:
     """The body of ``test_op``: the signatures of one op and type binding, drawn from the
-    same plan as ``conformance run`` (conformance.plan), each checked batch by batch by
-    the one checker (conformance.checker) as the CLI does.
+    same plan as ``conformance run`` (conformance.plan), packed and checked by the
+    checker's event stream (conformance.checking.stream) as the CLI does: the same
+    verdicts, crash bisection and hang budget (``budget``: the session's
+    :class:`~conformance.checking.stream.HangBudget`).
 
     With ``--conformance-seed=N`` the test checks exactly the signatures and values that
     ``conformance run --seed N --depth D`` checks, with the same case ids. Without a seed
@@ -1100,10 +1210,15 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
     With expectations (``options.expectations``), divergences of a class the file lists
     for this op and binding do not stop the test; it goes on looking for others, and
     ends as an xfail with the entries' reasons (or fails on the first class no entry
-    lists)."""
+    lists). ``record(name, value)`` (pytest's ``record_property``) receives the
+    ``signature`` records ``conformance run`` would write (JSON text), as
+    ``conformance_signature`` (``--junitxml`` writes them as the test's properties)."""
     __tracebackhide__ = True
     from conformance import plan
-    from conformance.checker import SignatureCheck, accuracy_of
+    from conformance.checker import accuracy_of
+    from conformance.checking import stream
+    from conformance.compare import worst
+    from conformance.packing import DEFAULT_PACK, UnitPacker
     from conformance.specs import load_spec
 
     spec = load_spec(param.op)
@@ -1111,72 +1226,129 @@ def run_op_binding(backend, param: OpBinding, options: Options) -> None:
     key = param.key
     name = getattr(backend, "name", str(backend))
     gate = _Gatekeeper(backend, options, spec.name, element_type=key)
+    budget = budget if budget is not None else stream.HangBudget()
     unsupported: list[str] = []
     ran = [0]
 
-    def backend_failure(what: str, sig, cls: str, text: str, error=None) -> None:
-        if gate.expected(cls):
-            return
-        raise gate.failure(f"{spec.name} [{key}]: {cls}: {what} {sig.key()} failed: "
-                           f"{text}") from error
+    pending: list = [None]      # (failure, cause): the first unexpected event
 
-    def check_planned(seed: int, index: int, sig) -> None:
+    def fail(message: str, cls: str, error=None) -> None:
+        """Fail the test when the signature ends, unless the expectations list ``cls``."""
+        if not gate.expected(cls) and pending[0] is None:
+            pending[0] = (gate.failure(message), error)
+
+    def choose(_backend: str, classes, counts) -> list[str]:
+        if pending[0] is not None:
+            return []
+        unexpected = [c for c in classes if gate.lists(c) is None]
+        return [worst(unexpected)] if unexpected else []
+
+    def check_planned(seed: int, index: int, sig, packer) -> None:
         __tracebackhide__ = True
-        check = SignatureCheck(spec, sig, [backend], accuracy_of(spec, sig),
-                               lambda b, c: plan.case_id(seed, options.depth_name, spec.name,
-                                                         key, index, b, c))
-        check.compile()
-        if name in check.unsupported:
-            unsupported.append(check.unsupported[name])
-            return
-        if name in check.failed:
-            backend_failure("compiling", sig, *check.failed[name])
+        base = {"kind": "signature", "op": spec.name, "family": spec.family, "type_key": key,
+                "signature": sig.key(), "index": index}
+
+        def draw(b: int):
+            stacked = packer.take_inputs(spec.name, key, index, b)
+            return stacked if stacked is not None else \
+                plan.batch_for(seed, options.depth_name, spec, key, index, b, sig)
+
+        packer.before(spec.name, key, index)
+        events = stream.check_signature(
+            spec, sig, [backend], batches=depth.batches, draw=draw, choose=choose,
+            budget=budget, accuracy=accuracy_of(spec, sig),
+            case_id=lambda b, c: plan.case_id(seed, options.depth_name, spec.name, key,
+                                              index, b, c), key=key)
+        # The first unexpected event fails the test when the signature's stream ends, so
+        # that its records are those `conformance run` writes (and nothing more is
+        # minimised meanwhile: ``choose`` asks for nothing once a failure is pending).
+        declined = False
+        for ev in events:
+            rec = signature_record(base, ev)
+            if rec is not None and record is not None:
+                record("conformance_signature", record_text(rec))
+            if isinstance(ev, stream.Declined):
+                unsupported.append(ev.reason)
+                declined = True
+            elif isinstance(ev, (stream.NotRun, stream.CompileFailed)):
+                what = "compiling" if isinstance(ev, stream.CompileFailed) else "running"
+                fail(f"{spec.name} [{key}]: {ev.outcome}: {what} {sig.key()} failed: "
+                     f"{ev.reason}", ev.outcome)
+            elif isinstance(ev, stream.OracleFailed):
+                raise RuntimeError(f"{spec.name} [{key}]: the oracle failed on "
+                                   f"{sig.key()} (a bug of the suite)") from ev.error
+            elif isinstance(ev, stream.BatchJudged):
+                for cls, n in ev.verdict.counts().items():
+                    if cls != "pass":
+                        gate.expected(cls, n)
+            elif isinstance(ev, stream.BackendFailed):
+                if ev.outcome == "unsupported":
+                    unsupported.append(str(ev.error))
+                    declined = True
+                else:
+                    fail(_failure_message(ev, spec, sig, backend, options, key, "running"),
+                         ev.outcome, ev.error)
+            elif isinstance(ev, stream.Diverged):
+                if pending[0] is None:
+                    pending[0] = (gate.failure(_divergence_message(ev, spec, sig, backend,
+                                                                   options, key)), None)
+            elif isinstance(ev, stream.SignatureDone) and record is not None:
+                for n, t in ev.totals.items():
+                    record("conformance_signature",
+                           record_text({**base, "backend": n, **t.record(),
+                                        "coverage": ev.coverage}))
+        if pending[0] is not None:
+            failure, cause = pending[0]
+            pending[0] = None
+            raise failure from cause
+        if not declined:
             ran[0] += 1
-            return
-        for b in range(depth.batches):
-            if not check.executables:
-                break
-            stacked = plan.batch_for(seed, options.depth_name, spec, key, index, b, sig)
-            batch = check.run_batch(b, stacked)
-            r = batch.results[name]
-            if r.outcome == "unsupported":
-                unsupported.append(str(r.error))
-                return
-            if r.error is not None:
-                from conformance.checker import error_text
-                backend_failure("running", sig, r.outcome, error_text(r.error), r.error)
-                continue
-            if r.diverges:
-                counts = r.verdict.counts()
-                classes = {c for c in counts if c != "pass"}
-                unexpected = {c for c in classes if gate.expected(c, counts[c]) is None}
-                if unexpected:
-                    raise gate.failure(_divergence_message(check, batch, name, options, key,
-                                                           among=unexpected))
-        ran[0] += 1
 
     def planned(seed: int) -> list:
         return plan.plan_binding(spec, param.binding_dict, seed, options.depth_name)
 
-    if options.seed is not None:
-        for index, sig in enumerate(planned(options.seed)):
-            check_planned(options.seed, index, sig)
-    else:
-        # A local run without a seed: a fresh random plan seed, after the (seed, index)
-        # pairs that failed before (the example database), so a divergence once found is
-        # checked first until it is fixed.
-        import random
-        store = _FailureStore(options, backend, f"op:{spec.name}:{key}")
-        for seed, index in store.fetch():
-            sigs = planned(seed)
-            if index < len(sigs):
-                with store.remember(seed, index):
-                    check_planned(seed, index, sigs[index])
-            store.forget(seed, index)
-        seed = random.SystemRandom().randrange(2 ** 32)
-        for index, sig in enumerate(planned(seed)):
-            with store.remember(seed, index):
-                check_planned(seed, index, sig)
+    def packed(seed: int, sigs) -> "UnitPacker":
+        """The binding's signatures in packs, as the runner packs a unit."""
+        return UnitPacker([backend], [(key, i, s) for i, s in enumerate(sigs)], DEFAULT_PACK,
+                          depth.batches,
+                          lambda k, i, b, sig: plan.batch_for(seed, options.depth_name, spec,
+                                                              k, i, b, sig),
+                          skip=lambda b: budget.exhausted(b.name, spec.name), spec=spec)
+
+    def check_all(seed: int, sigs, store=None) -> None:
+        packer = packed(seed, sigs)
+        try:
+            for index, sig in enumerate(sigs):
+                if store is None:
+                    check_planned(seed, index, sig, packer)
+                else:
+                    with store.remember(seed, index):
+                        check_planned(seed, index, sig, packer)
+        finally:
+            packer.clear()
+
+    try:
+        if options.seed is not None:
+            check_all(options.seed, planned(options.seed))
+        else:
+            # A local run without a seed: a fresh random plan seed, after the (seed, index)
+            # pairs that failed before (the example database), so a divergence once found
+            # is checked first until it is fixed.
+            import random
+            store = _FailureStore(options, backend, f"op:{spec.name}:{key}")
+            for seed, index in store.fetch():
+                sigs = planned(seed)
+                if index < len(sigs):
+                    packer = packed(seed, [])
+                    with store.remember(seed, index):
+                        check_planned(seed, index, sigs[index], packer)
+                store.forget(seed, index)
+            seed = random.SystemRandom().randrange(2 ** 32)
+            check_all(seed, planned(seed), store)
+    finally:
+        clear = getattr(backend, "clear_cache", None)
+        if clear is not None:     # as the runner after each unit: memory stays flat
+            clear()
     gate.finish()
     if unsupported:
         reason = unsupported[0]

@@ -21,15 +21,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from conformance import golden, oracles, plan, verdicts
+from conformance import golden, plan, verdicts
 from conformance.backends import Backend
-from conformance.checker import (Batch, BackendBatch, OracleFailure, SignatureCheck, accuracy_of,
-                                 check_example, check_invalid, error_text)
-from conformance.compare import (STATISTICS_PREFIX, BatchVerdict, max_error, merge_impl_stats,
-                                 merge_statistics, ulp_histogram, worst)
+from conformance.checker import accuracy_of, check_example, check_invalid, error_text
+from conformance.checking import stream
 from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
-from conformance.core.results import ResultsWriter, finite_or_none, merge_bound_hist
+from conformance.core.results import ResultsWriter
 from conformance.generators import breakable, unbreakable
 from conformance.packing import DEFAULT_PACK, UnitPacker
 from conformance.plan import (DEPTHS, Depth, plan_signatures, select_bindings,  # noqa: F401
@@ -39,11 +37,6 @@ from conformance.specs import OpSpec, binding_key, load_spec
 from conformance.specs.validity import violations
 
 
-#: After this many timeouts of a backend in one op, the op's other signatures are not
-#: run on it (recorded as timeouts): with one culprit bisection per op, a hanging
-#: backend costs at most about (MAX_HANGS_PER_OP + log2(batch size) + 1) x --timeout
-#: per op, not that for every signature.
-MAX_HANGS_PER_OP = 2
 
 
 @dataclasses.dataclass
@@ -121,7 +114,7 @@ class Runner:
         self.cells: dict[tuple[str, str, str], CellStats] = defaultdict(CellStats)
         self.on_progress = on_progress or (lambda _: None)
         self.repro_dir = Path(config.out) / "repros"
-        self.hangs: dict[tuple[str, str], int] = defaultdict(int)   # (backend, op) -> timeouts
+        self.hangs = stream.HangBudget()     # timeouts per (backend, op): bounded cost
         self.packer: UnitPacker | None = None       # the unit's packs (conformance.packing)
 
     # -- top level -------------------------------------------------------------------
@@ -173,7 +166,7 @@ class Runner:
                             for i, s in enumerate(sigs)],
             self.config.pack, self.depth.batches,
             lambda key, i, b, sig: batch_for(self.config, spec, key, i, b, sig),
-            skip=lambda b: self.hangs[(b.name, spec.name)] >= MAX_HANGS_PER_OP, spec=spec)
+            skip=lambda b: self.hangs.exhausted(b.name, spec.name), spec=spec)
         planned: list[Signature] = []
         try:
             for key, sigs in plans:
@@ -237,99 +230,75 @@ class Runner:
                            "invalid_examples": dict(list(bad.items())[:3])})
 
     def run_signature(self, spec: OpSpec, key: str, index: int, sig: Signature) -> None:
-        """One signature on every backend (conformance.checker.SignatureCheck): records
-        per backend (totals), per divergence (minimised, saved) and across backends."""
+        """One signature on every backend: the checker's event stream
+        (conformance.checking.stream) written as records per backend (totals), per
+        divergence (minimised, saved) and across backends."""
         base = {"kind": "signature", "op": spec.name, "family": spec.family, "type_key": key,
                 "signature": sig.key(), "index": index}
-        hung = [b for b in self.backends if self.hangs[(b.name, spec.name)] >= MAX_HANGS_PER_OP]
-        for b in hung:      # a hang costs --timeout each time: bounded per op
-            self.writer.write({**base, "backend": b.name, "outcome": "timeout",
-                               "reason": f"not run: the backend hung {MAX_HANGS_PER_OP} times "
-                                         f"in {spec.name} already", "cases": 0, "counts": {}})
-            self.cells[(b.name, sig.op, key)].cases["timeout"] += 1
-        check = SignatureCheck(spec, sig, [b for b in self.backends if b not in hung],
-                               self.accuracy(spec, sig),
-                               lambda b, c: self.case_id(spec.name, key, index, b, c))
-        exes = check.compile()
-        for name, reason in check.unsupported.items():
-            self.writer.write({**base, "backend": name, "outcome": "unsupported",
-                               "reason": reason, "cases": 0, "counts": {}})
-        for name, (outcome, reason) in check.failed.items():
-            self.writer.write({**base, "backend": name, "outcome": outcome,
-                               "reason": reason, "cases": 0, "counts": {}})
-            self.cells[(name, sig.op, key)].cases[outcome] += 1
-        if not exes:
-            return
-        totals = {name: _Totals() for name in exes}
-        met = plan.coverage_tally(spec, key, sig)     # value classes the batches meet
-        for b in range(self.depth.batches):
-            if not check.executables:
-                break
-            stacked = self.packer and self.packer.take_inputs(spec.name, key, index, b)
-            if stacked is None:
-                stacked = batch_for(self.config, spec, key, index, b, sig)
-            met.add(stacked)
-            try:
-                batch = check.run_batch(b, stacked)
-            except OracleFailure as e:
-                self._internal_error(spec.name, key, f"oracle on {sig.key()}", e.__cause__ or e)
-                return
-            for name, r in batch.results.items():
-                if r.error is not None:
-                    self._backend_failed(spec, key, check, name, batch, r, totals[name])
-                    continue
-                totals[name].add(r.verdict)
-                if r.diverges:
-                    self._record_divergences(spec, key, check, name, batch)
-        for name, t in totals.items():
-            self.writer.write({**base, "backend": name, **t.record(), "coverage": met.record()})
-            cell = self.cells[(name, spec.name, key)]
-            for cls, n in t.counts.items():
-                cell.cases[cls] += n
-        if len(exes) > 1:
-            self.writer.write({"kind": "cross", "op": spec.name, "family": spec.family,
-                               "type_key": key, "signature": sig.key(),
-                               **check.cross_record()})
 
-    def _backend_failed(self, spec, key, check: SignatureCheck, name: str, batch: Batch,
-                        r: BackendBatch, totals: "_Totals") -> None:
-        """A batch made the backend raise, crash or hang: count the batch, and for a crash
-        or hang find the one case that does it and save it as a reproducer."""
-        outcome = r.outcome
-        totals.error = error_text(r.error)
-        totals.outcome = outcome
-        totals.counts[outcome] += batch.size
-        if outcome not in ("crash", "timeout"):
-            return
-        if outcome == "timeout":
-            self.hangs[(name, spec.name)] += 1
-            if self.hangs[(name, spec.name)] > 1:
-                return          # bisecting a hang costs a timeout per probe: once per op
+        def draw(b: int) -> list[np.ndarray]:
+            stacked = self.packer and self.packer.take_inputs(spec.name, key, index, b)
+            return stacked if stacked is not None else \
+                batch_for(self.config, spec, key, index, b, sig)
+
+        def choose(backend: str, classes, counts) -> list[str]:
+            cell = self.cells[(backend, spec.name, key)]
+            return [c for c in classes if cell.repros[c] < self.config.max_repros]
+
+        events = stream.check_signature(
+            spec, sig, self.backends, batches=self.depth.batches, draw=draw, choose=choose,
+            budget=self.hangs, accuracy=self.accuracy(spec, sig),
+            case_id=lambda b, c: self.case_id(spec.name, key, index, b, c), key=key)
+        for ev in events:
+            self.write_event(spec, key, sig, base, ev)
+
+    def write_event(self, spec: OpSpec, key: str, sig: Signature, base: dict[str, Any],
+                    ev: "stream.Event") -> None:
+        """The records of one event of a signature's check."""
+        if isinstance(ev, (stream.NotRun, stream.CompileFailed)):
+            self.writer.write({**base, "backend": ev.backend, "outcome": ev.outcome,
+                               "reason": ev.reason, "cases": 0, "counts": {}})
+            self.cells[(ev.backend, sig.op, key)].cases[ev.outcome] += 1
+        elif isinstance(ev, stream.Declined):
+            self.writer.write({**base, "backend": ev.backend, "outcome": "unsupported",
+                               "reason": ev.reason, "cases": 0, "counts": {}})
+        elif isinstance(ev, stream.OracleFailed):
+            self._internal_error(spec.name, key, f"oracle on {sig.key()}", ev.error)
+        elif isinstance(ev, stream.BackendFailed):
+            if ev.culprit is not None:
+                self._write_culprit(spec, key, sig, ev)
+        elif isinstance(ev, stream.Diverged):
+            self._write_divergence(spec, key, sig, ev)
+        elif isinstance(ev, stream.SignatureDone):
+            for name, t in ev.totals.items():
+                self.writer.write({**base, "backend": name, **t.record(),
+                                   "coverage": ev.coverage})
+                cell = self.cells[(name, spec.name, key)]
+                for cls, n in t.counts.items():
+                    cell.cases[cls] += n
+            if ev.cross is not None:
+                self.writer.write({"kind": "cross", "op": spec.name, "family": spec.family,
+                                   "type_key": key, "signature": sig.key(), **ev.cross})
+
+    def _write_culprit(self, spec, key, sig: Signature, ev: "stream.BackendFailed") -> None:
+        """The case that crashes (or hangs) the backend alone, saved as a reproducer."""
+        case, outcome, name = ev.culprit.case, ev.outcome, ev.backend
         cell = self.cells[(name, spec.name, key)]
-        if cell.repros[outcome] >= self.config.max_repros:
-            return
-        found = check.culprit(name, batch, outcome)
-        if found is None:
-            return
-        _, case = found
         cell.repros[outcome] += 1
-        backend = check.backends[name]
-        expected = list(oracles.evaluate(check.sig.op, case.inputs, check.sig.attributes,
-                                         result_types=check.sig.result_types,
-                                         input_types=check.sig.input_types,
-                                         regions=check.sig.regions))
+        backend = next(b for b in self.backends if b.name == name)
         folder = self.repro_dir / folder_name(name, spec.name, key, outcome, cell.repros[outcome])
-        save(folder, backend.locator, case, outcome, expected, None,
+        save(folder, backend.locator, case, outcome, ev.culprit.expected, None,
              {"original_case_id": case.case_id,
               "original_inputs": [_enc(x) for x in case.inputs],
-              "accuracy": verdicts.describe(check.accuracy)})
+              "accuracy": verdicts.describe(self.accuracy(spec, sig))})
         self.writer.write({
             "kind": "divergence", "backend": name, "op": spec.name, "family": spec.family,
             "type_key": key, "class": outcome, "minimised_class": outcome,
-            "case_id": case.case_id, "signature": check.sig.key(),
-            "minimised_signature": check.sig.key(), "reproduces_alone": True,
-            "case": case_record(case), "expected": [_enc(x) for x in expected], "actual": None,
-            "message": error_text(r.error), "stablehlo": case_record(case)["stablehlo"],
+            "case_id": case.case_id, "signature": sig.key(),
+            "minimised_signature": sig.key(), "reproduces_alone": True,
+            "case": case_record(case), "expected": [_enc(x) for x in ev.culprit.expected],
+            "actual": None, "message": error_text(ev.error),
+            "stablehlo": case_record(case)["stablehlo"],
             "repro": str(folder.relative_to(Path(self.config.out))), "batch_count": None})
 
     def case_id(self, op: str, key: str, index: int, batch: int, case: int) -> str:
@@ -341,39 +310,32 @@ class Runner:
         """The spec's verdict for the case's element type, or the tolerance profile's."""
         return accuracy_of(spec, sig, self.config.tolerances)
 
-    def _record_divergences(self, spec, key, check: SignatureCheck, backend_name: str,
-                            batch: Batch) -> None:
-        cell = self.cells[(backend_name, spec.name, key)]
-        verdict = batch.results[backend_name].verdict
-        names = verdict.case_class_names()
-        for cls in dict.fromkeys(names[c] for c in verdict.diverging_cases()):
-            if cell.repros[cls] >= self.config.max_repros:
-                continue
-            cell.repros[cls] += 1
-            c = check.representative(backend_name, batch, cls)
-            d = check.divergence(backend_name, batch, c, cls)
-            folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
-                                                  cell.repros[cls])
-            save(folder, check.backends[backend_name].locator, d.small, d.small_cls or cls,
-                 d.expected, d.actual,
-                 {"original_case_id": d.case.case_id,
-                  "original_inputs": [_enc(x) for x in d.case.inputs],
-                  "accuracy": verdicts.describe(check.accuracy)})
-            self.writer.write({
-                "kind": "divergence", "backend": backend_name, "op": spec.name,
-                "family": spec.family, "type_key": key, "class": cls,
-                "minimised_class": d.small_cls, "case_id": d.case.case_id,
-                "signature": check.sig.key(), "minimised_signature": d.small.signature.key(),
-                "reproduces_alone": d.small_cls is not None,
-                "case": case_record(d.small),
-                "expected": [_enc(x) for x in d.expected],
-                "actual": [_enc(x) for x in d.actual] if d.actual is not None else None,
-                "message": verdict.type_message or d.message or None,
-                "stablehlo": case_record(d.small)["stablehlo"],
-                "repro": str(folder.relative_to(Path(self.config.out))),
-                "batch_count": d.batch_count,
-                "oracle_suspect": bool(batch.suspects is not None and batch.suspects[c]),
-                **({"arbiter": d.arbiter} if d.arbiter else {})})
+    def _write_divergence(self, spec, key, sig: Signature, ev: "stream.Diverged") -> None:
+        cell = self.cells[(ev.backend, spec.name, key)]
+        cell.repros[ev.cls] += 1
+        d, backend_name, cls = ev.divergence, ev.backend, ev.cls
+        backend = next(b for b in self.backends if b.name == backend_name)
+        folder = self.repro_dir / folder_name(backend_name, spec.name, key, cls,
+                                              cell.repros[cls])
+        save(folder, backend.locator, d.small, d.small_cls or cls, d.expected, d.actual,
+             {"original_case_id": d.case.case_id,
+              "original_inputs": [_enc(x) for x in d.case.inputs],
+              "accuracy": verdicts.describe(self.accuracy(spec, sig))})
+        self.writer.write({
+            "kind": "divergence", "backend": backend_name, "op": spec.name,
+            "family": spec.family, "type_key": key, "class": cls,
+            "minimised_class": d.small_cls, "case_id": d.case.case_id,
+            "signature": sig.key(), "minimised_signature": d.small.signature.key(),
+            "reproduces_alone": d.small_cls is not None,
+            "case": case_record(d.small),
+            "expected": [_enc(x) for x in d.expected],
+            "actual": [_enc(x) for x in d.actual] if d.actual is not None else None,
+            "message": ev.type_message or d.message or None,
+            "stablehlo": case_record(d.small)["stablehlo"],
+            "repro": str(folder.relative_to(Path(self.config.out))),
+            "batch_count": d.batch_count,
+            "oracle_suspect": ev.oracle_suspect,
+            **({"arbiter": d.arbiter} if d.arbiter else {})})
 
     # -- invalid signatures --------------------------------------------------------------
     def run_invalid(self, spec: OpSpec, valid: Sequence[Signature]) -> None:
@@ -417,49 +379,6 @@ class Runner:
         self.writer.write({"kind": "internal_error", "op": op, "type_key": key, "what": what,
                            "error": error_text(e),
                            "traceback": "".join(traceback.format_exception(e, limit=6))})
-
-
-class _Totals:
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = defaultdict(int)
-        self.hist = None
-        self.max_err: float | None = None
-        self.impl: dict[str, dict[str, int]] = {}
-        self.bound_hist: dict[str, dict] = {}  # error / bound per element type (bound kind)
-        self.stats: dict[str, dict] = {}      # statistical tests of property verdicts
-        self.error: str | None = None
-        self.outcome: str | None = None      # set when the backend failed (error/crash/hang)
-        self.type_message: str | None = None
-
-    def add(self, v: BatchVerdict) -> None:
-        for cls, n in v.counts().items():
-            self.counts[cls] += n
-        h = ulp_histogram(v.errors)
-        self.hist = h if self.hist is None else [a + b for a, b in zip(self.hist, h)]
-        m = max_error(v.errors)
-        if m is not None:
-            self.max_err = m if self.max_err is None else max(self.max_err, m)
-        merge_impl_stats(self.impl, {k: st for k, st in v.impl_defined.items()
-                                     if not k.startswith(STATISTICS_PREFIX)})
-        merge_statistics(self.stats, {k[len(STATISTICS_PREFIX):]: st
-                                      for k, st in v.impl_defined.items()
-                                      if k.startswith(STATISTICS_PREFIX)})
-        merge_bound_hist(self.bound_hist, getattr(v, "bound_hist", None))
-        self.type_message = self.type_message or v.type_message
-
-    def record(self) -> dict[str, Any]:
-        cases = sum(self.counts.values())
-        diverging = {k: v for k, v in self.counts.items() if k != "pass"}
-        outcome = "pass"
-        if self.error:
-            outcome = self.outcome or "backend_error"
-        elif diverging:
-            outcome = worst(list(diverging))
-        return {"outcome": outcome, "cases": cases, "counts": dict(self.counts),
-                "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
-                "impl_defined": self.impl, "reason": self.error or self.type_message,
-                **({"statistics": self.stats} if self.stats else {}),
-                **({"bound_hist": self.bound_hist} if self.bound_hist else {})}
 
 
 def _verifier_message(sig: Signature) -> str | None:
@@ -523,7 +442,7 @@ def load_resume(config: RunConfig, backends: Sequence[Backend],
     if not path.is_file():
         return None
     try:
-        records = list(read_results(path))
+        records = list(read_results(path, strict=True))    # kept records are written again
     except ValueError as e:
         raise ResumeError(f"cannot resume: {e}") from None
     if not records or records[0].get("kind") != "run":

@@ -250,7 +250,7 @@ def test_a_while_that_never_ends_costs_one_timeout_and_the_run_goes_on(tmp_path,
                                                                         monkeypatch):
     from conformance.cli import main
     from conformance.core.results import read_results
-    from conformance.runner import MAX_HANGS_PER_OP
+    from conformance.checking.stream import MAX_HANGS_PER_OP
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
     main(["run", "--backend", "planted_control_flow:WhileUntilEqual", "--ops", "while,if",

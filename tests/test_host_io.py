@@ -264,7 +264,7 @@ def _children_find_planted(monkeypatch):
 
 def test_a_backend_that_hangs_on_infeed_costs_timeouts_and_the_run_goes_on(
         tmp_path, _children_find_planted):
-    from conformance.runner import MAX_HANGS_PER_OP
+    from conformance.checking.stream import MAX_HANGS_PER_OP
     recs = _run(tmp_path, "planted_host_io:HangingInfeed", ops=["infeed", "outfeed"],
                 element_types=["f32"], isolate=True, timeout=1.0, invalid=False,
                 examples=False)

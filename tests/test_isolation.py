@@ -126,7 +126,7 @@ def test_a_vendor_backend_is_isolated_by_default(tmp_path):
 
 
 def test_a_hanging_backend_costs_a_bounded_number_of_timeouts_per_op(tmp_path):
-    from conformance.runner import MAX_HANGS_PER_OP
+    from conformance.checking.stream import MAX_HANGS_PER_OP
     cfg = RunConfig(backends=["planted:HangsOnNaN"], depth="default", out=tmp_path,
                     isolate=True, timeout=1.0, ops=["abs"], element_types=["f32"],
                     invalid=False, examples=False)

@@ -458,12 +458,12 @@ def test_statistics_are_recorded_apart_and_shown_per_generator(tmp_path):
     import json
     from conformance.core.results import read_results  # noqa: F401 (the format's reader)
     from conformance.reports import render
-    from conformance.runner import _Totals
+    from conformance.checking.stream import BackendTotals
     sig = rbg_sig("THREE_FRY", "tensor<1024xui16>")
     spec = load_spec(sig.op)
     chk = SignatureCheck(spec, sig, [ConventionalXla()])
     chk.compile()
-    totals = _Totals()
+    totals = BackendTotals()
     for b in range(2):
         stacked = batch_for(0, "default", spec, "ui16", 0, b, sig)
         totals.add(chk.run_batch(b, stacked).results["planted"].verdict)

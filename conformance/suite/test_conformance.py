@@ -21,9 +21,11 @@ from conformance.pytest_plugin import run_example, run_invalid_rule, run_op_bind
 pytestmark = pytest.mark.conformance
 
 
-def test_op(conformance_op_binding, conformance_backend, conformance_options):
+def test_op(conformance_op_binding, conformance_backend, conformance_options,
+            conformance_hang_budget, record_property):
     """Generated valid cases of one op and type binding agree with the oracle."""
-    run_op_binding(conformance_backend, conformance_op_binding, conformance_options)
+    run_op_binding(conformance_backend, conformance_op_binding, conformance_options,
+                   record_property, conformance_hang_budget)
 
 
 def test_example(conformance_example, conformance_backend, conformance_options):

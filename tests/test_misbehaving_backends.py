@@ -1,0 +1,205 @@
+"""A segfaulting, a hanging and a lying (wrong-shape) vendor backend cost the same
+bounded time and give the same records through `conformance run` and through the pytest
+plugin: both read the checker's one event stream (conformance.checking.stream).
+
+Both routes run as a vendor runs them, in subprocesses, on a vendor class that says
+nothing about isolation (so both run it in a child process). The plugin's test attaches
+the ``signature`` records `conformance run` writes to its report (``--junitxml``
+properties); a test stops at its first failure, so its records are those of the
+signatures it checked, each equal to the run's record of that signature.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+VENDOR = '''
+import ctypes
+import time
+
+import numpy as np
+from conformance.backends.numpy_backend import NumpyBackend
+
+
+def _abs(sig, types=("f32",)):
+    return sig.op == "abs" and sig.input_types[0].element_type.name in types
+
+
+class _Vendor(NumpyBackend):
+    isolate = None          # a vendor class that says nothing: isolated by default
+
+    def bug(self, sig):
+        return False
+
+    def wrap(self, out, inputs):
+        return out
+
+    def compile(self, sig):
+        fn = super().compile(sig)
+        return (lambda xs: self.wrap(fn(xs), xs)) if self.bug(sig) else fn
+
+    def compile_batch(self, sig):
+        fn = super().compile_batch(sig)
+        return (lambda xs: self.wrap(fn(xs), xs)) if self.bug(sig) else fn
+
+
+class Segfaults(_Vendor):
+    """A real segfault (a read of address 0) when f32 abs meets a -0.0."""
+    name = "segfaults"
+
+    def bug(self, sig):
+        return _abs(sig)
+
+    def wrap(self, out, inputs):
+        x = np.asarray(inputs[0])
+        if ((x == 0) & np.signbit(x)).any():
+            ctypes.string_at(0)
+        return out
+
+
+class Hangs(_Vendor):
+    """Never returns when a float abs meets a NaN."""
+    name = "hangs"
+
+    def bug(self, sig):
+        return _abs(sig, ("f16", "f32", "bf16"))
+
+    def wrap(self, out, inputs):
+        if np.isnan(np.asarray(inputs[0], np.float64)).any():
+            time.sleep(3600)
+        return out
+
+
+class WrongShape(_Vendor):
+    """Returns f32 abs with an extra unit dimension."""
+    name = "wrong-shape"
+
+    def bug(self, sig):
+        return _abs(sig)
+
+    def wrap(self, out, inputs):
+        return [np.asarray(r)[..., None] for r in out]
+'''
+
+TIMEOUT = "2"
+
+
+@pytest.fixture()
+def vendor_dir(tmp_path):
+    (tmp_path / "misbehaving.py").write_text(VENDOR)
+    return tmp_path
+
+
+def _env(folder: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(folder), env.get("PYTHONPATH", "")])
+    env.pop("CI", None)
+    return env
+
+
+def _norm(rec: dict) -> dict:
+    """A record without what names the process's own paths (the stderr log's)."""
+    text = json.dumps(rec, sort_keys=True)
+    return json.loads(re.sub(r" \(stderr log: [^)]*\)", "", text))
+
+
+def run_route(folder: Path, cls: str, types: str) -> tuple[int, list[dict]]:
+    out = folder / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "--backend", f"misbehaving:{cls}",
+         "--ops", "abs", "--types", types, "--depth", "quick", "--seed", "0",
+         "--timeout", TIMEOUT, "--no-invalid", "--no-examples", "--no-probes",
+         "--no-progress", "--out", str(out)],
+        cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert recs[-1]["kind"] == "end"
+    return proc.returncode, recs
+
+
+def plugin_route(folder: Path, cls: str, types: str) -> tuple[subprocess.CompletedProcess,
+                                                              dict[str, list[dict]]]:
+    xml = folder / "junit.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-k", "test_op",
+         "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--conformance-backend=misbehaving:{cls}", "--conformance-ops=abs",
+         f"--conformance-types={types}", "--conformance-depth=quick",
+         "--conformance-seed=0", f"--conformance-timeout={TIMEOUT}",
+         f"--conformance-repro-dir={folder / 'repros'}", f"--junitxml={xml}"],
+        cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=600)
+    records: dict[str, list[dict]] = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        records[case.get("name")] = [
+            json.loads(p.get("value")) for p in case.iter("property")
+            if p.get("name") == "conformance_signature"]
+    return proc, records
+
+
+def _signature_records(recs):
+    return {(r["type_key"], r["index"]): _norm(r) for r in recs if r["kind"] == "signature"}
+
+
+def test_a_segfaulting_backend_fails_one_test_and_its_records_are_the_runs(vendor_dir):
+    code, recs = run_route(vendor_dir, "Segfaults", "f32")
+    assert code == 1
+    proc, tests = plugin_route(vendor_dir, "Segfaults", "f32")
+    # The session survives the segfault: a failed test and a summary, not exit 139.
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b1 failed\b", proc.stdout), proc.stdout[-3000:]
+    run_sigs = _signature_records(recs)
+    crashed = [k for k, r in run_sigs.items() if r["outcome"] == "crash"]
+    assert crashed
+    plugin_sigs = [_norm(r) for r in tests["test_op[abs-f32]"]]
+    assert plugin_sigs and plugin_sigs[-1]["outcome"] == "crash"
+    for r in plugin_sigs:
+        assert r == run_sigs[(r["type_key"], r["index"])]
+    # The crash bisection found the same case on both routes.
+    culprit = next(r for r in recs if r["kind"] == "divergence" and r["class"] == "crash")
+    assert f"case id:   {culprit['case_id']}" in proc.stdout
+    assert "culprit:" in proc.stdout and "reproducer: python" in proc.stdout
+
+
+def test_a_wrong_shape_backend_gives_the_same_type_record_on_both_routes(vendor_dir):
+    code, recs = run_route(vendor_dir, "WrongShape", "f32")
+    assert code == 1
+    proc, tests = plugin_route(vendor_dir, "WrongShape", "f32")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_sigs = _signature_records(recs)
+    plugin_sigs = [_norm(r) for r in tests["test_op[abs-f32]"]]
+    assert plugin_sigs and all(r["outcome"] == "type" for r in plugin_sigs)
+    for r in plugin_sigs:
+        assert r == run_sigs[(r["type_key"], r["index"])]
+    assert "type divergence" in proc.stdout
+
+
+def test_a_hanging_backend_costs_the_same_bounded_timeouts_on_both_routes(vendor_dir):
+    """Two timeouts per op, then the op's other signatures are not run: in one run, and
+    across the tests of one pytest session."""
+    from conformance.checking.stream import MAX_HANGS_PER_OP
+    code, recs = run_route(vendor_dir, "Hangs", "f16,f32,bf16")
+    assert code == 1
+    sigs = [r for r in recs if r["kind"] == "signature"]
+    hung = [r for r in sigs if r["outcome"] == "timeout" and r["cases"]]
+    not_run = [r for r in sigs if r["outcome"] == "timeout" and not r["cases"]]
+    assert len(hung) == MAX_HANGS_PER_OP
+    assert not_run and all("not run: the backend hung" in r["reason"] for r in not_run)
+
+    proc, tests = plugin_route(vendor_dir, "Hangs", "f16,f32,bf16")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b3 failed\b", proc.stdout), proc.stdout[-3000:]
+    plugin = [_norm(r) for name in sorted(tests) for r in tests[name]]
+    p_hung = [r for r in plugin if r["outcome"] == "timeout" and r["cases"]]
+    p_not_run = [r for r in plugin if r["outcome"] == "timeout" and not r["cases"]]
+    assert len(p_hung) == MAX_HANGS_PER_OP          # the session's budget, across tests
+    assert p_not_run and all("not run: the backend hung" in r["reason"] for r in p_not_run)
+    # The first hang is the same signature with the same record on both routes.
+    first = _norm(hung[0])
+    assert first in plugin
