@@ -452,7 +452,7 @@ def _results(text: str) -> list[dict[str, Any]]:
     """The records of a results file written by ``conformance run`` (UsageError, naming
     the file, for anything else: missing, a folder, binary, empty, not JSON lines, no
     run header)."""
-    from conformance.core.results import read_results
+    from conformance.core.results import ResultsFormatError, read_results
     path = Path(text)
     if not path.exists():
         raise UsageError(f"{text}: no such results file")
@@ -460,6 +460,8 @@ def _results(text: str) -> list[dict[str, Any]]:
         raise UsageError(f"{text}: a folder, not a results file (give its results.jsonl)")
     try:
         records = list(read_results(path))
+    except ResultsFormatError as e:      # FILE:LINE: what this version cannot read
+        raise UsageError(str(e)) from None
     except OSError as e:
         raise UsageError(f"{text}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError:
@@ -1098,6 +1100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conformance.backends import BackendLoadError
     from conformance.expectations import ExpectationsError
     from conformance.specs import SpecError, UnknownOp
+    from conformance.core.results import ResultsFormatError
     from conformance.core.types import UnknownElementType
 
     try:
@@ -1107,7 +1110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except (UsageError, UnknownOp, UnknownElementType, BackendLoadError, SpecError,
-            ExpectationsError) as e:
+            ExpectationsError, ResultsFormatError) as e:
         print(f"conformance: error: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

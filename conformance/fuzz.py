@@ -22,6 +22,12 @@ What a campaign keeps (in its folder, ``--out``):
 - ``log.jsonl``: one line per finished draw (seed, op, cases, the keys it met: new and
   known); a few hundred bytes per draw, never one per case.
 
+The lines of both files are declared in conformance.core.results (:class:`CorpusEntry`,
+:class:`DrawLog`), and ``campaign.json`` carries the results ``format``: a campaign folder
+of a format this version does not know, or a corpus line without a required field, is
+refused with one line naming the file and line (ResultsFormatError). The runner's records
+of a draw are checked against the results schema as they arrive, as a results file's are.
+
 Stopping: SIGINT or SIGTERM (once) lets the draw under way stop at its next record;
 what it found up to then is already in the corpus, the draw itself is not counted
 done, and the state says which draw comes next. Records produced after the signal
@@ -49,6 +55,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from conformance.core.results import (FORMAT_VERSION, CorpusEntry, DrawLog, ResultsFormatError,
+                                      check_record, format_problem, known_format,
+                                      read_declared)
 from conformance.packing import DEFAULT_PACK
 from conformance.plan import stable_hash
 from conformance.repro import slug
@@ -163,8 +172,7 @@ class Corpus:
         self.index = self.folder / "index.jsonl"
         self.entries: dict[str, dict[str, Any]] = {}
         if self.index.is_file():
-            from conformance.core.results import read_results
-            for r in read_results(self.index):
+            for r in read_declared(self.index, CorpusEntry):
                 self.entries.setdefault(r["key"], r)
 
     def __contains__(self, key: str) -> bool:
@@ -186,11 +194,10 @@ class Corpus:
                 shutil.rmtree(dest)
             shutil.copytree(source_out / f.repro, dest)
             folder = f"corpus/{name}"
-        entry = {"key": f.key, "backend": f.backend, "op": f.op, "where": f.where,
-                 "class": f.cls, "shape": f.shape, "case_id": f.case_id,
-                 "signature": f.signature, "repro": folder, "draw": draw, "seed": seed,
-                 "found": time.time(),
-                 "message": record.get("message") or record.get("reason")}
+        entry = CorpusEntry(key=f.key, backend=f.backend, op=f.op, where=f.where, cls=f.cls,
+                            shape=f.shape, case_id=f.case_id, signature=f.signature,
+                            repro=folder, draw=draw, seed=seed, found=time.time(),
+                            message=record.get("message") or record.get("reason")).to_dict()
         line = json.dumps(entry, separators=(",", ":"), default=str)
         with open(self.index, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
@@ -308,6 +315,7 @@ class _Sink:
         c = self.c
         if self.stoppable and c.signal_name is not None:   # after a signal: not trusted
             raise CampaignStopped()
+        check_record(record)            # the schema a results file holds (ValueError)
         if record.get("kind") == "signature":
             self.cases += int(record.get("cases") or 0)
         for f in findings_of(record):
@@ -355,13 +363,20 @@ class Campaign:
 
     # -- state -------------------------------------------------------------------------
     def _load_state(self) -> dict[str, Any]:
-        fresh = {"identity": self.config.identity(), "next_draw": 0, "done_above": [],
-                 "draws": 0, "cases": 0, "elapsed": 0.0, "sessions": 0}
+        fresh = {"format": FORMAT_VERSION, "identity": self.config.identity(), "next_draw": 0,
+                 "done_above": [], "draws": 0, "cases": 0, "elapsed": 0.0, "sessions": 0}
         if self.config.fresh or not self.state_path.is_file():
             return fresh
         try:
-            old = json.loads(self.state_path.read_text())
+            text = self.state_path.read_text()
+            old = json.loads(text)
         except (OSError, ValueError):
+            return fresh
+        fmt = old.get("format", 1) if isinstance(old, dict) else 1
+        if not known_format(fmt):
+            line = next((i for i, t in enumerate(text.splitlines(), 1) if '"format"' in t), 1)
+            raise ResultsFormatError(f"{self.state_path}:{line}: {format_problem(fmt)}")
+        if not isinstance(old, dict):
             return fresh
         if old.get("identity") != fresh["identity"]:
             self.say(f"{self.state_path}: another campaign (other options); its corpus is "
@@ -374,7 +389,8 @@ class Campaign:
         self.out.mkdir(parents=True, exist_ok=True)
         self.state.update(self.book.state())
         tmp = self.state_path.with_name(self.state_path.name + ".tmp")
-        tmp.write_text(json.dumps({**self.state, "corpus": len(self.corpus)}, indent=1))
+        tmp.write_text(json.dumps({"format": FORMAT_VERSION, **self.state,
+                                   "corpus": len(self.corpus)}, indent=1))
         os.replace(tmp, self.state_path)
 
     def _finish_draw(self, k: int, op: str, r: int, seed: int, cases: int,
@@ -392,13 +408,13 @@ class Campaign:
                           cases=int(self.state["cases"]) + cases,
                           elapsed=float(self.state["elapsed"])
                           + (seconds if wall is None else wall))
-        line: dict[str, Any] = {"draw": k, "round": r, "seed": seed, "op": op, "cases": cases,
-                                "new": new, "known": known, "seconds": round(seconds, 3)}
+        line = DrawLog(draw=k, round=r, seed=seed, op=op, cases=cases, new=new, known=known,
+                       seconds=round(seconds, 3))
         if failed is not None:
-            line["failed"] = failed
+            line.failed = failed
             self.state["failed"] = int(self.state.get("failed", 0)) + 1
         with open(self.log_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+            fh.write(json.dumps(line.to_dict(), separators=(",", ":")) + "\n")
         self._save_state()
 
     # -- stopping ----------------------------------------------------------------------

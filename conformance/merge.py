@@ -19,7 +19,10 @@ are the case ids the records speak for. The merged stream has each identity once
 Inputs must be runs of the same seed, depth, backends and options (the header fields
 ``--resume`` compares, :data:`conformance.runner.RESUME_KEYS`), except the filters
 (``ops``, ``families``, ``element_types``) and ``shard``: those are what splits a run.
-Another input is refused with a one-line reason naming it.
+Another input is refused with a one-line reason naming it, and so is an input this
+version cannot read (conformance.core.results: a format it does not know, a record of an
+unknown kind, a record without a required field or with one its kind does not declare,
+named by file and line): nothing it does not know is copied.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from conformance.core.results import (MergedEnd, RecordError, check_record, format_problem,
+                                      header_format, known_format)
 
 #: Fields that differ between two runs of the same cases (left out of comparisons).
 TIMING = ("started", "elapsed", "out")
@@ -116,6 +122,12 @@ def merge_records(inputs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Mer
     for name, recs in inputs:
         if not recs or recs[0].get("kind") != "run":
             raise MergeError(f"{name}: not a results file of `conformance run` (no run header)")
+        try:
+            check_record(recs[0], strict=True)
+        except RecordError as e:
+            raise MergeError(f"{name}: record 1: {e}: not merged") from None
+        if not known_format(header_format(recs[0])):
+            raise MergeError(f"{name}: {format_problem(header_format(recs[0]))}")
         headers.append((name, recs[0]))
     check_headers(headers)
     first = headers[0][1]
@@ -132,7 +144,11 @@ def merge_records(inputs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Mer
     elapsed = 0.0
     for name, recs in inputs:
         done = {r.get("op") for r in recs if r.get("kind") == "unit_done"}
-        for r in recs[1:]:
+        for i, r in enumerate(recs[1:], 2):
+            try:
+                check_record(r, strict=False)     # (the writer checks the fields)
+            except RecordError as e:
+                raise MergeError(f"{name}: record {i}: {e}: not merged") from None
             kind = r.get("kind")
             if kind == "end":
                 elapsed = max(elapsed, float(r.get("elapsed") or 0))
@@ -152,8 +168,7 @@ def merge_records(inputs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Mer
                 continue
             seen[key] = (name, r)
             out.records.append(r)
-    out.records.append({"kind": "end", "elapsed": elapsed, "ops": ops,
-                        "merged": len(inputs)})
+    out.records.append(MergedEnd(elapsed=elapsed, ops=ops, merged=len(inputs)).to_dict())
     return out
 
 
@@ -197,7 +212,7 @@ def merge_files(paths: Sequence[Path], out: Path) -> Merged:
     sources: dict[str, Path] = {}
     for p in paths:
         name = str(p)
-        recs = list(read_results(p))
+        recs = list(read_results(p, strict=True))   # ResultsFormatError: FILE:LINE: ...
         for r in recs:
             if r.get("kind") == "divergence":
                 r["_source"] = name

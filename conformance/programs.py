@@ -13,9 +13,10 @@ inexact ops are involved); a divergence is minimised and saved as a reproducer u
 arguments, one case; ``expected.npz``: the oracle's results; ``actual.npz``: the
 backend's; ``program.json``; ``repro.py``).
 
-``DIR/results.jsonl`` starts with a ``run`` header (``command: programs`` and the
-options), then holds one record of kind ``program`` per program and backend, written as
-it happens, and an ``end`` record; the report (index.html with its programs section,
+``DIR/results.jsonl`` starts with a ``run`` header (``command: programs``, the options
+and the results ``format``), then holds one record of kind ``program`` per program and
+backend, written as it happens, and an ``end`` record (their classes:
+conformance.core.results ProgramsRunHeader, Program, ProgramsEnd); the report (index.html with its programs section,
 summary.json, junit.xml) is rendered from it at the end. ``--resume`` keeps the records
 of a killed run with the same options and checks only the programs it had not finished.
 
@@ -383,7 +384,7 @@ def load_resume(path: Path, mine: dict[str, Any]) -> tuple[list[dict], set[tuple
     ResumeError when the file is another run's. No file: nothing to keep."""
     if not path.exists():
         return [], set()
-    records = list(read_results(path))
+    records = list(read_results(path, strict=True))   # (kept records are written again)
     head = next((r for r in records if r.get("kind") == "run"), None)
     if head is None or head.get("command") != "programs":
         raise ResumeError(f"{path}: cannot resume: not the results of `conformance programs` "

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from conformance.core.case import Case  # noqa: F401
+from conformance.core.results import Replay
 from conformance.plan import CaseId, CaseIdError, rebuild  # noqa: F401 - the public names
 
 
@@ -108,11 +109,11 @@ def replay_saved(saved: Sequence[tuple[str, dict[str, Any]]], backends: Sequence
                         cls, _, _, message = check_case(b, case, accuracy)
                 except Exception as e:  # noqa: BLE001 - the oracle failed on a stale case
                     cls, message = "unreadable", f"{type(e).__name__}: {e}"
-            r = {"kind": "replay", "case_id": case_id, "op": rec.get("signature", {}).get("op"),
-                 "type_key": type_key, "backend": b.name, "class": cls,
-                 "class_before": rec.get("class"), "found_on": rec.get("backend"),
-                 "same_backend": b.locator == rec.get("backend"),
-                 "repro": folder, "message": message or None}
+            r = Replay(case_id=case_id, op=rec.get("signature", {}).get("op"),
+                       type_key=type_key, backend=b.name, cls=cls,
+                       class_before=rec.get("class"), found_on=rec.get("backend"),
+                       same_backend=b.locator == rec.get("backend"),
+                       repro=folder, message=message or None).to_dict()
             writer.write(r)
             out.append(r)
     return out

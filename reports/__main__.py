@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from conformance.core.results import ResultsFormatError
+
 from . import render
 
 
@@ -19,8 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--expectations", type=Path, default=None, metavar="FILE",
                    help="known divergences (YAML): show the CI gate in the report")
     args = p.parse_args(argv)
-    index = render(args.results, args.out or args.results.parent / "report", args.expectations,
-                   run_dir=args.run_dir)
+    try:
+        index = render(args.results, args.out or args.results.parent / "report",
+                       args.expectations, run_dir=args.run_dir)
+    except ResultsFormatError as e:        # FILE:LINE: what this version cannot read
+        print(f"{p.prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
     print(index)
     return 0
 

@@ -97,7 +97,8 @@ def test_jax_flushes_subnormals_and_says_so(tmp_path):
 
 def test_results_of_a_killed_run_are_readable(tmp_path):
     path = tmp_path / "results.jsonl"
-    path.write_text('{"kind": "run", "seed": 0}\n{"kind": "signature", "op": "add"}\n{"kind": "sig')
+    path.write_text('{"kind": "run", "seed": 0}\n{"kind": "signature", "op": "add", '
+                    '"type_key": "f32", "backend": "numpy", "outcome": "pass"}\n{"kind": "sig')
     recs = list(read_results(path))
     assert [r["kind"] for r in recs] == ["run", "signature"]
 
