@@ -119,6 +119,7 @@ DEFAULT_DEPTH = "quick"
 PROFILE_CHOICES = ("auto", "local", "ci")
 DEFAULT_DATABASE = ".hypothesis/conformance"
 DEFAULT_TIMEOUT = 60.0      # as ``conformance run --timeout``
+MAX_TIMEOUT = 604800.0      # a week, as ``conformance run --timeout``
 
 _BACKEND_FIXTURES = ("conformance_backend",)
 
@@ -330,9 +331,9 @@ def _read_options(config: pytest.Config) -> Options:
     elif config.getoption("conformance_fail_on_stale"):
         raise pytest.UsageError("--conformance-fail-on-stale needs --conformance-expectations")
     timeout = config.getoption("conformance_timeout")
-    if timeout is not None and not timeout > 0:
-        raise pytest.UsageError(f"--conformance-timeout: {timeout:g} is not a positive number "
-                                "of seconds")
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+        raise pytest.UsageError(f"--conformance-timeout: expected a number of seconds > 0 and "
+                                f"at most {MAX_TIMEOUT:g}, got {timeout:g}")
     return Options(backend=backend or DEFAULT_BACKEND, backend_explicit=backend is not None,
                    depth_name=depth, ops=ops, families=families,
                    element_types=element_types, seed=seed,

@@ -522,7 +522,8 @@ def plugin_options():
     return found
 
 
-PLUGIN_OPTIONS = [(n, kw) for n, kw in plugin_options() if kw.get("action") != "store_true"]
+PLUGIN_OPTIONS = [(n, kw) for n, kw in plugin_options()
+                  if kw.get("action") not in ("store_true", "store_false")]
 
 #: The plugin's options that accept some bad values today (reported; the plugin's owner
 #: adds the checks). Strict: a fixed one fails here until it is taken off the list.
@@ -542,6 +543,8 @@ def plugin_bad_values(name: str, kwargs: dict, ws):
         "--conformance-repro-dir": bad_out_dir(SimpleNamespace(dest="repro_dir"), ws),
         "--conformance-database": bad_out_dir(SimpleNamespace(dest="database"), ws),
         "--conformance-expectations": bad_expectations(None, ws),
+        "--conformance-timeout": st.sampled_from(["0", "-1", "-0.5", "nan", "inf", "1e9", "",
+                                                  "x"]),
     }[name]
 
 
@@ -553,12 +556,17 @@ def plugin_error(name: str, kwargs: dict, value: str, ws) -> str | None:
             int(value)
         except ValueError:
             return f"argument {name}: invalid int value: {value!r}"   # pytest's own check
+    if kwargs.get("type") is float:
+        try:
+            float(value)
+        except ValueError:
+            return f"argument {name}: invalid float value: {value!r}"   # pytest's own check
     if kwargs.get("choices") and value not in kwargs["choices"]:
         return f"argument {name}: invalid choice: {value!r}"
     values = {n.lstrip("-").replace("-", "_"): kw.get("default") for n, kw in plugin_options()}
     values["conformance_ops"] = "abs"
-    values[name.lstrip("-").replace("-", "_")] = int(value) if kwargs.get("type") is int \
-        else value
+    values[name.lstrip("-").replace("-", "_")] = kwargs["type"](value) \
+        if kwargs.get("type") in (int, float) else value
     config = SimpleNamespace(getoption=lambda n, default=None: values.get(n, default),
                              rootpath=ws.base, invocation_params=SimpleNamespace(dir=ws.base),
                              stash={})
