@@ -40,7 +40,7 @@ class Unsupported(Exception):
 
 
 class NoProgram(Unsupported):
-    """The suite cannot print this signature as a program (conformance.emitter's
+    """The suite cannot print this signature as a program (conformance.mlir.emitter's
     EmitError): no backend that consumes the canonical text ever sees it."""
 
 
@@ -104,7 +104,7 @@ class Backend:
 
     def compile_pack(self, signatures: Sequence[Signature]) -> Callable:
         """Several independent signatures compiled as ONE program (issue 20,
-        conformance.packing): a function from one stacked batch per member (None: a
+        conformance.checking.packing): a function from one stacked batch per member (None: a
         member not run this time) to one list of stacked results per member. Any
         failure (a member Unsupported too) makes the runner split the pack until the
         culprit runs alone through :meth:`compile_batch`. A backend without a pack path
@@ -118,7 +118,7 @@ class Backend:
 
     def adopt_batch_executable(self, signature: Signature, executable: Executable) -> None:
         """Use ``executable`` as the signature's batch executable (a member of a pack
-        the runner compiled: conformance.packing); dropped by :meth:`clear_cache`."""
+        the runner compiled: conformance.checking.packing); dropped by :meth:`clear_cache`."""
         self._batch_cache[signature] = executable
 
     def describe(self) -> dict[str, Any]:

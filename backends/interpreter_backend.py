@@ -6,7 +6,7 @@ arrays' raw bits (bf16, fp8, int4, i1 and complex included); results come back
 bit-exact as numpy arrays of their own element type (NaN payloads, signed zeros and
 subnormals preserved) -- see :mod:`.jaxlib_support`.
 
-Programs are verified once with ``conformance.emitter.parse`` and run in a private
+Programs are verified once with ``conformance.mlir.emitter.parse`` and run in a private
 MLIR context that is replaced after every ``context_limit`` bytes of case data:
 MLIR keeps every attribute (every input and result) for the life of its context.
 
@@ -107,9 +107,9 @@ class InterpreterBackend(Backend):
                 "jaxlib": self.lib.jaxlib_version, "platform": "stablehlo-interpreter"}
 
     def parse(self, text: str):
-        """Parse and verify module text (``conformance.emitter.parse``): a program the
+        """Parse and verify module text (``conformance.mlir.emitter.parse``): a program the
         MLIR verifier rejects raises here, at compile time."""
-        from conformance.emitter import parse
+        from conformance.mlir.emitter import parse
         return parse(text)
 
     def compile_text(self, text: str, sig: Signature):
@@ -145,7 +145,7 @@ class InterpreterBackend(Backend):
             raise Unsupported(f"{sig.op} needs {sig.num_replicas}x{sig.num_partitions} "
                               "processes; jaxlib's interpreter entry point (stablehlo."
                               "eval_module) interprets one and takes no process grid")
-        from conformance.emitter import op_name
+        from conformance.mlir.emitter import op_name
         name = op_name(sig)
         if name.partition(".")[0] != "stablehlo" and name != "func.call":
             # (jaxlib 0.10.2's eval_module aborts the process on a chlo op; it evaluates

@@ -5,7 +5,7 @@ code with XLA. Optional: ``pip install 'stablehlo-conformance[iree]'`` installs
 
 How the canonical text meets IREE (what a vendor writing such an adapter needs to know):
 
-- the module is ``module { func.func public @main(...) }`` (conformance.emitter);
+- the module is ``module { func.func public @main(...) }`` (conformance.mlir.emitter);
   IREE names the compiled module ``module``, so the entry is ``module.main``;
 - inputs are numpy arrays of the case's element types, 0-d arrays included; bf16, the
   fp8 types, i1 and the complex types cross as they are (ml_dtypes arrays);

@@ -51,7 +51,7 @@ def composite_kwargs(text: str) -> dict:
     """The entries of an MLIR dictionary attribute's text as lax.composite's keyword
     arguments (module docstring); ValueError, one line, for an entry of another kind."""
     from jaxlib.mlir import ir
-    from conformance.emitter import context
+    from conformance.mlir.emitter import context
     out = {}
     with context():
         d = ir.DictAttr(ir.Attribute.parse(text))

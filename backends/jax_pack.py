@@ -1,4 +1,4 @@
-"""jax's pack path (issue 20, conformance.packing): several independent signatures
+"""jax's pack path (issue 20, conformance.checking.packing): several independent signatures
 under one ``jax.jit``, each member ``jax.vmap`` of its own op mapping (what the
 member's ``compile_batch`` compiles alone), so one XLA compile serves them all.
 

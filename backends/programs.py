@@ -2,7 +2,7 @@
 
 A backend's program path is ``Backend.compile_program(program)``: a function from the
 arguments' arrays (one case) to the results' arrays. xla and interpreter compile the
-program's canonical text (conformance.program_emit) with their ``compile_text``; jax
+program's canonical text (conformance.mlir.program_emit) with their ``compile_text``; jax
 composes its per-op builders (jax_ops.build) inside one ``jax.jit``
 (:func:`jax_function`); the base class says Unsupported with the reason, so a vendor
 backend without a program path costs one "unsupported" outcome, never a crash.
@@ -32,7 +32,7 @@ def program_signature(program: Program) -> Signature:
 
 
 def program_text_or_unsupported(program: Program) -> str:
-    from conformance.program_emit import EmitError, program_text
+    from conformance.mlir.program_emit import EmitError, program_text
     try:
         return program_text(program)
     except EmitError as e:

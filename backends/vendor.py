@@ -1,7 +1,7 @@
 """What a vendor's compiler adapter needs, in one public place (issue 22): none of it
 imports jax or jaxlib.
 
-**The canonical module** (:func:`module_text`, printed by conformance.emitter) is::
+**The canonical module** (:func:`module_text`, printed by conformance.mlir.emitter) is::
 
     module {
       func.func public @main(%arg0: tensor<2xi32>, %arg1: tensor<2xi32>) -> (tensor<2xi32>) {
@@ -61,8 +61,8 @@ def module_text(sig: Signature) -> str:
     """The canonical StableHLO module of ``sig``; :class:`NoProgram` (an Unsupported)
     when the suite cannot print one (the backend is not at fault and never saw a
     program)."""
-    from conformance.emitter import EmitError
-    from conformance.emitter import module_text as emit
+    from conformance.mlir.emitter import EmitError
+    from conformance.mlir.emitter import module_text as emit
     try:
         return emit(sig)
     except EmitError as e:

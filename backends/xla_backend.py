@@ -2,7 +2,7 @@
 jaxlib's PJRT client and run on one device.
 
 Unlike the ``jax`` backend nothing goes through ``jax.lax``: XLA sees exactly the
-spec's op with exactly the signature's types (``conformance.emitter.module_text``),
+spec's op with exactly the signature's types (``conformance.mlir.emitter.module_text``),
 including what ``jax.lax`` does not expose (``add`` on i1, which the spec defines as
 logical OR). ``XlaBackend("cpu")`` is the short name ``xla``, ``XlaBackend("gpu")``
 is ``xla-gpu``.
@@ -116,7 +116,7 @@ class XlaBackend(Backend):
         compiled = self.compile_text(module_text(sig), sig)
         if isinstance(compiled, jaxlib_support.GridLoaded):
             return compiled
-        from conformance.emitter import op_syntax
+        from conformance.mlir.emitter import op_syntax
         if op_syntax(sig.op).dynamic_result:     # set_dimension_size: a bounded result
             return self.pjrt.loaded(compiled, [t.shape for t in sig.result_leaves])
         return self.pjrt.loaded(compiled)

@@ -1,8 +1,8 @@
-"""XLA's pack path (issue 20, conformance.packing): several independent signatures in
+"""XLA's pack path (issue 20, conformance.checking.packing): several independent signatures in
 one module, compiled once.
 
-The module is the pack's program (``conformance.packing.pack_program``) printed by
-``conformance.program_emit.program_text``: each member's op exactly as its own module
+The module is the pack's program (``conformance.checking.packing.pack_program``) printed by
+``conformance.mlir.program_emit.program_text``: each member's op exactly as its own module
 prints it (the emitter's ``op_text``), on its own arguments, results returned in
 member order. Nothing joins the parts, so each member computes what it computes
 alone. Cases run in lockstep: case ``c`` of every member in one execute; a member

@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 
 from conformance.backends import BackendLoadError, Unsupported, get_backend  # noqa: E402
 from conformance.core.results import ResultsWriter  # noqa: E402
-from conformance.runner import RunConfig, Runner  # noqa: E402
+from conformance.apps.runner import RunConfig, Runner  # noqa: E402
 
 MODES = {"quick": {"per_pair": 1, "reps": 2, "batches": 3},
          "default": {"per_pair": 2, "reps": 3, "batches": 6}}
@@ -100,7 +100,7 @@ def measure(locator: str, items: list[bt.Item], seed: int, reps: int, batches: i
     try:
         backend = get_backend(locator)
         if backend.isolate is not False:               # as a run runs it (xla, iree...)
-            from conformance.isolation import isolated
+            from conformance.checking.isolation import isolated
             name, backend = backend.name, isolated(backend, timeout=120.0,
                                                    log_path=str(tmp / f"{backend.name}.log"))
             backend.name = name

@@ -53,7 +53,7 @@ def _first_line(doc: str | None) -> str:
 def _summarise(records: list[dict]) -> dict:
     """What a mutant's run found: divergences by (op, type or rule, class), examples that
     failed, cases checked, implementation-defined elements masked."""
-    from conformance.expectations import findings
+    from conformance.apps.expectations import findings
     items, _, _ = findings(records)
     cases = 0
     impl: Counter = Counter()
@@ -76,8 +76,8 @@ def run_one(name: str, depth: str, seed: int, workdir: str, types: str | None = 
     ``types`` (a comma list of element types, as ``conformance run --types``) narrows
     the run (the tests' quick kill checks)."""
     from bench import mutants
-    from conformance.cli import main
-    from conformance.expectations import gate, load_expectations, resolve_expectations
+    from conformance.apps.cli import main
+    from conformance.apps.expectations import gate, load_expectations, resolve_expectations
 
     cls = mutants.by_name(name)
     out = os.path.join(workdir, f"{name}-{depth}")

@@ -4,10 +4,10 @@ overhead against a bare loop measured the same way.
 
 The signature set is bench_throughput.py's (23 element-wise (op, type binding) pairs,
 4 signatures each: 92; 2 each with ``--quick``), its values the runner's own
-(``conformance.plan.batch_for``, drawn beforehand, untimed, the same on every side).
+(``conformance.checking.plan.batch_for``, drawn beforehand, untimed, the same on every side).
 
 A. suite: ``Runner.run_signature`` for every signature on a new backend (nothing
-   compiled), with ``runner.packer`` a ``conformance.packing.UnitPacker`` over the set
+   compiled), with ``runner.packer`` a ``conformance.checking.packing.UnitPacker`` over the set
    in plan order (``--pack 1``: none, one compile per signature): compile, the depth's
    value batches, oracle, verdicts, records; signatures/s = 92 / wall time.
 B. bare: the same compiles and runs with nothing else: per signature, the backend's
@@ -50,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from bench_throughput import MODES, Item, plan  # noqa: E402
-from conformance import packing  # noqa: E402
+from conformance.checking import packing  # noqa: E402
 from conformance.backends import get_backend  # noqa: E402
 from conformance.core.results import ResultsWriter  # noqa: E402
-from conformance.plan import DEPTHS, batch_for  # noqa: E402
-from conformance.runner import RunConfig, Runner  # noqa: E402
+from conformance.checking.plan import DEPTHS, batch_for  # noqa: E402
+from conformance.apps.runner import RunConfig, Runner  # noqa: E402
 
 TARGET_SPEEDUP = 3.0
 

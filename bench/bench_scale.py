@@ -1,13 +1,13 @@
 """Scale benchmark (issue 20): the same quick plan run by 1 and 2 workers, and the
 driver's cost per record.
 
-A. speed-up: ``conformance.runner.run`` over the plan with an executor of 1 worker,
+A. speed-up: ``conformance.apps.runner.run`` over the plan with an executor of 1 worker,
    then 2 (``--executor ray``: a local Ray instance started for each, its start-up
    timed apart; ``--executor processes``: ``--jobs``'s spawned processes). Each
    worker builds its backends once (the first unit it runs pays the import and
    backend start-up), so the plan is the expensive ops first; speed-up = the 1-worker
    wall time / the 2-worker wall time, per repetition, median reported.
-B. driver overhead per record: the driver's part of a run (conformance.executors.drive:
+B. driver overhead per record: the driver's part of a run (conformance.apps.executors.drive:
    identity, dedupe, JSON line written and flushed, reproducer files, cell totals)
    timed over the records the plan produced, replayed from memory by an executor
    whose units are already done; divided by the records written.
@@ -19,7 +19,7 @@ C. balance: the speed-up 2 dedicated cores would give, from each unit's CPU time
                                 [--ops add,sine,...]
                                 [--backend jax] [--repeat 2] [--json OUT.json]
 
-``--pin one`` (the default) gives each worker one core (conformance.worker_cores), so
+``--pin one`` (the default) gives each worker one core (conformance.apps.worker_cores), so
 that the speed-up is the executor's over workers of one core each; ``--pin share`` is
 a run's default (cores // workers: one worker takes both cores, its XLA compiling on
 both), ``--pin off`` leaves them unpinned (``CONFORMANCE_PIN_CORES=0`` too).
@@ -46,7 +46,7 @@ DEFAULT_OPS = ("add,subtract,multiply,divide,maximum,negate,abs,sine,cosine,expo
 
 
 def _config(args, out: Path):
-    from conformance.runner import RunConfig
+    from conformance.apps.runner import RunConfig
     return RunConfig(backends=[args.backend], ops=args.ops.split(","), depth=args.depth,
                      seed=args.seed, out=out, progress=False, replay=False,
                      element_types=args.types.split(",") if args.types else None)
@@ -56,14 +56,14 @@ def _pin(mode: str, workers: int) -> int:
     """Cores per worker: ``one`` (each worker one core, the speed-up is the executor's
     over workers), ``share`` (a run's default: cores // workers, so 1 worker takes
     both), ``off``."""
-    from conformance.worker_cores import enabled, share
+    from conformance.apps.worker_cores import enabled, share
     if mode == "off" or not enabled():
         return 0
     return share(workers) if mode == "share" else 1
 
 
 def _executor(kind: str, workers: int, pin: str):
-    from conformance.executors import ProcessExecutor, RayExecutor
+    from conformance.apps.executors import ProcessExecutor, RayExecutor
     if kind == "ray":
         t0 = time.perf_counter()
         ex = RayExecutor(None, num_cpus=workers, pin=_pin(pin, workers))
@@ -73,7 +73,7 @@ def _executor(kind: str, workers: int, pin: str):
 
 def run_once(args, workers: int) -> dict:
     from conformance.backends import get_backend
-    from conformance.runner import run
+    from conformance.apps.runner import run
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         ex, startup = _executor(args.executor, workers, args.pin)
@@ -91,8 +91,8 @@ def run_once(args, workers: int) -> dict:
 def driver_overhead(args) -> dict:
     """B: the driver's work per record, with the units' results already in memory."""
     from conformance.core.results import ResultsWriter
-    from conformance.executors import Executor, InlineExecutor, drive, units_of
-    from conformance.runner import Runner, select_ops
+    from conformance.apps.executors import Executor, InlineExecutor, drive, units_of
+    from conformance.apps.runner import Runner, select_ops
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(args, Path(tmp))
         specs = select_ops(config)

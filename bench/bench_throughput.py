@@ -63,8 +63,8 @@ from conformance.backends.jax_ops import build  # noqa: E402
 from conformance.core.case import Signature  # noqa: E402
 from conformance.generators import batch_inputs  # noqa: E402
 from conformance.core.results import ResultsWriter  # noqa: E402
-from conformance.plan import DEPTHS, plan_signatures, stable_hash  # noqa: E402
-from conformance.runner import RunConfig, Runner  # noqa: E402
+from conformance.checking.plan import DEPTHS, plan_signatures, stable_hash  # noqa: E402
+from conformance.apps.runner import RunConfig, Runner  # noqa: E402
 from conformance.specs import OpSpec, binding_key, load_spec  # noqa: E402
 
 # ---------------------------------------------------------------------------
@@ -244,13 +244,16 @@ STAGES = [  # (label, module path suffix, function name)
     ("masks: implementation_defined", "oracles/__init__.py", "implementation_defined"),
     ("backend: execute (device_put + jit call + np.asarray)", "backends/jax_backend.py",
      "execute"),
-    ("checker: SignatureCheck.run_batch (oracle, masks, run, judge)", "conformance/checker.py",
+    ("checker: SignatureCheck.run_batch (oracle, masks, run, judge)",
+     "conformance/checking/checker.py",
      "run_batch"),
-    ("verdicts: judge (dispatch on the verdict kind)", "conformance/verdicts.py", "judge"),
-    ("compare: compare_batch (incl. flush re-evaluation)", "conformance/compare.py",
+    ("verdicts: judge (dispatch on the verdict kind)",
+     "conformance/checking/verdicts/__init__.py", "judge"),
+    ("compare: compare_batch (incl. flush re-evaluation)", "conformance/checking/compare.py",
      "compare_batch"),
-    ("  of which _detect_flush", "conformance/compare.py", "_detect_flush"),
-    ("totals: BackendTotals.add (counts, ULP histogram)", "conformance/checking/stream.py", "add"),
+    ("  of which _detect_flush", "conformance/checking/compare.py", "_detect_flush"),
+    ("totals: BackendTotals.add (counts, ULP histogram)", "conformance/checking/stream.py",
+     "add"),
     ("divergences: _divergences", "conformance/checking/stream.py", "_divergences"),
     ("results: ResultsWriter.write", "conformance/core/results.py", "write"),
 ]

@@ -1,4 +1,4 @@
-from conformance.cli import main
+from conformance.apps.cli import main
 import sys
 
 sys.exit(main())

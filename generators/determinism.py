@@ -5,7 +5,7 @@ in twenty with a constant taken from a pool, and half of those pools are the
 constants it finds in the source of the *local* modules loaded in the process (every
 module in ``sys.modules`` outside site-packages and the standard library, test files
 aside). Which modules those are depends on the process, not on the seed: the CLI's
-main process has imported ``conformance/cli.py`` and ``reports/``, a ``--jobs``
+main process has imported ``conformance/apps/cli.py`` and ``reports/``, a ``--jobs``
 worker has not; an editable install counts the suite's own modules, an installed
 wheel does not; a vendor's backend module counts, and so does whatever an earlier op
 imported lazily. So the same seed drew other signatures in a worker than serially (a

@@ -373,7 +373,7 @@ def candidates(spec: OpSpec, valid: Signature, target: str) -> list[Signature]:
 def _printed(sig: Signature) -> str | None:
     """The module a backend receives for ``sig``; None where the emitter cannot print it
     (such a module is judged elsewhere)."""
-    from conformance.emitter import module_text
+    from conformance.mlir.emitter import module_text
     try:
         return module_text(sig)
     except Exception:  # noqa: BLE001 - a module the emitter cannot print is judged elsewhere

@@ -249,7 +249,7 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     A rule whose ``when:`` gives integers instead names permutation groups: result
     elements with the same label > 0 may hold the oracle's values in any order among
     themselves, the same order in every result (an unstable sort's equal keys); the
-    mask is then that int64 label array, and :func:`conformance.compare.compare_batch`
+    mask is then that int64 label array, and :func:`conformance.checking.compare.compare_batch`
     compares each group as a multiset instead of masking it.
 
     The rules' conditions see the inputs' values, the attributes, and the results:

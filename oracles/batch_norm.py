@@ -11,7 +11,7 @@ result rounded once to the element type ``E``. The decomposition's constants hav
 ``E`` (they are added to or divide tensors of ``E``): the element count per feature ``m``
 and ``epsilon`` (an f32 attribute) are rounded to ``E`` first (bf16 holds 257 as 256, f16
 holds 1e-5 as a subnormal); what a backend that keeps them exact can differ by is part of
-the bound (conformance/verdicts_batch_norm.py).
+the bound (conformance/checking/verdicts/batch_norm.py).
 
 Every function takes arrays with ``lead`` leading batch axes before the operand's own
 axes (0 for one case, 1 for a stacked batch), so that the verdict evaluates a whole batch
@@ -154,7 +154,8 @@ def _grad(inputs, attrs, types):
 
 
 # ---------------------------------------------------------------------------
-# Error analysis shared by the bound (verdicts_batch_norm.py) and the rules here
+# Error analysis shared by the bound (conformance/checking/verdicts/batch_norm.py) and the
+# rules here
 # ---------------------------------------------------------------------------
 
 def mean_error(x, fi, lead, m, u) -> np.ndarray:

@@ -19,7 +19,7 @@ cross_replica and cross_partition by ``channel_id``.
 all_reduce and reduce_scatter reduce the group's values in group order with the body
 (conformance.oracles.reduction: float add/multiply at float64 rounded once, integers
 wrapping, other bodies as a balanced tree); the ``reduction`` bound
-(conformance/verdicts_reduction.py) allows any other order, reading the leaves from
+(conformance/checking/verdicts/reduction.py) allows any other order, reading the leaves from
 :data:`LEAVES` entries registered here.
 """
 from __future__ import annotations
@@ -271,7 +271,7 @@ def _reduce_scatter_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
     return out if "num_replicas" in attrs else out[:, 0]
 
 
-# the leaves the ``reduction`` bound reads (conformance/verdicts_reduction.py)
+# the leaves the ``reduction`` bound reads (conformance/checking/verdicts/reduction.py)
 reduction.LEAVES["all_reduce"] = _all_reduce_leaves
 reduction.LEAVES["reduce_scatter"] = _reduce_scatter_leaves
 

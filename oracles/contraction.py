@@ -40,7 +40,7 @@ C]`` against a kernel ``[window..., C, O]``), passes the window and feature axes
 contracting dimensions (and the group axis as a batching dimension for
 ``feature_group_count``), and transposes the result into its output layout.
 :func:`magnitudes` (Σ|a|·|b| per result element) and :func:`term_count` (K) are what the
-``contraction`` bound (conformance/verdicts_contraction.py) takes; conditions for the
+``contraction`` bound (conformance/checking/verdicts/contraction.py) takes; conditions for the
 spec's implementation-defined cases are registered below on dot_general's attributes, and
 :func:`out_of_range_mask` and :func:`all_zero_terms` are their generic parts.
 """

@@ -5,7 +5,7 @@ float64 over the ``L = size(fft_length)`` innermost axes: ``fftn``, ``ifftn``, `
 ``irfftn`` apply the 1-D transforms the spec composes (rfft on the innermost axis first,
 irfft on it last; the other axes' transforms commute with it). Leading axes are batch
 axes, so the same call serves one case and a stacked batch (the verdict,
-conformance/verdicts_fft.py, calls it on a batch). The op's result is that value rounded
+conformance/checking/verdicts/fft.py, calls it on a batch). The op's result is that value rounded
 once to the result type.
 
 For FFT and IFFT the spec's semantics do not read ``fft_length``: the transform has the

@@ -19,7 +19,7 @@ Both ops work on stacks of matrices (the two minor dimensions), computed at floa
   or an infinity spreads to exactly the elements the substitution makes depend on it.
 
 For f64 inputs float64 is no wider than the type; both computations are backward stable
-there (and the verdict, conformance/verdicts_linalg.py, judges the backend's own residual,
+there (and the verdict, conformance/checking/verdicts/linalg.py, judges the backend's own residual,
 not its distance to this oracle), so the oracle's results are the conventional values the
 reports and golden examples compare with.
 

@@ -13,7 +13,7 @@ Beside the values, three element masks travel with every value (all with the bat
   marked, any other op marks every result element if any operand element is marked.
 - ``inexact``: elements that depend on an op whose verdict is not bit-exact (``ulp``,
   ``rel_eps``, ``bound``...): these are judged metamorphically, not against this oracle
-  (conformance.checker_programs). Propagated the same way.
+  (conformance.checking.programs). Propagated the same way.
 - with ``flush=True`` the program is evaluated as FTZ/DAZ hardware would: every
   operand's and result's subnormals flushed to zero of the same sign. The checker uses
   it to tell a subnormal flush from a wrong value, per element of the program's own

@@ -9,7 +9,7 @@ is that reduce over each window of the inputs padded (and base-dilated) with the
 values (003 "### reduce_window"). A *geometry* says where each result element's leaves
 are (:class:`ReduceGeometry`, :class:`WindowGeometry`, registered per op in
 :data:`GEOMETRIES`), for the oracle, for the conditions below and for the
-``reduction`` bound of conformance/verdicts_reduction.py alike.
+``reduction`` bound of conformance/checking/verdicts/reduction.py alike.
 
 The oracle's tree: the init value once, then the leaves. A body whose result ``k`` is
 one op of ``(arg k, arg N+k)`` (``add``, ``multiply``, ``maximum``, ``minimum``,

@@ -1,7 +1,7 @@
 """Oracles of the ``rng`` family: ``rng_bit_generator`` and ``rng``.
 
 The spec fixes no value of either op, so these give the result types, with values the
-spec allows; the ``property`` verdicts (conformance/verdicts_rng.py) judge the rest.
+spec allows; the ``property`` verdicts (conformance/checking/verdicts/rng.py) judge the rest.
 
 - ``rng_bit_generator``: the conventional values, XLA's variants computed bit for bit
   (vectorised numpy on uint32 words): THREE_FRY is Threefry-2x32 (20 rounds, Salmon et al.

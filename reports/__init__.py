@@ -10,7 +10,7 @@ or was killed. Reproducer links are relative to the folder holding the
 results file, which is where the runner writes ``repros/``; pass ``run_dir``
 if it is elsewhere.
 
-With ``expectations`` (an :class:`~conformance.expectations.Expectations` or the
+With ``expectations`` (an :class:`~conformance.apps.expectations.Expectations` or the
 path of its YAML file) the report also shows the CI gate: a section at the top
 of ``index.html`` (pass or fail, unexpected divergences, expected ones with their
 reasons, stale entries), hatched matrix cells where every divergence is expected,
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.expectations import Expectations
+from conformance.apps.expectations import Expectations
 from conformance.core.results import read_results
 
 from .aggregate import Report, build, load

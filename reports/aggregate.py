@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.compare import merge_impl_stats, merge_statistics, worst
+from conformance.checking.compare import merge_impl_stats, merge_statistics, worst
 from conformance.core.results import merge_bound_hist, read_results
 from conformance.core.types import ALL_ELEMENT_TYPES
 
@@ -310,7 +310,7 @@ class OpData:
     cross: dict[str, CrossCell] = dataclasses.field(default_factory=dict)   # by type key
     values: dict[str, Coverage] = dataclasses.field(default_factory=dict)   # by type key
     #: ``probe`` records: what each backend evidently does where the spec leaves it open
-    #: (accumulation precision and order; conformance.probes)
+    #: (accumulation precision and order; conformance.checking.probes)
     probes: list[dict] = dataclasses.field(default_factory=list)
 
     def value_keys(self) -> list[str]:

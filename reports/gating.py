@@ -1,6 +1,6 @@
 """The CI gate in the report: a run's divergences against an expectations file.
 
-:func:`conformance.expectations.gate` decides what is expected, unexpected,
+:func:`conformance.apps.expectations.gate` decides what is expected, unexpected,
 stale and not exercised; :class:`GateView` indexes that verdict for the pages,
 ``summary.json`` and ``junit.xml``, so that all three agree with the exit code of
 ``conformance run --expectations`` and ``conformance expectations check``.
@@ -17,13 +17,13 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.compare import DIVERGENCES
-from conformance.expectations import (EntryAudit, Expectation, Expectations, Gate, audit, gate,
-                                      load_expectations)
+from conformance.checking.compare import DIVERGENCES
+from conformance.apps.expectations import (EntryAudit, Expectation, Expectations, Gate, audit, gate,
+                                           load_expectations)
 
 from .aggregate import Cell, OpData, RuleResult, first_type
 
-#: Outcomes of invalid cases that the gate counts (see conformance.expectations.findings).
+#: Outcomes of invalid cases that the gate counts (see conformance.apps.expectations.findings).
 INVALID_DIVERGENCES = ("accepted_invalid", "crash", "timeout")
 
 

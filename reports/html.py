@@ -190,7 +190,7 @@ def fmt_region(text: str) -> str:
     return text
 
 
-#: How conformance.isolation names a child's stderr log in a message.
+#: How conformance.checking.isolation names a child's stderr log in a message.
 _STDERR_LOG = re.compile(r"\(stderr log: ([^()]+?\.stderr\.log)\)")
 
 

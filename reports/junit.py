@@ -101,14 +101,14 @@ def _expectations_suite(root: ET.Element, report: Report) -> "_Suite | None":
         for e in entries:
             text = f"{gate.path}: expectations[{e['index']}] {e['op']} {where(e)} {e['class']}" \
                    f"\nreason: {e['reason']}" + (f"\nlink: {e['link']}" if e["link"] else "")
-            suite.case("conformance.expectations",
+            suite.case("conformance.apps.expectations",
                        f"expectations[{e['index']}] {e['op']} {where(e)} {e['class']}",
                        "skipped", f"{kind}: {why} ({e['reason']})", text)
     for e in gate.broad():
         name = f"expectations[{e['index']}] {e['op']} {where(e)} {e['class']}"
         text = "\n".join([f"{gate.path}: {name}", *e["broad"], "narrow entries to replace it:",
                           *(f"  {s}" for s in e["suggestion"])])
-        suite.case("conformance.expectations", name, "skipped",
+        suite.case("conformance.apps.expectations", name, "skipped",
                    "broad: waives more than this run matched (" + "; ".join(e["broad"]) + ")",
                    text)
     return suite

@@ -6,7 +6,7 @@ One model (:class:`ProgramsView`) feeds the HTML section (``programs.html.j2``),
 ``programs`` object of ``summary.json`` and the ``programs`` JUnit suites, so that the
 three agree. With an expectations file (``conformance programs --expectations``) each
 finding is expected (with the entry's reason) or unexpected
-(conformance.expectations.program_gate), and the JUnit test case of an expected one is
+(conformance.apps.expectations.program_gate), and the JUnit test case of an expected one is
 ``<skipped>``. A results file without program records has no such section.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Group:
 @dataclasses.dataclass
 class ProgramsView:
     records: list[dict]
-    gate: Any = None                 # conformance.expectations.Gate (program_gate) or None
+    gate: Any = None                 # conformance.apps.expectations.Gate (program_gate) or None
     #: the end record's validity: programs, operations, rejected_steps, verifier_refused
     validity: dict | None = None
 
@@ -63,7 +63,7 @@ class ProgramsView:
         recs = [r for r in records if isinstance(r, dict) and r.get("kind") == "program"]
         gate = None
         if expectations is not None and recs:
-            from conformance.expectations import program_gate
+            from conformance.apps.expectations import program_gate
             gate = program_gate(records, expectations, accept)
         end = next((r for r in records if isinstance(r, dict) and r.get("kind") == "end"
                     and r.get("command") == "programs"), None)
@@ -193,7 +193,7 @@ def junit_cases(view: ProgramsView, backend: str):
     for r in view.of(backend):
         outcome = _label(r)
         name = f"{r.get('id')} [{', '.join(r.get('patterns') or []) or 'no pattern'}]"
-        cls = f"conformance.programs.{backend}"
+        cls = f"conformance.apps.programs.{backend}"
         if outcome == "pass":
             yield cls, name, None, "", ""
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from conformance.compare import SEVERITY
+from conformance.checking.compare import SEVERITY
 
 
 class Look(NamedTuple):

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from markupsafe import Markup
 
-from conformance.compare import ULP_BUCKET_LABELS
+from conformance.checking.compare import ULP_BUCKET_LABELS
 from conformance.core.results import BOUND_BUCKET_LABELS
 
 

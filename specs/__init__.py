@@ -145,7 +145,7 @@ class Accuracy:
     kind: str
     bound: float = 0.0
     #: the entry's other keys, for verdict kinds that take more than one number (the
-    #: bound function of ``bound``, the checks of ``property``); see conformance.verdicts
+    #: bound function of ``bound``, the checks of ``property``); see conformance.checking.verdicts
     params: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -358,7 +358,7 @@ def parse_accuracy(entry: Any, et: ElementType, where: str) -> Accuracy:
     if isinstance(entry, dict) and "rel_eps" in entry:
         return Accuracy("rel_eps", float(entry["rel_eps"]))
     if isinstance(entry, dict) and entry and isinstance(next(iter(entry)), str):
-        # Any other verdict kind: {KIND: VALUE, key: value, ...} (conformance.verdicts
+        # Any other verdict kind: {KIND: VALUE, key: value, ...} (conformance.checking.verdicts
         # says which kinds exist, and verdicts.check_known checks the names).
         kind, value = next(iter(entry.items()))
         bound = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \

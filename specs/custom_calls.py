@@ -10,7 +10,7 @@ Two ways to register one (both give the same checks):
 
 - Python: ``register_target(CustomCallTarget(...))`` or the decorator
   :func:`custom_call_target` on the oracle function, before the run plans its cases
-  (a plugin module, a conftest.py, a script that calls ``conformance.runner.run``);
+  (a plugin module, a conftest.py, a script that calls ``conformance.apps.runner.run``);
 - an entry point in the group ``conformance.custom_calls`` (pyproject.toml:
   ``[project.entry-points."conformance.custom_calls"] my_target =
   "my_pkg.targets:TARGET"``): a CustomCallTarget, a list of them, or a function of no

@@ -10,7 +10,7 @@ input and result types and a case holds their arrays like any other value.
 They are not operands or results of the op. :func:`host_split` says which of a
 signature's values are which, so that
 
-- the canonical program (conformance/emitter.py) prints the op without them
+- the canonical program (conformance/mlir/emitter.py) prints the op without them
   (:attr:`HostSplit.device` is the op's own signature);
 - a backend that can transfer to and from the host feeds ``host_inputs`` (positions in
   the case's input leaves) to the device before it runs the program, and returns what

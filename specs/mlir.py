@@ -2,7 +2,7 @@
 attribute, a format string over the spec's attributes (see schema.yaml).
 
 Pure format-string parsing, no MLIR: the spec loader checks every spec with it, and
-the emitter (conformance/emitter.py) prints attributes with the :class:`OpSyntax` it
+the emitter (conformance/mlir/emitter.py) prints attributes with the :class:`OpSyntax` it
 returns.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 DESIGN.md asks that a region be data, not a Python callable, so that the oracle
 can evaluate it (oracles/regions.py), the StableHLO emitter can print it
-(conformance/emitter.py, ``block_text``), a backend can map it (the jax backend:
+(conformance/mlir/emitter.py, ``block_text``), a backend can map it (the jax backend:
 ``conformance.backends.jax_ops.jax_function``) and a report can show it.
 The form is a typed expression::
 

@@ -31,8 +31,8 @@ def first_case(values, types):
 def verdict_counts(backend, sig, key, batches=4):
     """Outcome class -> elements over ``batches`` value batches of the default plan
     (seed 0) of ``sig`` with type key ``key``, judged on ``backend`` alone."""
-    from conformance.checker import SignatureCheck
-    from conformance.plan import batch_for
+    from conformance.checking.checker import SignatureCheck
+    from conformance.checking.plan import batch_for
     from conformance.specs import load_spec
     spec = load_spec(sig.op)
     check = SignatureCheck(spec, sig, [backend])

@@ -1,13 +1,15 @@
 """Implementation-defined results checked against the set the spec still allows (issue 12,
 point 2), each rule both ways: a planted backend with a realistic bug fails, one that
 differs from the oracle only in what the spec allows passes and the record says which
-member it chose. Judged on the one check path (conformance.checker)."""
+member it chose. Judged on the one check path (conformance.checking.checker)."""
 import numpy as np
 import pytest
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck, check_case
+from conformance.checking.checker import SignatureCheck, check_case
 from conformance.core.case import Case, Signature
 from conformance.specs import load_spec
 
@@ -424,13 +426,13 @@ def _signature_records(out):
 
 
 def test_the_cli_records_the_alternatives_chosen_and_fails_outside_the_set(tmp_path):
-    from conformance.cli import main
+    from conformance.apps.cli import main
     args = ["run", "--ops", "convert", "--types", "ui64", "--depth", "quick", "--no-progress",
             "--no-isolate", "--no-replay"]
     assert main(args + ["--backend", "test_allowed_sets:ConvertTowardZero",
                         "--out", str(tmp_path / "z")]) == 0
     totals: dict = {}
-    from conformance.compare import merge_impl_stats
+    from conformance.checking.compare import merge_impl_stats
     for r in _signature_records(tmp_path / "z"):
         merge_impl_stats(totals, r["impl_defined"])
     st = totals["inexact_to_float"]

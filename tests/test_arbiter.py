@@ -1,4 +1,4 @@
-"""The mpmath arbiter (conformance/arbiter.py): which side of a transcendental
+"""The mpmath arbiter (conformance/checking/arbiter.py): which side of a transcendental
 disagreement is wrong, recorded with the divergence; the worst case is the one shown."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from conformance import arbiter
-from conformance.cli import main
+from conformance.checking import arbiter
+from conformance.apps.cli import main
 from conformance.specs import load_spec
 
 

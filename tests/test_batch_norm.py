@@ -9,12 +9,12 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.generators import invalid
 from conformance.generators.signatures import canonical, signatures
 from conformance.oracles import batch_norm as bn
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 

@@ -10,12 +10,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.literals import bit_patterns
 from conformance.core.types import element_type
 from conformance.generators.values import BOUNDARY_ULPS, boundary_points, near_points
-from conformance.plan import batch_for, binding_for, plan_binding
+from conformance.checking.plan import batch_for, binding_for, plan_binding
 from conformance.specs import SpecError, load_file, load_spec
 from planted import OracleBackend
 from test_specs import _write

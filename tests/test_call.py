@@ -14,10 +14,10 @@ from conformance.core import region_program as rp
 from conformance.core.case import Signature
 from conformance.core.program import Operation
 from conformance.core.types import tensor_type
-from conformance.emitter import module_text, parse, verifier_rejects
+from conformance.mlir.emitter import module_text, parse, verifier_rejects
 from conformance.generators import canonical, invalid
 from conformance.oracles.control_flow import run_body
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -185,7 +185,7 @@ def test_an_equivalent_computation_of_the_decomposition_passes(t):
 # -- no excuse: a composite whose decomposition the backend runs ----------------------------
 
 def test_refusing_a_composite_whose_decomposition_compiles_is_a_backend_error():
-    from conformance.checker import SignatureCheck
+    from conformance.checking.checker import SignatureCheck
     sig = _sig("composite", _double())
     check = SignatureCheck(load_spec("composite"), sig, [planted.RefusesComposites()])
     check.compile()
@@ -195,14 +195,14 @@ def test_refusing_a_composite_whose_decomposition_compiles_is_a_backend_error():
 
 
 def test_refusing_a_composite_is_an_excuse_where_an_op_of_it_is_unsupported_too():
-    from conformance.checker import SignatureCheck
+    from conformance.checking.checker import SignatureCheck
     sig = _sig("composite", _double())
     check = SignatureCheck(load_spec("composite"), sig, [planted.RefusesCompositesAndAdd()])
     check.compile()
     assert not check.failed and "not implemented" in next(iter(check.unsupported.values()))
     # a call is not decomposable by its spec: an Unsupported stays one
     from conformance.backends import Unsupported
-    from conformance.checker_decomposable import no_excuse
+    from conformance.checking.decomposable import no_excuse
     csig = _sig("call", _double())
     refusal = Unsupported("call: not implemented")
     assert no_excuse(load_spec("call"), csig, planted.RefusesComposites(), refusal) is None

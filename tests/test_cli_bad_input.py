@@ -3,7 +3,7 @@ line naming it, exit 2, no traceback, and nothing written.
 
 The subcommands and their options are enumerated from the CLI's argparse parser, so a
 new option is covered without touching this file: every option that takes a value is
-tagged with the kind of value it takes (``conformance.cli._kind``, or its validator's
+tagged with the kind of value it takes (``conformance.apps.cli._kind``, or its validator's
 ``kind``, or its ``choices``), and hypothesis draws bad values of that kind: negative,
 zero, huge and non-numeric numbers, unknown names, missing files, folders, garbage
 bytes, empty and malformed files, outputs that cannot be written. An option of a kind
@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conformance import cli
+from conformance.apps import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -78,7 +78,7 @@ def test_every_option_has_a_kind_of_value_and_every_command_a_baseline(ws):
         assert path in ws.baselines, f"conformance {' '.join(path)}: add a baseline here"
         for a in valued(parser):
             assert kind_of(a) in BAD, (f"conformance {' '.join(path)} {a.dest}: tag it with "
-                                       f"conformance.cli._kind (kinds: {sorted(BAD)})")
+                                       f"conformance.apps.cli._kind (kinds: {sorted(BAD)})")
 
 
 # ---------------------------------------------------------------------------
@@ -243,9 +243,9 @@ def bad_types(action, ws):
                                       "f32,,f64"]), NAME.filter(_not_a_type))
 
 
-BAD_LOCATORS = ["", "nosuch", "nosuchmod_xyz:X", "conformance.cli:NoSuchName",
-                "conformance.cli:UsageError", "a:b:c", ":X", "mod:", "1abc:X",
-                "conformance.cli:_Int"]
+BAD_LOCATORS = ["", "nosuch", "nosuchmod_xyz:X", "conformance.apps.cli:NoSuchName",
+                "conformance.apps.cli:UsageError", "a:b:c", ":X", "mod:", "1abc:X",
+                "conformance.apps.cli:_Int"]
 
 
 def bad_backends(action, ws):
@@ -501,7 +501,7 @@ def test_subprocess_smoke():
 
 def plugin_options():
     """(name, addoption kwargs) of every option the plugin adds."""
-    from conformance import pytest_plugin
+    from conformance.apps import pytest_plugin
     found = []
 
     class Group:
@@ -550,7 +550,7 @@ def plugin_bad_values(name: str, kwargs: dict, ws):
 
 def plugin_error(name: str, kwargs: dict, value: str, ws) -> str | None:
     """The one-line usage error the plugin gives for ``name=value`` (None: accepted)."""
-    from conformance import pytest_plugin
+    from conformance.apps import pytest_plugin
     if kwargs.get("type") is int:
         try:
             int(value)
@@ -604,7 +604,7 @@ def test_plugin_options_reject_bad_values(ws, name, kwargs):
 
 
 def test_plugin_usage_error_smoke(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.suite",
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite",
                         "--conformance-ops=nosuch", "--co", "-q", "-p", "no:cacheprovider"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == pytest.ExitCode.USAGE_ERROR

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.cli import main
-from conformance.compare import DIVERGENCES
+from conformance.apps.cli import main
+from conformance.checking.compare import DIVERGENCES
 
 ROOT = Path(__file__).resolve().parents[1]
 

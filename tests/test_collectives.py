@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance import oracles
-from conformance.checker import SignatureCheck, check_case
+from conformance.checking.checker import SignatureCheck, check_case
 from conformance.core.case import Case, Signature
 from conformance.generators import invalid
 from conformance.generators.signatures import canonical, signatures
-from conformance.golden import examples
+from conformance.checking.golden import examples
 from conformance.oracles import collectives as co
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -356,7 +356,7 @@ def test_invalid_groups_include_duplicates_out_of_range_and_empty():
 def test_xla_runs_the_golden_examples_on_several_host_devices():
     """The isolated XLA child gets 8 host CPU devices; 003's examples pass there (XLA's
     cross_replica_and_partition order differs from the spec's: replica-major)."""
-    from conformance.isolation import IsolatedBackend
+    from conformance.checking.isolation import IsolatedBackend
     b = IsolatedBackend("xla", timeout=120)
     try:
         outcomes = {(ex.spec.name, ex.name): check_case(b, ex.case).cls
@@ -377,7 +377,7 @@ def test_xla_runs_the_golden_examples_on_several_host_devices():
 
 
 def test_a_collective_that_hangs_costs_one_timeout_case():
-    from conformance.isolation import IsolatedBackend
+    from conformance.checking.isolation import IsolatedBackend
     b = IsolatedBackend("planted_collectives:HangsOnPermute", timeout=2)
     try:
         ex = examples(load_spec("collective_permute"))[0]
@@ -439,7 +439,7 @@ def test_jax_runs_grids_of_several_processes_through_shard_map():
 
 
 def test_the_canonical_module_prints_groups_channels_and_the_grid():
-    from conformance.emitter import module_text, parse
+    from conformance.mlir.emitter import module_text, parse
     text = module_text(SUM_F16)
     assert "mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32" in text
     assert "replica_groups = dense<[[3, 0, 1, 2]]> : tensor<1x4xi64>" in text
@@ -458,7 +458,7 @@ def test_the_canonical_module_prints_groups_channels_and_the_grid():
 def test_an_invalid_collective_that_crashes_the_verifier_is_verified_in_a_child():
     """jaxlib 0.10.2's StableHLO verifier divides by the group size: all_to_all with an
     empty replica_groups kills the process (SIGFPE); verifier_rejects survives it."""
-    from conformance.emitter import verifier_rejects
+    from conformance.mlir.emitter import verifier_rejects
     sig = Signature.make("all_to_all", ["tensor<4xf32>"], ["tensor<4xf32>"],
                          {"split_dimension": 0, "concat_dimension": 0, "split_count": 2,
                           "replica_groups": [], "channel_id": 0}, num_replicas=2,

@@ -4,7 +4,7 @@ import pytest
 
 from conformance import oracles
 from conformance.core.case import Signature
-from conformance.compare import compare_batch, classify, ulp_histogram, worst
+from conformance.checking.compare import compare_batch, classify, ulp_histogram, worst
 from conformance.core.literals import from_literal
 from conformance.specs import Accuracy
 
@@ -21,7 +21,7 @@ def cls_names(actual, expected, acc=EXACT):
 def test_element_class_codes_rise_with_severity():
     # A case's class is the largest code among its elements: the codes must order the
     # classes as SEVERITY does, or a case would be reported by a milder class.
-    from conformance.compare import ELEMENT_CLASSES, SEVERITY
+    from conformance.checking.compare import ELEMENT_CLASSES, SEVERITY
     assert ELEMENT_CLASSES == ["pass", "subnormal_flush", "precision", "accuracy", "bound",
                                "signed_zero", "nan", "value", "property"]
     assert sorted(ELEMENT_CLASSES, key=SEVERITY.__getitem__) == ELEMENT_CLASSES

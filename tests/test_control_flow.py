@@ -14,10 +14,10 @@ from conformance.core import region_program as rp
 from conformance.core.case import Case, Signature
 from conformance.core.program import Operation
 from conformance.core.types import tensor_type
-from conformance.emitter import module_text, parse
+from conformance.mlir.emitter import module_text, parse
 from conformance.generators import canonical
 from conformance.oracles import control_flow as cf
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -176,7 +176,7 @@ def test_an_endless_loop_stops_the_oracle_with_an_error(monkeypatch):
 def test_masks_follow_overflow_through_iterations():
     s = "tensor<si32>"
     spec = load_spec("while")
-    ex = next(e for e in __import__("conformance.golden", fromlist=["x"]).examples(spec)
+    ex = next(e for e in __import__("conformance.checking.golden", fromlist=["x"]).examples(spec)
               if e.name == "spec example")
     cond, body = ex.case.signature.regions
     # x doubles each trip: overflows at some trip; masked from there on
@@ -248,7 +248,7 @@ def test_another_nan_payload_and_other_values_where_the_spec_leaves_them_open_pa
 
 def test_a_while_that_never_ends_costs_one_timeout_and_the_run_goes_on(tmp_path,
                                                                         monkeypatch):
-    from conformance.cli import main
+    from conformance.apps.cli import main
     from conformance.core.results import read_results
     from conformance.checking.stream import MAX_HANGS_PER_OP
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
@@ -303,7 +303,7 @@ class _UlpsOff(planted._Oracle):
 
 
 def test_branches_of_inexact_ops_are_judged_within_their_ulp_bounds():
-    from conformance.verdicts_control_flow import bodies_accuracy
+    from conformance.checking.verdicts.control_flow import bodies_accuracy
     t = "tensor<8xf32>"
     sig = _case_sig([_branch(t, [_unary("sine", t)], ["v0"]), _branch(t)], t)
     bound = load_spec("sine").accuracy("f32").bound
@@ -316,10 +316,10 @@ def test_branches_of_inexact_ops_are_judged_within_their_ulp_bounds():
 
 
 def test_a_loop_body_of_inexact_ops_is_refused_in_one_line():
-    from conformance.verdicts_control_flow import bodies_accuracy
+    from conformance.checking.verdicts.control_flow import bodies_accuracy
     s, f = "tensor<si32>", "tensor<2xf32>"
     spec = load_spec("while")
-    ex = next(e for e in __import__("conformance.golden", fromlist=["x"]).examples(spec)
+    ex = next(e for e in __import__("conformance.checking.golden", fromlist=["x"]).examples(spec)
               if e.name.startswith("a state of mixed types"))
     cond, _ = ex.case.signature.regions
     body = rp.make([("arg0", s), ("arg1", s), ("arg2", f)],
@@ -337,7 +337,7 @@ def test_every_invalid_program_prints_as_another_module_than_the_valid_one():
     use): such a change is no invalid program (XLA ran one, reported as accepting an
     invalid while). Neither the region mutations nor any candidate may be one."""
     from conformance.core import region_program
-    from conformance.emitter import module_text
+    from conformance.mlir.emitter import module_text
     from conformance.generators.invalid import _same_program, candidates
     from conformance.specs import load_spec
     for op in ("if", "case", "while"):
@@ -368,7 +368,7 @@ def test_a_quick_run_checks_an_element_of_every_control_flow_signature(tmp_path)
     import json
     import math
     import re
-    from conformance.cli import main
+    from conformance.apps.cli import main
     out = tmp_path / "q"
     main(["run", "--ops", "if,case,call,composite", "--depth", "quick", "--out", str(out),
           "--no-progress", "--no-replay"])

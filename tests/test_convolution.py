@@ -10,17 +10,21 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance import emitter, golden, oracles
+from conformance.mlir import emitter
+
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import Backend, get_backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.dense import dense_text, parse_dense
 from conformance.core.numerics import flush_subnormals, is_subnormal, round_to
 from conformance.core.types import element_type
 from conformance.generators import candidates, canonical
 from conformance.oracles import contraction, convolution as conv
-from conformance.plan import batch_for
-from conformance.runner import plan_signatures
+from conformance.checking.plan import batch_for
+from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from planted import one_ulp_up
@@ -457,7 +461,7 @@ class _Fixed(Backend):
 
 @pytest.mark.parametrize("et", ["bf16", "f8E4M3FN", "f8E5M2", "f32"])
 def test_exact_values_are_checked_bit_for_bit(et):
-    from conformance import verdicts
+    from conformance.checking import verdicts
     sig = conv_sig(et, groups=(1, 1))
     t = element_type(et)
     p = int(ml_dtypes.finfo(t.dtype).nmant) + 1

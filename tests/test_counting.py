@@ -14,10 +14,10 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend, Unsupported
-from conformance.checker import SignatureCheck
-from conformance.compare import PASS, classify
+from conformance.checking.checker import SignatureCheck
+from conformance.checking.compare import PASS, classify
 from conformance.core.case import Case, Signature
-from conformance.isolation import BackendCrash, IsolatedBackend
+from conformance.checking.isolation import BackendCrash, IsolatedBackend
 from conformance.specs import load_spec
 from reports.aggregate import CrossCell
 

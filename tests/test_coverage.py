@@ -22,12 +22,14 @@ import json
 import numpy as np
 import pytest
 
-from conformance import oracles, plan
+from conformance import oracles
+
+from conformance.checking import plan
 from conformance.backends import Backend
 from conformance.core.results import read_results
 from conformance.core.types import ALL_ELEMENT_TYPES
 from conformance.generators import coverage
-from conformance.runner import RunConfig, run
+from conformance.apps.runner import RunConfig, run
 from conformance.specs import all_specs, binding_key, load_spec
 
 FLOATS = [t.name for t in ALL_ELEMENT_TYPES if t.is_float]

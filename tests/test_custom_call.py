@@ -9,12 +9,12 @@ import pytest
 from conformance.backends import Backend, Unsupported, get_backend
 from conformance.core.case import Case, Signature
 from conformance.core.results import read_results
-from conformance.emitter import module_text, verifier_rejects
+from conformance.mlir.emitter import module_text, verifier_rejects
 from conformance.generators.invalid import breakable, candidates, unbreakable
 from conformance.generators.signatures import canonical
 from conformance.oracles import evaluate_case
 from conformance.oracles.registry import OracleError
-from conformance.runner import RunConfig, run
+from conformance.apps.runner import RunConfig, run
 from conformance.specs import custom_calls, load_spec
 from conformance.specs.validity import violations
 
@@ -150,7 +150,7 @@ def test_attributes_print_as_the_spec_writes_them():
 
 
 def test_called_computations_print_as_symbols_and_the_example_has_values():
-    from conformance import golden
+    from conformance.checking import golden
     (ex,) = golden.examples(SPEC)
     assert golden.mismatch(ex, evaluate_case(ex.case)) is None
     sig = dataclasses.replace(ex.case.signature, attribute_items=tuple(

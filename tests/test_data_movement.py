@@ -10,15 +10,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import get_backend
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case, Signature
-from conformance.emitter import module_text, parse, verifier_rejects
+from conformance.mlir.emitter import module_text, parse, verifier_rejects
 from conformance.generators import (breakable, candidates, canonical, case_inputs, cases,
                                     draw_array, signatures)
 from conformance.core.literals import from_bit_patterns
-from conformance.runner import plan_signatures
+from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from conformance.core.types import element_type
@@ -483,7 +485,7 @@ def test_generated_signatures_cover_ranks_and_zero_sized_dimensions():
 def test_divergences_of_non_elementwise_ops_are_minimised_by_zeroing_irrelevant_inputs():
     """The shape stays (a smaller one would be another signature), but every input
     element that the divergence does not need becomes 0 within the budget."""
-    from conformance.minimize import minimize, simplify_values
+    from conformance.checking.minimize import minimize, simplify_values
     x = np.arange(1, 17, dtype=np.float32)
     x[5] = np.nan
     case = Case.make("reverse", [x], ["tensor<16xf32>"], {"dimensions": [0]})

@@ -1,8 +1,8 @@
 """Verdicts are declared types, masks one type, and no process-wide state decides an
 outcome (issue 28).
 
-- A verdict (conformance.compare.BatchVerdict) and what a verdict function sees
-  (conformance.verdicts.Judgement) refuse undeclared attributes (slots): what a kind says
+- A verdict (conformance.checking.compare.BatchVerdict) and what a verdict function sees
+  (conformance.checking.verdicts.Judgement) refuse undeclared attributes (slots): what a kind says
   beyond the classes (``bound_hist``, ``notes``) is a declared field, read directly.
 - The implementation-defined masks are a :class:`conformance.oracles.RuleMasks`
   everywhere: a plain ``{rule: mask}`` given to the public entry points becomes one.
@@ -20,11 +20,13 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance import oracles, verdicts
+from conformance import oracles
+
+from conformance.checking import verdicts
 from conformance.backends import Backend, Unsupported
 from conformance.backends import vendor
-from conformance.checker import SignatureCheck, check_invalid
-from conformance.compare import BatchVerdict, compare_batch
+from conformance.checking.checker import SignatureCheck, check_invalid
+from conformance.checking.compare import BatchVerdict, compare_batch
 from conformance.core.case import Case, Signature
 from conformance.oracles import RuleMasks
 from conformance.specs import Accuracy, load_spec
@@ -56,8 +58,9 @@ def _dataclasses_of(module_name: str):
 
 
 def test_the_verdict_dataclasses_refuse_undeclared_attributes():
-    names = [n for n in discover_modules() if n in ("conformance.compare", "conformance.verdicts")
-             or n.startswith("conformance.verdicts_")]
+    names = [n for n in discover_modules()
+             if n in ("conformance.checking.compare", "conformance.checking.verdicts")
+             or n.startswith("conformance.checking.verdicts.")]
     found = {cls.__qualname__: cls for n in names for cls in _dataclasses_of(n)}
     assert {"BatchVerdict", "Judgement"} <= set(found)
     for name, cls in found.items():
@@ -118,10 +121,10 @@ def test_masks_are_rule_masks_everywhere():
 def test_the_comparator_and_verdict_kinds_never_ask_what_a_mask_is():
     """No ``hasattr(masks, ...)`` / ``masks or {}`` left: one type, read directly."""
     import inspect
-    import conformance.compare as compare
-    sources = {"conformance.compare": inspect.getsource(compare)}
+    import conformance.checking.compare as compare
+    sources = {"conformance.checking.compare": inspect.getsource(compare)}
     for n in discover_modules():
-        if n == "conformance.verdicts" or n.startswith("conformance.verdicts_"):
+        if n == "conformance.checking.verdicts" or n.startswith("conformance.checking.verdicts."):
             sources[n] = inspect.getsource(importlib.import_module(n))
     for name, src in sources.items():
         for bad in ('"allowed")', '"for_result")', "masks or {}", "rules or {}"):

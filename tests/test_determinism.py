@@ -33,7 +33,7 @@ def test_plans_never_consult_the_constants_of_the_process_s_modules(local_consta
     """Hypothesis answers some draws with constants from the source of the local modules
     loaded in the process (which differ between the CLI's main process and a --jobs
     worker, a checkout and a wheel); plans are drawn without that pool."""
-    from conformance.plan import plan_signatures      # what every front-end plans with
+    from conformance.checking.plan import plan_signatures      # what every front-end plans with
     from conformance.specs import load_spec
     for op, binding in (("constant", {"E": "si8"}), ("add", {"E": "f32"}),
                         ("gather", None), ("convert", None)):

@@ -10,16 +10,18 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import Backend, get_backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.numerics import round_to
 from conformance.core.types import element_type
-from conformance.emitter import verifier_rejects
+from conformance.mlir.emitter import verifier_rejects
 from conformance.generators import breakable, candidates, canonical, unbreakable
 from conformance.oracles import contraction
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -293,8 +295,8 @@ def test_layout_bugs_fail(bug, sig):
 
 def test_exact_value_inputs_are_checked_bit_for_bit_on_bf16_and_fp8():
     """Where every order gives the exact result the bound is 0: one ulp off fails."""
-    from conformance.verdicts import Judgement
-    from conformance.verdicts_contraction import contraction_bound
+    from conformance.checking.verdicts import Judgement
+    from conformance.checking.verdicts.contraction import contraction_bound
     for sig in (BF16, F8):
         lt, rt = sig.input_types
         lhs = (np.arange(lt.size).reshape((1,) + lt.shape) % 3 - 1.0).astype(lt.element_type.dtype)
@@ -583,7 +585,7 @@ def test_a_subnormal_in_another_case_lends_no_flush():
     check.compile()
     v = check.run_batch(0, inputs).results["ulp"].verdict
     (cls,) = v.element_classes
-    from conformance.compare import SUBNORMAL_FLUSH
+    from conformance.checking.compare import SUBNORMAL_FLUSH
     expected = np.asarray(oracles.evaluate_batch(F8, inputs, SPEC)[0], np.float64)
     reach = np.zeros(cls.shape, bool)
     reach[1, 0, 0, :] = True                         # the row lhs[1, 0, :, 0] feeds

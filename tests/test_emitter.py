@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import emitter
+from conformance.mlir import emitter
 from conformance.core.case import Signature
-from conformance.emitter import (EmitError, VerifyError, module_text, op_syntax, parse,
-                                 verifier_rejects)
-from conformance.golden import examples as golden_examples
+from conformance.mlir.emitter import (EmitError, VerifyError, module_text, op_syntax, parse,
+                                      verifier_rejects)
+from conformance.checking.golden import examples as golden_examples
 from conformance.generators import breakable, candidates, canonical, signatures
 from conformance.specs import SpecError, load_spec, op_names, parse_spec
 from conformance.core.types import ALL_ELEMENT_TYPES, TensorType

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.types import element_type
-from conformance.plan import batch_for, binding_for, plan_binding
+from conformance.checking.plan import batch_for, binding_for, plan_binding
 from conformance.specs import load_spec
 from planted import OracleBackend
 

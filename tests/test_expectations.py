@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.expectations import (ExpectationsError, dump, gate, load_expectations,
-                                      update)
+from conformance.apps.expectations import (ExpectationsError, dump, gate, load_expectations,
+                                           update)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ expectations:
 
 
 def test_conditions_must_match_the_backend():
-    from conformance.expectations import Expectation
+    from conformance.apps.expectations import Expectation
     e = Expectation(op="add", cls="value", reason="r", when=(("platform", "gpu"),))
     assert not e.matches("jax", {"platform": "cpu"}, "add", "value", "f32")
     assert e.matches("jax", {"platform": "gpu"}, "add", "value", "f32")
@@ -112,8 +112,8 @@ def test_shipped_jax_cpu_expectations_load():
 # Breadth (issue 12, point 4): an entry that names more than it matched
 # ---------------------------------------------------------------------------
 
-from conformance.cli import main  # noqa: E402
-from conformance.expectations import Expectation, audit, type_keys  # noqa: E402
+from conformance.apps.cli import main  # noqa: E402
+from conformance.apps.expectations import Expectation, audit, type_keys  # noqa: E402
 
 NARROW_RECORDS = [
     RUN,

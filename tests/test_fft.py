@@ -8,12 +8,12 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.generators import invalid
 from conformance.generators.signatures import canonical, signatures
 from conformance.oracles import fft as fft_oracle
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -407,7 +407,7 @@ def test_every_constraint_breaks_alone(rule):
 
 
 def test_the_fft_residual_is_registered_and_named_by_the_spec():
-    from conformance.verdicts import RESIDUALS, check_known
+    from conformance.checking.verdicts import RESIDUALS, check_known
     acc = SPEC.signature_accuracy(C64_FFT)
     check_known(acc, "fft")
     assert acc.kind == "residual" and acc.options["residual"] == "fft" and "fft" in RESIDUALS

@@ -1,6 +1,6 @@
 """A subnormal flush is told from a wrong value by each element's own evidence
 (issue 12, point 1): a reclassification as ``subnormal_flush`` never rests on another
-case of the batch. Planted backends on the whole check path (conformance.checker):
+case of the batch. Planted backends on the whole check path (conformance.checking.checker):
 ones that differ from the oracle only by flushing (FTZ: subnormal results; DAZ:
 subnormal inputs) get ``subnormal_flush``; ones with a real bug next to a flushed case
 keep their bug's class."""
@@ -8,8 +8,8 @@ import numpy as np
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
-from conformance.compare import compare_batch
+from conformance.checking.checker import SignatureCheck
+from conformance.checking.compare import compare_batch
 from conformance.core.case import Signature
 from conformance.core.numerics import flush_subnormals
 from conformance.specs import Accuracy, load_spec

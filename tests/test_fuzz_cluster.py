@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
-from conformance.executors import UnitFailure
-from conformance.fuzz import Campaign, CampaignConfig, DrawBook, draw_config
-from conformance.fuzz_executor import InlineStream, Lost
+from conformance.apps import cli
+from conformance.apps.executors import UnitFailure
+from conformance.apps.fuzz import Campaign, CampaignConfig, DrawBook, draw_config
+from conformance.apps.fuzz_executor import InlineStream, Lost
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = "planted_fuzz:ManyKeys"
@@ -120,7 +120,7 @@ class _StopAfter(InlineStream):
         self.box, self.n = campaign_box, n
 
     def wait(self, timeout):
-        from conformance.executors import run_unit_safely
+        from conformance.apps.executors import run_unit_safely
         if self.n <= 0:
             self.box[0].signal_name = "SIGTERM"
             return []
@@ -185,7 +185,7 @@ def test_a_failed_draw_is_logged_and_counted_a_lost_one_runs_again(tmp_path):
 
 
 def cli_summary(res, out):
-    from conformance.fuzz import summary_lines
+    from conformance.apps.fuzz import summary_lines
     return "\n".join(summary_lines(res, out))
 
 
@@ -270,8 +270,8 @@ def test_jobs_2_stops_cleanly_on_sigterm_and_resumes(local, tmp_path):
 # ---------------------------------------------------------------------------
 
 def test_pack_reaches_each_draw_and_changes_no_finding(tmp_path, monkeypatch):
-    from conformance import runner
-    from conformance.packing import DEFAULT_PACK
+    from conformance.apps import runner
+    from conformance.checking.packing import DEFAULT_PACK
     assert draw_config(_config(tmp_path), 0, tmp_path).pack == DEFAULT_PACK
     seen: list[int] = []
     real = runner.Runner.__init__

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conformance.generators import (batch_inputs, breakable, candidates, canonical,
                                     invalid_signatures, signatures, special_values, unbreakable)
-from conformance.runner import plan_signatures
+from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec, op_names
 from conformance.specs.validity import violations
 from conformance.core.types import ALL_ELEMENT_TYPES

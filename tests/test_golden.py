@@ -1,7 +1,9 @@
 """The spec's own examples are golden tests, on the oracle and on the jax backend."""
 import pytest
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import get_backend
 from conformance.specs import load_spec, op_names
 

@@ -12,12 +12,12 @@ from conformance.backends import Unsupported, get_backend
 from conformance.core.case import Case
 from conformance.core.results import read_results
 from conformance.core.types import TOKEN, TokenType, flatten, leaves, unflatten, value_type
-from conformance.emitter import module_text, verifier_rejects, verify
+from conformance.mlir.emitter import module_text, verifier_rejects, verify
 from conformance.generators.signatures import canonical
 from conformance.oracles.host_io import (HostQueues, HostStep, OrderError, run_token_program,
                                          token_order)
 from conformance.oracles.registry import OracleError
-from conformance.runner import RunConfig, run
+from conformance.apps.runner import RunConfig, run
 from conformance.specs import load_spec
 from conformance.specs.host import host_split
 
@@ -75,7 +75,7 @@ def test_program_has_the_op_alone_with_tokens_made_inside(op):
 
 @pytest.mark.parametrize("op", HOST_OPS + ["custom_call"])
 def test_host_transfers_and_custom_calls_never_share_a_packed_program(op):
-    from conformance.packing import packable
+    from conformance.checking.packing import packable
     sig = _canonical(op)
     assert not packable(sig, load_spec(op))
 

@@ -9,18 +9,20 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.oracles import regions as oracle_regions
 from conformance.specs import regions
 from conformance.backends import get_backend
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case
-from conformance.compare import compare_batch
-from conformance.emitter import verifier_rejects
+from conformance.checking.compare import compare_batch
+from conformance.mlir.emitter import verifier_rejects
 from conformance.generators import (breakable, candidates, canonical, case_inputs, cases,
                                     signatures)
 from conformance.specs import expressions as ex
-from conformance.runner import plan_signatures
+from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from conformance.core.types import element_type

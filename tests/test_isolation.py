@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conformance.backends import Unsupported, get_backend
-from conformance.isolation import BackendCrash, BackendTimeout, IsolatedBackend
+from conformance.checking.isolation import BackendCrash, BackendTimeout, IsolatedBackend
 from conformance.core.results import read_results
-from conformance.runner import RunConfig, run
+from conformance.apps.runner import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 

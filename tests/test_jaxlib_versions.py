@@ -136,7 +136,7 @@ _NEGATE = """module {
 def test_an_expectation_can_name_a_jaxlib_version():
     """A divergence only one jaxlib has is waived by ``when: {jaxlib: <glob>}`` (every
     jax-based backend's describe() has its jaxlib version), no version feature needed."""
-    from conformance.expectations import Expectation
+    from conformance.apps.expectations import Expectation
     e = Expectation(op="bitcast_convert", cls="type", element_types=("i1->si4",),
                     reason="XLA treats i1 as 8 bits", when=(("jaxlib", "0.1[01].*"),))
     for version, ok in (("0.10.2", True), ("0.11.2", True), ("0.12.0.1", False)):

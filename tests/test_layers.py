@@ -23,37 +23,21 @@ import pytest
 
 ROOT = "conformance"
 
-#: bottom to top
+#: bottom to top: one row per folder (README "Layout")
 LAYERS: list[tuple[str, list[str]]] = [
-    ("the shared vocabulary", ["conformance", "conformance.core.*"]),
-    ("the op specs", ["conformance.specs.*"]),
-    ("what stands on the specs", ["conformance.oracles.*", "conformance.generators.*",
-                                  "conformance.emitter", "conformance.golden",
-                                  "conformance.program_emit"]),
-    ("backends", ["conformance.backends.*", "conformance.isolation",
-                  # issue 20: the cores a worker process and its backends' processes run on
-                  "conformance.worker_cores"]),
-    # plan: the depths, signature plans, value batches and case ids every front-end
-    # checks; tolerances: profiles of verdict overrides, checked against the verdict kinds
-    ("the checker", ["conformance.checker*", "conformance.verdicts*", "conformance.compare",
-                     "conformance.minimize", "conformance.plan", "conformance.tolerances",
-                     "conformance.arbiter",
-                     # probes of implementation-defined behaviour: backends' compile path
-                     "conformance.probes",
-                     # issue 20: packs of signatures run ahead of the check path
-                     "conformance.packing"]),
-    ("front-ends", ["conformance.runner", "conformance.repro", "conformance.replay",
-                    "conformance.cli", "conformance.__main__", "conformance.pytest_plugin",
-                    "conformance.suite.*", "conformance.expectations", "conformance.reports.*",
-                    "conformance.programs",
-                    # issue 20: campaigns, merging results, executors of units
-                    "conformance.fuzz", "conformance.fuzz_executor", "conformance.merge",
-                    "conformance.executors"]),
+    ("the vocabulary: conformance/core/", ["conformance", "conformance.core.*"]),
+    ("the op specs: specs/", ["conformance.specs.*"]),
+    ("what stands on the specs: oracles/, generators/, conformance/mlir/",
+     ["conformance.oracles.*", "conformance.generators.*", "conformance.mlir.*"]),
+    ("the implementations: backends/", ["conformance.backends.*"]),
+    ("the checking layer: conformance/checking/", ["conformance.checking.*"]),
+    ("the applications: conformance/apps/, reports/",
+     ["conformance.apps.*", "conformance.reports.*", "conformance.__main__"]),
 ]
 
 # Circles known to exist, each a set of modules; a circle among (some of) them is not
 # reported, and an entry whose circle is gone fails test_pending_cycles_are_still_circles.
-# Empty: the one circle this was made for, conformance.runner <-> replay <-> repro, was
+# Empty: the one circle this was made for, conformance.apps.runner <-> replay <-> repro, was
 # removed by the checker rewrite (issue 10).
 PENDING_CYCLES: list[frozenset[str]] = []
 
@@ -258,7 +242,7 @@ def graph() -> dict[str, set[str]]:
 def test_the_walk_finds_every_layer(graph):
     for name in ["conformance.core.types", "conformance.specs", "conformance.specs.regions",
                  "conformance.oracles.arithmetic", "conformance.backends.jax_ops",
-                 "conformance.reports.html", "conformance.cli"]:
+                 "conformance.reports.html", "conformance.apps.cli"]:
         assert name in graph, name
     # imports inside functions count
     assert "conformance.backends.jax_ops" in graph["conformance.backends.jax_backend"]
@@ -317,14 +301,14 @@ def test_a_planted_circle_is_reported_with_its_modules():
 
 def test_a_planted_unplaced_module_and_a_missing_module_are_reported():
     graph = import_graph({
-        "conformance.runner": ("from conformance import gadgets\nimport conformance.nowhere\n",
+        "conformance.apps.runner": ("from conformance import gadgets\nimport conformance.nowhere\n",
                                False),
         "conformance.gadgets": ("", False),
     })
     found = problems(graph, pending=[])
     assert "unassigned module conformance.gadgets: place it in tests/test_layers.py LAYERS" \
         in found
-    assert "conformance.runner imports conformance.nowhere, which is not a module of the " \
+    assert "conformance.apps.runner imports conformance.nowhere, which is not a module of the " \
            "package" in found
 
 

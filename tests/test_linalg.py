@@ -8,18 +8,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import Backend, get_backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.numerics import round_to, to_wide
 from conformance.core.types import element_type
 from conformance.generators import batch_inputs, breakable, candidates, canonical
 from conformance.oracles import linalg
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.verdicts import RESIDUALS, Judgement, check_known
+from conformance.checking.verdicts import RESIDUALS, Judgement, check_known
 
 OPS = ("cholesky", "triangular_solve")
 

@@ -9,12 +9,12 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import Accuracy, load_spec
 from conformance.specs.validity import violations
-from conformance.verdicts_region import region_accuracy
+from conformance.checking.verdicts.region import region_accuracy
 
 
 def _sig(body, types, shape=(4, 8), out=None):

@@ -128,7 +128,7 @@ def plugin_route(folder: Path, cls: str, types: str) -> tuple[subprocess.Complet
                                                               dict[str, list[dict]]]:
     xml = folder / "junit.xml"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-k", "test_op",
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite", "-k", "test_op",
          "-p", "no:cacheprovider", "-p", "no:randomly",
          f"--conformance-backend=misbehaving:{cls}", "--conformance-ops=abs",
          f"--conformance-types={types}", "--conformance-depth=quick",

@@ -1,5 +1,5 @@
 """One check path: the CLI and the pytest plugin reach verdicts through the same
-checker (conformance.checker), so a verdict kind registered once is used by both, and
+checker (conformance.checking.checker), so a verdict kind registered once is used by both, and
 a case id the plugin prints is one `conformance repro` rebuilds.
 
 Runs are subprocesses, as a vendor runs them: the verdict kind is registered by the
@@ -22,8 +22,8 @@ KIND_MODULE = '''
 """A vendor module that registers a verdict kind of its own and judges f32 add by it."""
 import numpy as np
 
-from conformance import verdicts
-from conformance.compare import PASS, PROPERTY, BatchVerdict
+from conformance.checking import verdicts
+from conformance.checking.compare import PASS, PROPERTY, BatchVerdict
 from conformance.backends.numpy_backend import NumpyBackend
 from conformance.specs import load_spec
 
@@ -99,7 +99,7 @@ def _cli(path: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _pytest(path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "--pyargs", "conformance.suite", "-k", "test_op",
+                           "--pyargs", "conformance.apps.suite", "-k", "test_op",
                            "--conformance-ops=add", "--conformance-types=f32",
                            "--conformance-seed=0", *args], cwd=path, env=_env(path),
                           capture_output=True, text=True, timeout=600)

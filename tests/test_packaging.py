@@ -63,7 +63,7 @@ def outside(tmp_path) -> Path:
 
 def test_shipped_expectations_load_by_name_from_the_wheel(installed, outside):
     script = (
-        "import conformance, conformance.expectations as e\n"
+        "import conformance, conformance.apps.expectations as e\n"
         "print(conformance.__file__)\n"
         "print(sorted(e.shipped_expectations()))\n"
         "x = e.load_expectations('jax-cpu')\n"
@@ -94,7 +94,7 @@ def test_cli_and_plugin_take_the_shipped_name(installed, outside):
                        cwd=outside, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "shipped: iree-cpu, jax-cpu" in p.stderr, p.stderr
     p = subprocess.run([str(installed / "python"), "-m", "pytest", "--pyargs",
-                        "conformance.suite", "--conformance-backend=numpy",
+                        "conformance.apps.suite", "--conformance-backend=numpy",
                         "--conformance-ops=abs", "--conformance-types=f32",
                         "--conformance-expectations=jax-cpu", "-q", "-p", "no:cacheprovider"],
                        cwd=outside, capture_output=True, text=True, timeout=300)

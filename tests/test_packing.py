@@ -1,4 +1,4 @@
-"""Packing several signatures into one compiled program (issue 20, conformance/packing.py):
+"""Packing several signatures into one compiled program (issue 20, conformance/checking/packing.py):
 the records are those of an unpacked run; a failing pack is split down to the signature
 at fault; a crashing pack sends its members alone; a re-run of a batch is a real run."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import packing
+from conformance.checking import packing
 from conformance.backends import get_backend
-from conformance.isolation import BackendCrash
-from conformance.program_emit import program_text
-from conformance.runner import RunConfig, run
+from conformance.checking.isolation import BackendCrash
+from conformance.mlir.program_emit import program_text
+from conformance.apps.runner import RunConfig, run
 from planted import OracleBackend
 
 
@@ -47,7 +47,7 @@ def _run(tmp: Path, name: str, backends, pack: int, ops, types=None, isolate=Non
 # -- the program of a pack ---------------------------------------------------------------
 
 def _sigs(op: str, n: int):
-    from conformance.plan import plan_binding, select_bindings
+    from conformance.checking.plan import plan_binding, select_bindings
     from conformance.specs import load_spec
     spec = load_spec(op)
     return [s for b in select_bindings(spec, None) for s in plan_binding(spec, b, 0, "quick")][:n]
@@ -150,9 +150,9 @@ class _Packing(OracleBackend):
 
 
 def _sigs_f32_add():
-    from conformance.plan import plan_binding
+    from conformance.checking.plan import plan_binding
     from conformance.specs import load_spec
-    from conformance.plan import select_bindings
+    from conformance.checking.plan import select_bindings
     from conformance.specs import binding_key
     spec = load_spec("add")
     binding = next(b for b in select_bindings(spec, None) if binding_key(b) == "f32")

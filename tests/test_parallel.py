@@ -68,7 +68,7 @@ def _outcomes(xml: Path) -> dict[str, str]:
 def test_pytest_xdist_gives_the_outcomes_of_a_serial_session(tmp_path):
     def session(backend, *extra):
         xml = tmp_path / f"{backend.replace(':', '_')}{'-'.join(extra)}.xml"
-        subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.suite",
+        subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite",
                         f"--conformance-backend={backend}", "--conformance-ops=add,compare",
                         "--conformance-seed=0",
                         "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", *extra],

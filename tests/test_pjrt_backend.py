@@ -161,7 +161,7 @@ def test_conformance_run_against_the_plugin_in_a_child(tmp_path):
 def test_the_pytest_plugin_form_runs_the_plugin(tmp_path):
     """The vendor's other form: the shipped suite under pytest with the plugin."""
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-n", "0", "--pyargs", "conformance.suite",
+                        "-n", "0", "--pyargs", "conformance.apps.suite",
                         f"--conformance-backend=pjrt:{PLUGIN}", "--conformance-ops=negate",
                         "--conformance-types=si32,f16"],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)

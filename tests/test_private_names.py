@@ -147,7 +147,7 @@ def test_no_module_uses_another_modules_private_names():
 
 def test_the_walk_reads_the_whole_package():
     modules = discover_modules()
-    for name in ["conformance.checker", "conformance.oracles.convolution",
+    for name in ["conformance.checking.checker", "conformance.oracles.convolution",
                  "conformance.generators.control_flow", "conformance.backends.jax_ops_call",
                  "conformance.specs", "conformance.reports.html"]:
         assert name in modules, name
@@ -160,7 +160,7 @@ def test_the_walk_reads_the_whole_package():
 KNOWN = {"conformance", "conformance.oracles", "conformance.oracles.indexing",
          "conformance.oracles.reduction", "conformance.oracles._kernels",
          "conformance.generators", "conformance.generators.call",
-         "conformance.checker"}
+         "conformance.checking.checker"}
 
 
 def _uses(source: str, name: str = "conformance.oracles.reduction",
@@ -181,8 +181,8 @@ def _uses(source: str, name: str = "conformance.oracles.reduction",
      "conformance.oracles.indexing._occurrence"),
     ("import conformance.oracles.indexing\n\nconformance.oracles.indexing._occurrence\n", 3,
      "conformance.oracles.indexing._occurrence"),
-    ("from conformance import checker\ngetattr(checker, '_private')\n", 2,
-     'getattr(conformance.checker, "_private")'),
+    ("from conformance.checking import checker\ngetattr(checker, '_private')\n", 2,
+     'getattr(conformance.checking.checker, "_private")'),
 ])
 def test_a_planted_private_use_is_reported_with_its_line(source, line, what):
     found = _uses(source)
@@ -197,7 +197,7 @@ def test_a_private_module_is_private_to_its_package():
                   name="conformance.generators.call")
     assert found == ["planted.py:1: from conformance.oracles._kernels import ... (a private "
                      "module of another package)"], found
-    found = _uses("from conformance.oracles import _kernels\n", name="conformance.checker")
+    found = _uses("from conformance.oracles import _kernels\n", name="conformance.checking.checker")
     assert len(found) == 1 and "_kernels" in found[0], found
 
 

@@ -1,4 +1,4 @@
-"""Probes of implementation-defined behaviour (conformance/probes.py): planted backends
+"""Probes of implementation-defined behaviour (conformance/checking/probes.py): planted backends
 that sum in bf16, f16, f32, f64 or exactly, in a known order, must be told apart; a
 backend whose sums depend on more than precision and order, or that cannot run the
 probe, gives ``undetermined``, never a guess."""
@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance import probes
+from conformance.checking import probes
 from conformance.backends import Backend, Unsupported
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
@@ -253,7 +253,7 @@ def test_models_agree_with_the_planted_orders_on_their_own_rows():
 def test_run_records_probes_and_the_report_shows_them(tmp_path):
     from conformance.core.results import read_results
     from conformance.reports import render
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     cfg = RunConfig(ops=["reduce"], element_types=["bf16"], depth="quick", out=tmp_path,
                     progress=False, invalid=False, examples=False)
     backends = [SumBackend("f32", name="acc-f32"), SumBackend("bf16", name="acc-bf16")]
@@ -352,7 +352,7 @@ def test_contractions_are_probed_at_high_too():
 def test_the_report_shows_the_operand_precision(tmp_path):
     from conformance.core.results import read_results
     from conformance.reports import render
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     cfg = RunConfig(ops=["dot_general"], element_types=["f32"], depth="quick", out=tmp_path,
                     progress=False, invalid=False, examples=False)
     run(cfg, [RoundsOperands({"DEFAULT": "tf32"}, name="tf32")], tmp_path / "results.jsonl")

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from conformance.backends.base import Backend, Unsupported
-from conformance.checker_programs import check_program, minimize
+from conformance.checking.programs import check_program, minimize
 from conformance.core.case import Signature
 from conformance.core.dense import dense_text
 from conformance.core.program import Operation, Program
 from conformance.generators.programs import Config, Stats, draw_inputs, generate, rng_for
 from conformance.oracles import evaluate
 from conformance.oracles.programs import evaluate_program
-from conformance.program_emit import parse_program, program_text
+from conformance.mlir.program_emit import parse_program, program_text
 from conformance.specs.validity import violations
 
 from planted_programs import OracleProgram, build
@@ -290,7 +290,7 @@ def test_jax_runs_an_integer_program_exactly():
 
 def test_cli_programs_writes_records(tmp_path):
     pytest.importorskip("jax")
-    from conformance.cli import main
+    from conformance.apps.cli import main
     code = main(["programs", "--count", "3", "--seed", "1", "--backend", "jax", "--out",
                  str(tmp_path), "--no-minimize", "--quiet"])
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from conformance.cli import main
-from conformance.expectations import (ExpectationsError, load_expectations, match_program,
-                                      program_findings, program_gate, gate)
+from conformance.apps.cli import main
+from conformance.apps.expectations import (ExpectationsError, load_expectations, match_program,
+                                           program_findings, program_gate, gate)
 
 
 def write(tmp_path, text: str, name="exp.yaml"):

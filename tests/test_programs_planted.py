@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from conformance.checker_programs import check_program, minimize, reshaped
-from conformance.cli import main
+from conformance.checking.programs import check_program, minimize, reshaped
+from conformance.apps.cli import main
 from conformance.core.dense import dense_text
 from conformance.core.program import Program
 from conformance.generators.programs import midpoint_values

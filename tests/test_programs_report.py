@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.cli import main
+from conformance.apps.cli import main
 from conformance.reports import render
 
 

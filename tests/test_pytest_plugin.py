@@ -1,4 +1,4 @@
-"""The pytest plugin, as a backend vendor uses it: ``pytest --pyargs conformance.suite``.
+"""The pytest plugin, as a backend vendor uses it: ``pytest --pyargs conformance.apps.suite``.
 
 Every run is a subprocess (``runpytest_subprocess``): the plugin is picked up through
 the package's ``pytest11`` entry point exactly as in a vendor's environment, and jax /
@@ -153,7 +153,7 @@ def _run(pytester: pytest.Pytester, *args: str):
 
 def test_suite_passes_on_the_oracle_backend(pytester: pytest.Pytester):
     # No -p option: the plugin is loaded through the pytest11 entry point.
-    result = _run(pytester, "--pyargs", "conformance.suite", "--conformance-backend=numpy",
+    result = _run(pytester, "--pyargs", "conformance.apps.suite", "--conformance-backend=numpy",
                   "--conformance-ops=add,compare", "-v")
     # add: 19 bindings + 1 example + C1; compare: 19 bindings + 1 example + C1,C2,C3,O1.
     result.assert_outcomes(passed=19 + 1 + 1 + 19 + 1 + 4)
@@ -167,7 +167,7 @@ def test_suite_passes_on_the_oracle_backend(pytester: pytest.Pytester):
 
 
 def test_filters_select_the_parameters(pytester: pytest.Pytester):
-    result = _run(pytester, "--pyargs", "conformance.suite", "--conformance-backend=numpy",
+    result = _run(pytester, "--pyargs", "conformance.apps.suite", "--conformance-backend=numpy",
                   "--conformance-ops=add,convert", "--conformance-types=si8",
                   "--collect-only", "-q")
     ids = re.findall(r"::(test_\w+\[[^\]]+\])", result.stdout.str())
@@ -179,7 +179,7 @@ def test_filters_select_the_parameters(pytester: pytest.Pytester):
     assert "test_example[add-0]" not in ids
     assert "test_invalid[add-C1]" in ids and "test_invalid[convert-C1]" in ids
 
-    result = _run(pytester, "--pyargs", "conformance.suite", "--conformance-backend=numpy",
+    result = _run(pytester, "--pyargs", "conformance.apps.suite", "--conformance-backend=numpy",
                   "--conformance-families=bitwise", "--conformance-types=i1",
                   "--collect-only", "-q")
     ids = re.findall(r"::(test_\w+\[[^\]]+\])", result.stdout.str())
@@ -188,7 +188,7 @@ def test_filters_select_the_parameters(pytester: pytest.Pytester):
 
 
 def test_planted_bug_fails_exactly_its_cell(vendor: pytest.Pytester):
-    result = _run(vendor, "--pyargs", "conformance.suite",
+    result = _run(vendor, "--pyargs", "conformance.apps.suite",
                   "--conformance-backend=vendor_backends:BuggyAdd",
                   "--conformance-ops=add,subtract", "--conformance-repro-dir=repros", "-rf")
     outcomes = result.parseoutcomes()
@@ -207,7 +207,7 @@ def test_planted_bug_fails_exactly_its_cell(vendor: pytest.Pytester):
 
 
 def test_unsupported_op_is_skipped_with_the_reason(vendor: pytest.Pytester):
-    result = _run(vendor, "--pyargs", "conformance.suite",
+    result = _run(vendor, "--pyargs", "conformance.apps.suite",
                   "--conformance-backend=vendor_backends:NoSine",
                   "--conformance-ops=sine,negate", "--conformance-types=f32,f64", "-rs")
     # sine: f32, f64 bindings + its (f32) example + I1, C1 -> 5 skips; negate: 2 bindings
@@ -224,7 +224,7 @@ def test_unsupported_op_is_skipped_with_the_reason(vendor: pytest.Pytester):
     (["--conformance-backend=numpy", "--conformance-families=arith"], "arith"),
 ])
 def test_bad_options_are_usage_errors(pytester: pytest.Pytester, args, named):
-    result = _run(pytester, "--pyargs", "conformance.suite", *args)
+    result = _run(pytester, "--pyargs", "conformance.apps.suite", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "ERROR:" in err and named in err, err
@@ -338,7 +338,7 @@ def planted(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
     return pytester
 
 
-ADD_F32 = ("--pyargs", "conformance.suite", "--conformance-ops=add", "--conformance-types=f32")
+ADD_F32 = ("--pyargs", "conformance.apps.suite", "--conformance-ops=add", "--conformance-types=f32")
 
 
 def _lines(result, *patterns: str) -> None:
@@ -430,7 +430,7 @@ def test_expectations_under_xdist(planted: pytest.Pytester):
 
 
 def test_expectations_for_invalid_rules_and_spec_examples(vendor: pytest.Pytester):
-    args = ("--pyargs", "conformance.suite", "--conformance-ops=add",
+    args = ("--pyargs", "conformance.apps.suite", "--conformance-ops=add",
             "--conformance-backend=vendor_backends:Lenient", "-k", "test_example or test_invalid",
             "-rfx")
     result = _run(vendor, *args)
@@ -479,7 +479,7 @@ def _log(pytester: pytest.Pytester) -> list[str]:
 
 
 def test_example_database_replays_a_failing_case_first(vendor: pytest.Pytester):
-    args = ("--pyargs", "conformance.suite", "--conformance-ops=add",
+    args = ("--pyargs", "conformance.apps.suite", "--conformance-ops=add",
             "--conformance-types=f32", "-k", "test_op", "--conformance-profile=local",
             "--conformance-depth=deep", "--conformance-backend=vendor_backends:RankBug",
             "--conformance-database=db")
@@ -509,7 +509,7 @@ def test_example_database_replays_a_failing_case_first(vendor: pytest.Pytester):
 
 
 def test_ci_profile_is_derandomized(vendor: pytest.Pytester, monkeypatch):
-    args = ("--pyargs", "conformance.suite", "--conformance-ops=add,abs",
+    args = ("--pyargs", "conformance.apps.suite", "--conformance-ops=add,abs",
             "--conformance-types=f32,si8", "--conformance-backend=vendor_backends:RankBug")
     monkeypatch.delenv("CI", raising=False)
     runs = []

@@ -15,17 +15,17 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
-from conformance.compare import PASS
+from conformance.checking.checker import SignatureCheck
+from conformance.checking.compare import PASS
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.generators.reduction import exact_values, identity
 from conformance.oracles import reduction
 from conformance.oracles import regions as region_eval
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.verdicts import BOUNDS, Judgement
+from conformance.checking.verdicts import BOUNDS, Judgement
 
 
 # ---------------------------------------------------------------------------
@@ -280,7 +280,7 @@ def test_exact_value_inputs_are_checked_bit_for_bit_even_where_the_bound_is_vacu
     stacked = batch_for(0, "default", spec, sig.input_types[0].element_type.name, 0, 0, sig)
     expected = oracles.evaluate_batch(sig, stacked, spec)
     acc = spec.signature_accuracy(sig)
-    from conformance.verdicts import check_known
+    from conformance.checking.verdicts import check_known
     check_known(acc, "test")
     (limit,) = BOUNDS["reduction"](Judgement(sig, spec, acc, stacked, expected, expected, {}))
     assert (limit == 0).mean() > 0.3

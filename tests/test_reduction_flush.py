@@ -1,7 +1,7 @@
 """subnormal_flush for the reductions (reduce, reduce_window, all_reduce, reduce_scatter,
 select_and_scatter: the ``reduction`` bound's flush allowance) only on each element's own
 evidence: an FTZ room counted from the element's own leaves, a DAZ rerun of the oracle
-only where its own leaves hold a subnormal (conformance/verdicts_reduction.py).
+only where its own leaves hold a subnormal (conformance/checking/verdicts/reduction.py).
 
 Planted backends: one off by one ulp on exact-value sums of normal leaves that are all
 multiples of the smallest normal (no flush can touch them: must be ``value``, as it was
@@ -20,16 +20,16 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
-from conformance.compare import BOUND, SUBNORMAL_FLUSH, VALUE
+from conformance.checking.checker import SignatureCheck
+from conformance.checking.compare import BOUND, SUBNORMAL_FLUSH, VALUE
 from conformance.core.numerics import flush_subnormals, is_subnormal, round_to
 from conformance.core.types import element_type
 from conformance.oracles import collectives as co
 from conformance.oracles import reduction
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.verdicts_reduction import ftz_flushes, ftz_room
+from conformance.checking.verdicts.reduction import ftz_flushes, ftz_room
 
 from planted import one_ulp_up
 from test_collectives import SUM_BF16, _sig
@@ -54,7 +54,7 @@ def _judge(backend, sig, inputs):
 
 
 def _count(cls) -> dict[str, int]:
-    from conformance.compare import ELEMENT_CLASSES
+    from conformance.checking.compare import ELEMENT_CLASSES
     values, counts = np.unique(cls, return_counts=True)
     return {ELEMENT_CLASSES[v]: int(c) for v, c in zip(values, counts)}
 
@@ -247,7 +247,7 @@ def test_flushing_backends_pass_or_are_subnormal_flush_on_the_default_plan(sig, 
                            sig)
         (cls,) = check.run_batch(b, inputs).results[backend.name].verdict.element_classes
         (e,) = oracles.evaluate_batch(sig, inputs, spec)
-        from conformance.compare import SIGNED_ZERO
+        from conformance.checking.compare import SIGNED_ZERO
         assert (np.asarray(e, np.float64)[cls == SIGNED_ZERO] == 0).all()
         assert mode == "ftz" or not (cls == SIGNED_ZERO).any()
         for k, n in _count(cls).items():

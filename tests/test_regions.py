@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from conformance.backends.jax_ops import jax_function
-from conformance.emitter import block_text
+from conformance.mlir.emitter import block_text
 from conformance.oracles import regions as oracle_regions
 from conformance.specs import regions
-from conformance.emitter import parse as parse_mlir
+from conformance.mlir.emitter import parse as parse_mlir
 from conformance.specs import expressions as ex
 from conformance.core.types import element_type
 

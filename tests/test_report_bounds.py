@@ -12,11 +12,11 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.results import (BOUND_BUCKET_LABELS, BOUND_FRACTION_EDGES,
                                       bound_histogram, merge_bound_hist, read_results)
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
@@ -150,7 +150,7 @@ def test_masked_and_non_finite_elements_are_not_counted():
 
 def test_run_records_it_and_the_report_draws_it(tmp_path):
     from conformance.reports import render
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     cfg = RunConfig(ops=["reduce"], element_types=["f32"], depth="quick", out=tmp_path,
                     progress=False, invalid=False, examples=False, probes=False)
     run(cfg, [UlpsOff(0, "near"), UlpsOff(24, "far")], tmp_path / "results.jsonl")

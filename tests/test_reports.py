@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.compare import ULP_BUCKET_LABELS
+from conformance.checking.compare import ULP_BUCKET_LABELS
 from conformance.reports import render
 from conformance.reports.style import LOOKS
 from conformance.reports.svg import ulp_chart
@@ -341,7 +341,7 @@ def test_junit_counts(rendered):
 
 
 def test_style_covers_every_outcome_class():
-    from conformance.compare import SEVERITY
+    from conformance.checking.compare import SEVERITY
     for outcome in [*SEVERITY, "crash", "timeout", "not_run", "not_generated", "fail"]:
         assert outcome in LOOKS, outcome
     backgrounds = [LOOKS[c].background for c in SEVERITY]
@@ -545,7 +545,7 @@ def test_ulp_chart_is_wellformed_svg():
 
 def test_real_tiny_run(tmp_path):
     from conformance.backends import get_backend
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     cfg = RunConfig(ops=["add"], depth="quick", out=tmp_path, progress=False)
     run(cfg, [get_backend("numpy")], tmp_path / "results.jsonl")
     index = render(tmp_path / "results.jsonl", tmp_path / "report")
@@ -558,7 +558,7 @@ def test_real_tiny_run(tmp_path):
 
 def test_real_two_backend_run(tmp_path):
     from conformance.backends import get_backend
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     cfg = RunConfig(backends=["jax", "numpy"], ops=["multiply"], depth="quick", out=tmp_path,
                     progress=False)
     run(cfg, [get_backend("jax"), get_backend("numpy")], tmp_path / "results.jsonl")
@@ -754,7 +754,7 @@ def test_gate_in_junit(gated):
 
 
 def test_gate_passes_when_every_divergence_is_expected(tmp_path):
-    from conformance.expectations import Expectations, update
+    from conformance.apps.expectations import Expectations, update
     recs = write_results(tmp_path / "results.jsonl")
     entries = update(recs, None)
     index = render(tmp_path / "results.jsonl", tmp_path / "report",
@@ -787,7 +787,7 @@ def test_no_expectations_no_gate(rendered):
 
 
 def test_bad_expectations_file_writes_nothing(tmp_path):
-    from conformance.expectations import ExpectationsError
+    from conformance.apps.expectations import ExpectationsError
     write_results(tmp_path / "results.jsonl")
     (tmp_path / "bad.yaml").write_text("expectations:\n  - op: add\n    class: value\n")
     with pytest.raises(ExpectationsError, match="'reason' is required"):

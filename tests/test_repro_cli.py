@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import cli
+from conformance.apps import cli
 from conformance.backends import get_backend
 from conformance.core.literals import decode
-from conformance.replay import CaseId, rebuild
+from conformance.apps.replay import CaseId, rebuild
 from conformance.core.results import read_results
-from conformance.runner import RunConfig, plan_binding, run, select_bindings
+from conformance.apps.runner import RunConfig, plan_binding, run, select_bindings
 from conformance.specs import binding_key, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

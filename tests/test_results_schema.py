@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.cli import main
+from conformance.apps.cli import main
 from conformance.core import results as R
 from conformance.core.results import (ABSENT, FORMAT_VERSION, RECORD_CLASSES, RECORDS,
                                       CorpusEntry, DrawLog, RecordError, ResultsFormatError,
@@ -146,7 +146,7 @@ def test_a_record_object_writes_what_its_dict_writes(tmp_path):
 
 
 def test_a_fuzz_draw_checks_the_runners_records_as_a_results_file_would():
-    from conformance.fuzz import _Sink
+    from conformance.apps.fuzz import _Sink
     sink = _Sink(SimpleNamespace(signal_name=None, corpus={}), 0, 0, Path("."),
                  stoppable=False)
     with pytest.raises(ValueError, match="'signature'.*'colour'"):
@@ -286,7 +286,7 @@ def test_merge_refuses_an_undeclared_field_it_would_copy(tmp_path, capsys):
 
 
 def test_merge_records_does_not_copy_an_unknown_kind():
-    from conformance.merge import MergeError, merge_records
+    from conformance.apps.merge import MergeError, merge_records
     with pytest.raises(MergeError, match="b: record 3: unknown record kind 'x'"):
         merge_records([("a", [HEAD, SIG, DONE, END]),
                        ("b", [HEAD, SIG, {"kind": "x", "op": "abs"}, DONE, END])])
@@ -461,8 +461,8 @@ def test_a_programs_run_writes_records_of_the_schema(tmp_path, capsys):
 
 
 def test_a_replay_record_fits_its_class(tmp_path):
-    """Replay records (conformance.replay) are built as :class:`Replay` objects."""
-    from conformance.replay import replay_saved
+    """Replay records (conformance.apps.replay) are built as :class:`Replay` objects."""
+    from conformance.apps.replay import replay_saved
     written = []
     sink = SimpleNamespace(write=lambda r: written.append(check_record(r) and r))
     recs = replay_saved([("repros/x/abs/f32-value-1", {"signature": {"op": "abs"},

@@ -10,13 +10,13 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Case, Signature
 from conformance.oracles import rng as rng_oracle
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
-from conformance.verdicts_rng import ks_normal, ks_uniform, uniform_bits_test
+from conformance.checking.verdicts.rng import ks_normal, ks_uniform, uniform_bits_test
 
 
 def rbg_sig(alg="THREE_FRY", out="tensor<256xui32>", n=2):
@@ -221,7 +221,7 @@ def test_zero_sized_output_state_is_recorded():
 
 def test_oracle_gives_the_spec_example():
     spec = load_spec("rng_bit_generator")
-    from conformance.golden import examples, mismatch
+    from conformance.checking.golden import examples, mismatch
     (ex,) = examples(spec)
     got = oracles.evaluate_case(ex.case)
     assert [g.tolist() for g in got] == [e.tolist() for e in ex.expected]
@@ -370,7 +370,7 @@ def test_false_alarm_rate_at_a_loose_alpha_is_within_bounds():
     fails = sum(not uniform_bits_test(g.integers(0, 256, 4096).astype(np.uint8), 0.05)[0]
                 for _ in range(400))
     assert fails <= 35
-    from conformance.verdicts_rng import _dkw
+    from conformance.checking.verdicts.rng import _dkw
     ks = [ks_uniform(g.random(256)) > _dkw(256, 0.05) for _ in range(400)]
     kn = [ks_normal(g.standard_normal(256)) > _dkw(256, 0.05) for _ in range(400)]
     assert sum(ks) <= 35 and sum(kn) <= 35, (sum(ks), sum(kn))
@@ -428,7 +428,7 @@ def test_the_interpreter_aborts_on_rng_ops_one_crash_case_and_declares_them_unsu
     from pathlib import Path
     from conformance.backends import Unsupported
     from conformance.backends.interpreter_backend import InterpreterBackend
-    from conformance.isolation import BackendCrash, IsolatedBackend
+    from conformance.checking.isolation import BackendCrash, IsolatedBackend
     sig = rbg_sig("THREE_FRY", "tensor<2xui32>")
     case = Case(sig, (np.array([1, 2], np.uint64),))
     with pytest.raises(Unsupported, match="aborts the process"):
@@ -444,7 +444,7 @@ def test_the_interpreter_aborts_on_rng_ops_one_crash_case_and_declares_them_unsu
 
 
 def test_a_property_divergence_says_which_property_failed():
-    from conformance.checker import check_case
+    from conformance.checking.checker import check_case
     sig = rng_sig("UNIFORM", "f32", (64,))
     case = Case(sig, (np.float32(0), np.float32(1), np.array([64])))
     r = check_case(Distributions("b"), case)
@@ -507,7 +507,7 @@ def test_pooled_statistics_read_only_far_apart_states():
     """States one bit apart or small neighbouring counters share a counter-based stream
     shifted by a few elements; pooling both would fail the chi-square of a correct
     generator (XLA's PHILOX on 8192 f16 did, at 1.02 of the threshold)."""
-    from conformance.verdicts_rng import far_apart_states
+    from conformance.checking.verdicts.rng import far_apart_states
     r = np.random.default_rng(3).integers(0, 2**64, (3, 2), dtype=np.uint64)
     states = np.array([r[0], r[0] ^ np.uint64(1), [6, 7], [14, 15], r[1],
                        [r[2][0], r[1][1] + np.uint64(5)], [0, 0], [2**64 - 1, 2**64 - 1]],

@@ -10,13 +10,15 @@ import itertools
 import numpy as np
 import pytest
 
-from conformance import emitter, oracles
+from conformance.mlir import emitter
+
+from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
-from conformance.verdicts_rng import BERNOULLI_GRID
+from conformance.checking.verdicts.rng import BERNOULLI_GRID
 
 OP = "rng_bernoulli"
 
@@ -116,7 +118,7 @@ def test_the_mean_check_has_its_false_alarm_rate_and_power():
     at most 35 fail (5% + 3.4 sd); a mean off by 0.12 (8 sd) fails nearly always at 1e-6."""
     from types import SimpleNamespace
 
-    from conformance.verdicts_rng import bernoulli_mean
+    from conformance.checking.verdicts.rng import bernoulli_mean
     g = np.random.default_rng(3)
 
     def fails(p_true, alpha, n=400):

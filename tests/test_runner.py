@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conformance.backends import get_backend
 from conformance.core.results import read_results
-from conformance.runner import RunConfig, run
+from conformance.apps.runner import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def test_tolerance_profile_overrides_the_spec_bound(tmp_path):
     """A planted 1-ulp error in f32 add (toward zero: never an overflow, which no ulp
     bound excuses; the batches meet the largest finite value) is a value divergence under
     the spec's exact rule, and passes under a profile that allows 1 ulp."""
-    from conformance.tolerances import load_tolerances
+    from conformance.checking.tolerances import load_tolerances
     prof = tmp_path / "tol.yaml"
     prof.write_text("add:\n  f32: {ulp: 1}\n")
     backend = ["planted:OneUlpTowardZeroAddF32"]
@@ -122,7 +122,7 @@ def test_tolerance_profile_overrides_the_spec_bound(tmp_path):
 def test_bad_tolerance_profile_names_file_and_key(tmp_path):
     import pytest
     from conformance.specs import SpecError
-    from conformance.tolerances import load_tolerances
+    from conformance.checking.tolerances import load_tolerances
     prof = tmp_path / "tol.yaml"
     prof.write_text("add:\n  f33: {ulp: 1}\n")
     with pytest.raises(SpecError, match=r"tol.yaml: add.f33: unknown element type"):

@@ -1,4 +1,4 @@
-"""Same seed, same verdicts: the one check path (conformance.checker) gives the records
+"""Same seed, same verdicts: the one check path (conformance.checking.checker) gives the records
 the three separate loops gave before it.
 
 ``data/verdicts-quick-jax-numpy.jsonl`` holds the verdict-bearing fields
@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.cli import main
+from conformance.apps.cli import main
 
 import verdict_records
 

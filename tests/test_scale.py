@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli, executors
-from conformance.fuzz import Finding, findings_of, parse_duration, shape_class
+from conformance.apps import cli, executors
+from conformance.apps.fuzz import Finding, findings_of, parse_duration, shape_class
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "planted:PlantedAddF32"
@@ -191,7 +191,7 @@ def full(tmp_path_factory):
 
 
 def test_shard_halves_merged_equal_the_full_run(full, tmp_path):
-    from conformance.runner import in_shard
+    from conformance.apps.runner import in_shard
     ops = ["abs", "add", "compare", "negate", "not"]
     split = [[o for o in ops if in_shard(o, k, 2)] for k in (1, 2)]
     assert all(split) and sorted(split[0] + split[1]) == ops      # a real split
@@ -258,7 +258,7 @@ def test_merge_of_an_ops_split_dedupes_and_reports_conflicts(full, tmp_path):
 
 
 def test_merge_leaves_out_units_an_interrupted_run_did_not_finish():
-    from conformance.merge import merge_records
+    from conformance.apps.merge import merge_records
     head = {"kind": "run", "seed": 1, "depth": "quick", "locators": ["numpy"]}
     a = [head, {"kind": "validity", "op": "abs", "type_key": "f32", "generated": 2},
          {"kind": "unit_done", "op": "abs"},
@@ -270,7 +270,7 @@ def test_merge_leaves_out_units_an_interrupted_run_did_not_finish():
     assert [r.get("generated") for r in m.records if r["kind"] == "validity"] == [2, 3]
 
 
-from conformance.executors import InlineExecutor  # noqa: E402
+from conformance.apps.executors import InlineExecutor  # noqa: E402
 
 
 class _Twice(InlineExecutor):
@@ -280,11 +280,11 @@ class _Twice(InlineExecutor):
     name = "twice"
 
     def __init__(self, lose: str) -> None:
-        from conformance.executors import InlineExecutor
+        from conformance.apps.executors import InlineExecutor
         self.inner, self.lose = InlineExecutor(), lose
 
     def map_units(self, config, locators, ops):
-        from conformance.executors import UnitFailure
+        from conformance.apps.executors import UnitFailure
         for res in self.inner.map_units(config, locators, ops):
             if self.lose in (res.op, res.unit):
                 yield UnitFailure(res.op, "worker lost")
@@ -298,7 +298,7 @@ class _Twice(InlineExecutor):
 
 def _run_with(executor, out: Path) -> Path:
     from conformance.backends import get_backend
-    from conformance.runner import RunConfig, run
+    from conformance.apps.runner import RunConfig, run
     sys.path.insert(0, str(ROOT / "tests"))
     config = RunConfig(backends=[PLANTED, "numpy"], ops=["add", "negate", "abs", "compare",
                                                          "not"],
@@ -310,7 +310,7 @@ def _run_with(executor, out: Path) -> Path:
 
 
 def test_executor_interface_gives_the_records_of_a_local_run(full, tmp_path):
-    from conformance.executors import InlineExecutor, ProcessExecutor
+    from conformance.apps.executors import InlineExecutor, ProcessExecutor
     want = _records(full / "results.jsonl")
     assert _records(_run_with(InlineExecutor(), tmp_path / "inline")) == want
     # Every unit delivered twice: nothing recorded twice; a lost unit is an internal error.
@@ -330,8 +330,8 @@ def test_parts_of_ops_give_the_records_of_whole_ops(full, tmp_path, monkeypatch)
     """Units finer than an op (ranges of its type bindings, op#k/m): the records of a
     local run, each op's unit_done once, written when its last part is in; a lost part
     leaves its op without unit_done (resume and merge run or drop it whole)."""
-    from conformance import executors
-    from conformance.runner import RunConfig, select_ops
+    from conformance.apps import executors
+    from conformance.apps.runner import RunConfig, select_ops
     monkeypatch.setattr(executors, "UNIT_SIGNATURES", 2)
     config = RunConfig(ops=["add", "negate", "abs", "compare", "not"],
                        element_types=["f32", "i1"], depth="quick")

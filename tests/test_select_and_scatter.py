@@ -7,11 +7,11 @@ import pytest
 
 from conformance import oracles
 from conformance.backends import Backend
-from conformance.checker import SignatureCheck
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.dense import dense_text
 from conformance.oracles import reduction
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 

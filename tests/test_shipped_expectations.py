@@ -13,14 +13,14 @@ with the commands in the README ("Gating CI on known divergences"):
 When a change of the suite finds new divergences of jax (or loses old ones), rewrite the
 file from both runs and fill in the reasons of the new entries:
 
-    conformance expectations update /tmp/q/results.jsonl conformance/expectations_files/jax-cpu.yaml \\
+    conformance expectations update /tmp/q/results.jsonl conformance/apps/expectations_files/jax-cpu.yaml \\
         --also /tmp/d/results.jsonl
 """
 from __future__ import annotations
 
 import pytest
 
-from conformance.cli import main
+from conformance.apps.cli import main
 
 pytest.importorskip("jax")
 
@@ -54,7 +54,7 @@ XLA_GATE_OPS = "add,compare,maximum,dot_general,reduce"
 
 
 def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
-    from conformance.expectations import load_expectations, shipped_expectations
+    from conformance.apps.expectations import load_expectations, shipped_expectations
     assert "xla-cpu" in shipped_expectations()
     e = load_expectations("xla-cpu")
     assert e.backend == "xla" and len(e.entries) > 100

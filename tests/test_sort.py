@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.oracles import regions as oracle_regions
 from conformance.specs import regions
 from conformance.backends import Unsupported, get_backend
@@ -17,8 +19,8 @@ from conformance.backends.jax_ops import jax_function
 from conformance.backends.jax_ops_sorting import jax_keys
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case, Signature
-from conformance.compare import PASS, compare_batch, permuted_within_groups
-from conformance.emitter import block_text, verify
+from conformance.checking.compare import PASS, compare_batch, permuted_within_groups
+from conformance.mlir.emitter import block_text, verify
 from conformance.generators import (batch_inputs, breakable, candidates, canonical, cases,
                                     signatures)
 from conformance.core.literals import from_literal

@@ -17,16 +17,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance import golden, oracles
+from conformance.checking import golden
+
+from conformance import oracles
 from conformance.backends import get_backend
 from conformance.core.case import Case, Signature
 from conformance.core.dense import DenseError, dense_text, dense_type, parse_dense
-from conformance.emitter import module_text, parse, verifier_rejects
+from conformance.mlir.emitter import module_text, parse, verifier_rejects
 from conformance.generators import (batch_inputs, breakable, candidates, canonical,
                                     signatures, special_values)
 from conformance.core.literals import bit_patterns, from_bit_patterns, from_value_literal
 from conformance.oracles import OracleError
-from conformance.runner import plan_signatures
+from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,

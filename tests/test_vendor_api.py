@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conformance.backends import Backend, NoProgram, Unsupported, vendor
-from conformance.checker import check_invalid
+from conformance.checking.checker import check_invalid
 from conformance.core.case import Case, Signature
 from conformance.core.literals import bit_patterns, from_bit_patterns
 from conformance.core.types import ALL_ELEMENT_TYPES
@@ -100,7 +100,7 @@ def test_declining_an_invalid_program_untried_warns_once():
     with warnings.catch_warnings():
         warnings.simplefilter("error")            # the op was never compiled: no warning
         assert check_invalid(backend, case)[0] == "unsupported"
-    from conformance.checker import SignatureCheck
+    from conformance.checking.checker import SignatureCheck
     from conformance.specs import load_spec
     si32 = Signature.make("add", ["tensor<2xi32>"] * 2, ["tensor<2xi32>"])
     SignatureCheck(load_spec("add"), si32, [backend]).compile()   # add compiles
@@ -124,7 +124,7 @@ def test_declining_an_invalid_program_untried_warns_once():
 
 
 def test_the_compiled_flag_crosses_the_process_boundary(tmp_path):
-    from conformance.isolation import IsolatedBackend
+    from conformance.checking.isolation import IsolatedBackend
     b = IsolatedBackend("tests.test_vendor_api:CompilerDeclines")
     try:
         with pytest.raises(Unsupported) as e:

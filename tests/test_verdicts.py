@@ -1,15 +1,15 @@
-"""Verdict kinds (conformance.verdicts): each kind passes a backend that differs only
+"""Verdict kinds (conformance.checking.verdicts): each kind passes a backend that differs only
 in a way its rule allows and fails a backend with a realistic bug, with its class."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from conformance import verdicts
-from conformance.checker import SignatureCheck
-from conformance.compare import BOUND, NAN, PASS, PROPERTY, SIGNED_ZERO, VALUE
+from conformance.checking import verdicts
+from conformance.checking.checker import SignatureCheck
+from conformance.checking.compare import BOUND, NAN, PASS, PROPERTY, SIGNED_ZERO, VALUE
 from conformance.core.case import Signature
-from conformance.plan import batch_for
+from conformance.checking.plan import batch_for
 from conformance.specs import Accuracy, SpecError, load_spec, parse_accuracy
 from conformance.core.types import element_type
 

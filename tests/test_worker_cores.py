@@ -1,4 +1,4 @@
-"""Cores per worker (conformance.worker_cores): distinct workers take distinct cores, a
+"""Cores per worker (conformance.apps.worker_cores): distinct workers take distinct cores, a
 worker keeps its cores, fewer free cores than its share gives what is free, every core
 taken means unpinned, the share is cores // workers, and pinning can be turned off.
 """
@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conformance import worker_cores
+from conformance.apps import worker_cores
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity")
                                 or len(os.sched_getaffinity(0)) < 2,
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity")
 
 CLAIM = textwrap.dedent("""
     import os, sys, time
-    from conformance import worker_cores
+    from conformance.apps import worker_cores
     got = worker_cores.claim_cores(1, sys.argv[1])
     print(got[0] if got else None, sorted(os.sched_getaffinity(0)), flush=True)
     if len(sys.argv) > 2:
@@ -67,7 +67,7 @@ def test_the_share_is_cores_over_workers(monkeypatch):
     assert worker_cores.share(n) == 1
     assert worker_cores.share(2 * n) == 1                    # never below one core
     assert worker_cores.share(n - 1) == n // (n - 1)
-    from conformance.executors import ProcessExecutor
+    from conformance.apps.executors import ProcessExecutor
     assert ProcessExecutor(n).pin == 1
     assert ProcessExecutor(n).describe()["pin_cores"] == 1
 
@@ -108,7 +108,7 @@ def test_pinning_can_be_turned_off(tmp_path, restore, monkeypatch):
     assert worker_cores.claim_cores(1, tmp_path) is None
     assert len(os.sched_getaffinity(0)) >= 2
     assert worker_cores.share(1) == 0
-    from conformance.executors import ProcessExecutor
+    from conformance.apps.executors import ProcessExecutor
     assert ProcessExecutor(2).pin == 0
     assert ProcessExecutor(2, pin=1).pin == 1
 

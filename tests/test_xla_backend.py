@@ -16,7 +16,7 @@ import pytest
 from conformance import oracles
 from conformance.backends import BackendLoadError, Unsupported, get_backend, jaxlib_support
 from conformance.core.case import Case, Signature
-from conformance.compare import ELEMENT_CLASSES, PASS, classify
+from conformance.checking.compare import ELEMENT_CLASSES, PASS, classify
 from conformance.core.literals import bit_patterns, from_bit_patterns
 from conformance.core.numerics import flush_subnormals
 from conformance.specs import load_spec

@@ -9,11 +9,13 @@ import itertools
 import numpy as np
 import pytest
 
-from conformance import emitter, oracles
-from conformance.checker import SignatureCheck
+from conformance.mlir import emitter
+
+from conformance import oracles
+from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.oracles.xla_forms import broadcast_operands
-from conformance.plan import batch_for, binding_for, plan_binding
+from conformance.checking.plan import batch_for, binding_for, plan_binding
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from planted import OracleBackend

@@ -28,12 +28,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from conformance import oracles, plan
+from conformance import oracles
+
+from conformance.checking import plan
 from conformance.backends import Backend
-from conformance.checker import (Batch, BackendBatch, Divergence, OracleFailure,
-                                 SignatureCheck, error_text)
-from conformance.compare import (STATISTICS_PREFIX, BatchVerdict, max_error,
-                                 merge_impl_stats, merge_statistics, ulp_histogram, worst)
+from conformance.checking.checker import (Batch, BackendBatch, Divergence, OracleFailure,
+                                          SignatureCheck, error_text)
+from conformance.checking.compare import (STATISTICS_PREFIX, BatchVerdict, max_error,
+                                          merge_impl_stats, merge_statistics, ulp_histogram, worst)
 from conformance.core.case import Case, Signature
 from conformance.core.results import finite_or_none, merge_bound_hist
 from conformance.specs import Accuracy, OpSpec

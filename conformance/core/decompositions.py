@@ -1,7 +1,7 @@
 """Canonical programs of XLA forms that are no single StableHLO op (a spec's
 ``mlir.decomposition``): a builder per name gives, for a signature of the form, the
 :class:`~conformance.core.program.Program` (StableHLO ops only) that the emitter prints
-as the form's module (``conformance.emitter.module_text``), so that the xla backend,
+as the form's module (``conformance.mlir.emitter.module_text``), so that the xla backend,
 the interpreter and a vendor's compiler get a program they can run.
 
 A builder raises :class:`DecompositionError` (one line) where the form's signature has

@@ -1,7 +1,7 @@
 """The program of a pack: several independent signatures as one program (issue 20).
 
 Plain data on top of :mod:`conformance.core.program`, shared by the runner's packing
-(conformance.packing) and the backends' pack paths (backends/xla_pack.py,
+(conformance.checking.packing) and the backends' pack paths (backends/xla_pack.py,
 backends/jax_pack.py): which signatures may be packed, the pack's program of disjoint
 parts, and its flat results split back per member.
 """

@@ -24,7 +24,7 @@ The text form (:meth:`Program.describe`) is for reports::
       return v1
     }
 
-The canonical StableHLO module is ``conformance.program_emit.program_text``.
+The canonical StableHLO module is ``conformance.mlir.program_emit.program_text``.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ a body whose arguments are all block arguments, printed as a ``func.func``):
   readable form for reports (``(captured: c0) (c0: tensor<i32>) { ... }``).
 
 Evaluated by ``conformance.oracles.control_flow`` (each op at its own oracle, via
-``oracles/programs.py``), printed by the emitter (``conformance.emitter.block_text``),
+``oracles/programs.py``), printed by the emitter (``conformance.mlir.emitter.block_text``),
 built for jax by ``backends/jax_ops_control_flow.py`` (``backends/programs.jax_function``).
 """
 from __future__ import annotations

@@ -41,7 +41,7 @@ Record kinds (the ``kind`` key):
   as a fraction of the bound, |actual − oracle| / bound, over the checked elements
   (:func:`bound_histogram`; absent in older files).
 - ``probe``: what one backend evidently does where the spec leaves it to the
-  implementation (conformance.probes): op, backend, element type, precision_config,
+  implementation (conformance.checking.probes): op, backend, element type, precision_config,
   the evident accumulation precision and order (or ``undetermined``), and the evidence.
 - ``divergence``: one saved, minimised divergence with its reproducer path.
 - ``invalid``: one invalid signature on one backend: rejected / accepted_invalid /
@@ -60,7 +60,7 @@ Record kinds (the ``kind`` key):
 - ``end``: elapsed time and the ops covered (the totals are in the records above);
   :class:`MergedEnd` (``merged``) and :class:`ProgramsEnd` (``command: programs``).
 
-A fuzz campaign's folder (conformance.fuzz) holds no results file; its corpus index
+A fuzz campaign's folder (conformance.apps.fuzz) holds no results file; its corpus index
 lines (:class:`CorpusEntry`) and draw log lines (:class:`DrawLog`) are declared here
 too, and its ``campaign.json`` carries the same ``format``.
 """
@@ -445,7 +445,7 @@ class Replay(Record):
 @_kind
 @dataclasses.dataclass(kw_only=True)
 class Program(Record):
-    """One generated program on one backend (conformance.programs)."""
+    """One generated program on one backend (conformance.apps.programs)."""
 
     KIND: ClassVar[str] = "program"
     id: str = _req()

@@ -287,7 +287,7 @@ class TokenType:
     ``result_leaves`` leave them out, as they do an empty tuple). Where a value must
     stand for a token (an oracle function's arguments and results, through
     :func:`unflatten`) it is :data:`TOKEN`. The canonical program makes the tokens its
-    op takes inside ``@main`` and returns none (conformance/emitter.py).
+    op takes inside ``@main`` and returns none (conformance/mlir/emitter.py).
     """
 
     def leaves(self) -> tuple[TensorType, ...]:

@@ -1,0 +1,2 @@
+"""The canonical program: cases and programs printed as StableHLO MLIR modules,
+verified with the MLIR bindings jaxlib ships."""
