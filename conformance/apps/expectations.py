@@ -212,7 +212,7 @@ class Expectations:
         return None
 
 
-#: Where the maintained expectations files ship (package data of ``conformance``).
+#: Where the maintained expectations files ship (package data of ``conformance.apps``).
 SHIPPED_DIR = "expectations_files"
 
 
@@ -220,7 +220,7 @@ def shipped_expectations() -> dict[str, Any]:
     """The expectations files shipped with the suite, by short name (``jax-cpu``):
     name -> a readable resource (importlib.resources), from a checkout or a wheel."""
     from importlib import resources
-    folder = resources.files("conformance").joinpath(SHIPPED_DIR)
+    folder = resources.files("conformance.apps").joinpath(SHIPPED_DIR)
     try:
         items = list(folder.iterdir())
     except (FileNotFoundError, NotADirectoryError):    # pragma: no cover - broken install
