@@ -431,7 +431,14 @@ def run(args) -> int:
         if r.get("backend") in counts:
             counts[r["backend"]][_label(r)] += 1
     started = time.time()
-    with ResultsWriter(results) as writer:
+    from conformance.apps.heartbeat import Heartbeat
+    total = s["count"] * len(backends)
+    where = {"done": len(kept), "diverged": 0, "now": None}
+
+    def status() -> str:        # a line now and then where stderr is not a terminal
+        return (f"{where['done']}/{total} programs checked, {where['diverged']} diverged"
+                + (f"; now: {where['now']}" if where["now"] else ""))
+    with ResultsWriter(results) as writer, Heartbeat("conformance programs", status):
         writer.write({**head, "resumed": len(kept)} if kept else head)
         for r in kept:
             writer.write(r)
@@ -446,6 +453,7 @@ def run(args) -> int:
                 for index in range(args.start, args.start + s["count"]):
                     if (backend.name, index) in done:
                         continue
+                    where["now"] = f"{backend.name} program {index}"
                     if checker is not None:
                         rec = checker.check(index, generate(args.seed, index, config))
                     else:
@@ -453,6 +461,9 @@ def run(args) -> int:
                                         not args.no_minimize)
                     writer.write(rec)
                     tally[_label(rec)] += 1
+                    where["done"] += 1
+                    if rec["outcome"] not in ("pass", "unsupported"):
+                        where["diverged"] += 1
                     if rec["outcome"] not in ("pass", "unsupported") and \
                             rec["outcome"] not in accept and not args.quiet:
                         small = rec.get("minimized", {})
