@@ -7,7 +7,7 @@
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance fuzz (--for 8h | --cases N | --draws N) [--backend ...] [--ops ...]
                      [--seed N] [--out DIR] [--fresh] [--jobs N] [--pack N]
-                     [--cluster ray|auto|ray://HOST:PORT]
+                     [--cluster ray|auto|ray://HOST:PORT] [--expectations FILE]
     conformance merge OUT RESULTS.jsonl [RESULTS.jsonl ...] [--expectations FILE] [--force]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
@@ -27,7 +27,16 @@ reported in one line naming it, so a bad option never truncates an existing resu
 file. The exit code of ``run`` is decided from the results file the report is
 rendered from, by the same count as the report, JUnit XML and ``conformance
 expectations check`` (:func:`conformance.apps.expectations.gate`): every divergence class
-counts, accepted_invalid, crash, timeout and backend_error included.
+counts, accepted_invalid, crash, timeout and backend_error included. That of ``fuzz``
+from the campaign's whole corpus, whatever session found it
+(:func:`conformance.apps.expectations.corpus_gate`).
+
+An output folder of another kind is not written into: ``run``, ``programs`` and
+``merge`` refuse one with the results of another run unless ``--force`` (``run`` and
+``programs``: or the same options), ``report`` one with another run's results, ``fuzz``
+one with a run's results or report, and all of them a fuzz campaign's folder. Where
+stderr is not a terminal, ``run``, ``fuzz`` and ``programs`` print a progress line
+every 30 s (conformance.apps.heartbeat).
 """
 from __future__ import annotations
 

@@ -32,6 +32,11 @@ is a ``crash`` record and the run goes on.
 
 Exit status: 0 when nothing diverged (classes named in ``--accept`` and divergences the
 ``--expectations`` file lists aside), 1 otherwise.
+
+An ``--out`` folder with the results of another run (a ``run``'s, a merge's, a programs
+run with other options) is refused unless ``--force`` (conformance.apps.cli); where
+stderr is not a terminal, a progress line is printed every 30 s
+(conformance.apps.heartbeat).
 """
 from __future__ import annotations
 
