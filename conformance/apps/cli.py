@@ -7,7 +7,7 @@
     conformance repro CASE_ID [--backend jax] [--save DIR]
     conformance fuzz (--for 8h | --cases N | --draws N) [--backend ...] [--ops ...]
                      [--seed N] [--out DIR] [--fresh] [--jobs N] [--pack N]
-                     [--cluster ray|auto|ray://HOST:PORT]
+                     [--cluster ray|auto|ray://HOST:PORT] [--expectations FILE]
     conformance merge OUT RESULTS.jsonl [RESULTS.jsonl ...] [--expectations FILE] [--force]
     conformance report RESULTS.jsonl [--out DIR] [--expectations FILE]
     conformance expectations check RESULTS.jsonl FILE [--strict] [--fail-on-stale]
@@ -27,11 +27,21 @@ reported in one line naming it, so a bad option never truncates an existing resu
 file. The exit code of ``run`` is decided from the results file the report is
 rendered from, by the same count as the report, JUnit XML and ``conformance
 expectations check`` (:func:`conformance.apps.expectations.gate`): every divergence class
-counts, accepted_invalid, crash, timeout and backend_error included.
+counts, accepted_invalid, crash, timeout and backend_error included. That of ``fuzz``
+from the campaign's whole corpus, whatever session found it
+(:func:`conformance.apps.expectations.corpus_gate`).
+
+An output folder of another kind is not written into: ``run``, ``programs`` and
+``merge`` refuse one with the results of another run unless ``--force`` (``run`` and
+``programs``: or the same options), ``report`` one with another run's results, ``fuzz``
+one with a run's results or report, and all of them a fuzz campaign's folder. Where
+stderr is not a terminal, ``run``, ``fuzz`` and ``programs`` print a progress line
+every 30 s (conformance.apps.heartbeat).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -48,6 +58,14 @@ MAX_SHARDS = 100_000
 
 #: The files ``conformance run`` and ``conformance report`` write in their output folder.
 OUTPUT_FILES = ("results.jsonl", "index.html", "summary.json", "junit.xml")
+
+#: The files a fuzz campaign keeps in its folder (conformance.apps.fuzz).
+CAMPAIGN_FILES = ("campaign.json", "corpus/index.jsonl", "log.jsonl")
+
+#: Largest ``programs --count``, ``--max-ops`` and ``--batch`` accepted.
+MAX_PROGRAMS = 1_000_000
+MAX_PROGRAM_OPS = 100
+MAX_PROGRAM_BATCH = 4096
 
 
 class UsageError(Exception):
@@ -67,6 +85,15 @@ class _Parser(argparse.ArgumentParser):
             if isinstance(a, str) and a.startswith("--") and a.endswith("=--"):
                 self.error(f"argument {a[:-3]}: expected a value, got '--'")
         return super().parse_known_args(args, namespace)
+
+    def _parse_optional(self, arg_string):  # noqa: D102 - argparse's hook
+        # A word that starts with '-' and a digit or '.' is a value, not an option (no
+        # option looks so): `repro -1:quick:...`, `--for -5m`, `--seed -1` are then
+        # judged as values, with the error that names what is wrong with them.
+        if len(arg_string) > 1 and arg_string[0] == "-" and (arg_string[1].isdigit()
+                                                             or arg_string[1] == "."):
+            return None
+        return super()._parse_optional(arg_string)
 
 
 class _Int:
@@ -206,7 +233,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-probes", action="store_true",
                    help="skip the probes of implementation-defined behaviour (accumulation "
                         "precision and order of reduce, dot_general and convolution)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (nor, where stderr is not a terminal, the progress "
+                        "line printed every 30 s: CONFORMANCE_PROGRESS_EVERY=SECONDS)")
     iso = r.add_mutually_exclusive_group()
     iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
                      help="run every backend in a child process: a crash or hang costs one "
@@ -287,11 +316,18 @@ def _parser() -> argparse.ArgumentParser:
                     help="value-case budget: no new draw once this session checked N cases")
     _kind(fz.add_argument("--out", default="conformance-fuzz", metavar="DIR",
                           help="campaign folder: corpus/, campaign.json, log.jsonl (default: "
-                               "conformance-fuzz); the same command again resumes"), "out_dir")
+                               "conformance-fuzz); the same command again resumes; a folder "
+                               "with the results of a run is refused"), "out_dir")
     fz.add_argument("--max-repros", type=_Int(1), default=2, metavar="N",
                     help="reproducers minimised per backend, op, type and class in one draw")
     _kind(fz.add_argument("--tolerances", metavar="FILE", help="tolerance profile (YAML)"),
           "tolerances")
+    _kind(fz.add_argument("--expectations", metavar="FILE",
+                          help="known divergences (YAML, or a shipped file by name: jax-cpu): "
+                               "exit 1 only on divergences of the campaign's whole corpus "
+                               "(every session's, resumed or not) the file does not list; "
+                               "without it, on any divergence in the corpus"),
+          "expectations")
     fz.add_argument("--no-invalid", action="store_true", help="skip the invalid programs")
     fz_iso = fz.add_mutually_exclusive_group()
     fz_iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
@@ -372,18 +408,23 @@ def _parser() -> argparse.ArgumentParser:
                     help="how many programs, how large, how many value cases each: quick "
                          "30/6 ops/4, default 300/8/8, deep 3000/12/16 (--count, --max-ops, "
                          "--batch override)")
-    pg.add_argument("--count", type=_Int(1), default=None, metavar="N",
-                    help="programs (default: the depth's)")
+    pg.add_argument("--count", type=_Int(1, MAX_PROGRAMS), default=None, metavar="N",
+                    help=f"programs (1 to {MAX_PROGRAMS}; default: the depth's)")
     pg.add_argument("--seed", type=_Int(0), default=0, metavar="S",
                     help="same seed, same programs")
     pg.add_argument("--start", type=_Int(0), default=0, metavar="I",
                     help="first program index (default 0)")
     _kind(pg.add_argument("--out", default="conformance-programs", metavar="DIR",
-                          help="output folder (default: conformance-programs)"), "out_dir")
-    pg.add_argument("--max-ops", type=_Int(2), default=None, metavar="N",
-                    help="operations per program, at most (default: the depth's)")
-    pg.add_argument("--batch", type=_Int(1), default=None, metavar="N",
-                    help="value cases per program (default: the depth's)")
+                          help="output folder (default: conformance-programs); one that "
+                               "holds the results of another run (a `run`'s, a merge's, a "
+                               "programs run with other options) is refused unless --resume "
+                               "or --force"), "out_dir")
+    pg.add_argument("--max-ops", type=_Int(2, MAX_PROGRAM_OPS), default=None, metavar="N",
+                    help=f"operations per program, at most (2 to {MAX_PROGRAM_OPS}; default: "
+                         f"the depth's)")
+    pg.add_argument("--batch", type=_Int(1, MAX_PROGRAM_BATCH), default=None, metavar="N",
+                    help=f"value cases per program (1 to {MAX_PROGRAM_BATCH}; default: the "
+                         f"depth's)")
     _kind(pg.add_argument("--ops", help="comma list of ops the programs may draw (default: "
                                         "every covered op)"), "ops")
     _kind(pg.add_argument("--types", help="comma list of the programs' home element types"),
@@ -396,9 +437,14 @@ def _parser() -> argparse.ArgumentParser:
                                "fail only on program findings it does not list (entries with "
                                "'program: PATTERN' name a generator pattern; a finding the op "
                                "alone shows is waived by the op's own entry)"), "expectations")
-    pg.add_argument("--resume", action="store_true",
-                    help="continue the interrupted programs run whose results.jsonl is in "
-                         "--out (same options): keep the programs it checked, check the rest")
+    pg_again = pg.add_mutually_exclusive_group()
+    pg_again.add_argument("--resume", action="store_true",
+                          help="continue the interrupted programs run whose results.jsonl is "
+                               "in --out (same options): keep the programs it checked, check "
+                               "the rest")
+    pg_again.add_argument("--force", action="store_true",
+                          help="overwrite the results in --out even if they are those of "
+                               "another run (without it, such a folder is refused)")
     pg.add_argument("--no-minimize", action="store_true",
                     help="save diverging programs as drawn")
     pg.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
@@ -446,6 +492,44 @@ def output_dir(text: str, option: str) -> Path:
         if inner.exists() and not os.access(inner, os.W_OK):
             raise UsageError(f"{option} {text}: {inner} is not writable")
     return path
+
+
+def results_command(results: Path) -> str | None:
+    """The command that wrote a results file, from its header: ``run``, ``programs`` or
+    ``merge`` (None: no such file, or its first line is no run header)."""
+    try:
+        with open(results, encoding="utf-8") as f:
+            head = json.loads(f.readline())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(head, dict) or head.get("kind") != "run":
+        return None
+    if head.get("command") == "programs":
+        return "programs"
+    return "merge" if "merged_from" in head else "run"
+
+
+def not_a_campaign(path: Path, option: str) -> None:
+    """A fuzz campaign's folder is not the output folder of a run, a programs run, a merge
+    or a report: their files would be mixed into the campaign (UsageError)."""
+    if any((path / name).exists() for name in CAMPAIGN_FILES):
+        raise UsageError(f"{option} {path}: a fuzz campaign's folder (campaign.json, "
+                         f"corpus/); its files are not mixed with a run's: give another "
+                         f"folder")
+
+
+def not_a_results_folder(path: Path, option: str) -> None:
+    """``fuzz --out``: a folder with the results or report of a run is not a campaign
+    folder (the campaign would be mixed into it; UsageError)."""
+    results = path / "results.jsonl"
+    what = results_command(results)
+    if what is not None:
+        raise UsageError(f"{option} {path}: holds the results of `conformance {what}` "
+                         f"({results}), not a fuzz campaign: give another folder")
+    for name in OUTPUT_FILES + ("programs-summary.json",):
+        if (path / name).exists():
+            raise UsageError(f"{option} {path}: holds the results or report of a run "
+                             f"({path / name}), not a fuzz campaign: give another folder")
 
 
 def _results(text: str) -> list[dict[str, Any]]:
@@ -628,6 +712,13 @@ def cmd_run(args) -> int:
                        **({} if args.pack is None else {"pack": args.pack}))
     cluster = _cluster(args.cluster) if args.cluster is not None else None
     results = out / "results.jsonl"
+    not_a_campaign(out, "--out")
+    if not args.force and results_command(results) == "programs":
+        raise UsageError(
+            f"--resume: {results}: the results of `conformance programs`, not of `conformance "
+            f"run`: continue them with `conformance programs --resume`" if args.resume else
+            f"--out {args.out}: holds the results of `conformance programs` ({results}); use "
+            f"--force to overwrite them, or another --out")
     if not args.resume:
         _same_run_or_new(config, backend_names, results, args.force)
     # 2. Backends (loading one may take a while: after every cheap check).
@@ -657,8 +748,11 @@ def cmd_run(args) -> int:
         bar = tqdm(total=len(specs), unit="op", dynamic_ncols=True, disable=None,
                    initial=len(resume.done) if resume else 0)
     done: set[str] = set()
+    from conformance.apps.heartbeat import Heartbeat, ResultsTally
+    tally = ResultsTally(results, len(specs))      # a line now and then, in a log
 
     def progress(label: str) -> None:
+        tally.now = None if label.endswith(" done") else label
         if bar is None:
             return
         op = label.split(" ", 1)[0]
@@ -674,8 +768,9 @@ def cmd_run(args) -> int:
             from conformance.apps.executors import ProcessExecutor, executor_for
             executor = (executor_for(cluster, args.jobs) if cluster is not None
                         else ProcessExecutor(args.jobs))
-        summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume,
-                      executor=executor)
+        with Heartbeat("conformance run", tally.line, enabled=config.progress):
+            summary = run(config, backends, results, progress, jobs=args.jobs, resume=resume,
+                          executor=executor)
     finally:
         if executor is not None:
             executor.close()
@@ -869,9 +964,12 @@ def cmd_expectations(args) -> int:
 
 
 def cmd_fuzz(args) -> int:
-    """``conformance fuzz``: see conformance.apps.fuzz."""
+    """``conformance fuzz``: see conformance.apps.fuzz. The exit code is the gate of the
+    campaign's whole corpus (:func:`_corpus_gate`), not of this session's findings: a
+    campaign resumed after a crash fails as the uninterrupted one does."""
     from conformance.backends import get_backend
     from conformance.apps.fuzz import CampaignConfig, main_loop, parse_duration, summary_lines
+    from conformance.apps.heartbeat import Heartbeat, campaign_status
     backend_names = _backend_locators(args.backend, "--backend")
     duration = None
     if args.duration is not None:
@@ -885,9 +983,12 @@ def cmd_fuzz(args) -> int:
     families = list_option(args.family, "--family")
     types = list_option(args.types, "--types")
     tolerances = _tolerances(args.tolerances) if args.tolerances is not None else None
+    expectations = (_expectations(args.expectations, "--expectations")
+                    if args.expectations is not None else None)
     specs = select_specs(ops, families, types)
     _collectives_need_devices([s.name for s in specs])
     out = output_dir(args.out, "--out")
+    not_a_results_folder(out, "--out")
     config = CampaignConfig(backends=backend_names, ops=[s.name for s in specs],
                             element_types=types, depth=args.depth, seed=args.seed, out=out,
                             duration=duration, cases=args.cases, max_repros=args.max_repros,
@@ -906,13 +1007,42 @@ def cmd_fuzz(args) -> int:
             from conformance.apps.executors import ProcessExecutor, executor_for
             executor = (executor_for(cluster, args.jobs) if cluster is not None
                         else ProcessExecutor(args.jobs))
-        result = main_loop(config, backends, executor=executor)
+        with Heartbeat("conformance fuzz", lambda: campaign_status(out / "campaign.json")):
+            result = main_loop(config, backends, executor=executor)
     finally:
         if executor is not None:
             executor.close()
     for line in summary_lines(result, out):
         print(line)
-    return EXIT_DIVERGENCES if result["new"] else EXIT_OK
+    return _corpus_gate(result["entries"], expectations, backends)
+
+
+def _corpus_gate(entries: Sequence[dict], expectations, backends) -> int:
+    """The exit code of a campaign, as a run's is of its results file: 1 when its whole
+    corpus (what every session in the folder found, this one or not) holds a divergence
+    the expectations do not list (without expectations: any), else 0."""
+    from conformance.apps.expectations import corpus_gate
+    info = {b.name: b.describe() for b in backends} if expectations is not None else {}
+    g = corpus_gate(entries, expectations, info)
+    for item in g.unexpected:
+        n = item["cases"]
+        print(f"UNEXPECTED  {item['backend']}: {item['op']} "
+              f"{item['rule'] or item['element_type']} {item['class']} "
+              f"({n} corpus entr{'y' if n == 1 else 'ies'})")
+    if expectations is not None:
+        unused = len(g.not_exercised)
+        print(f"gate (the whole corpus): {len(g.unexpected)} unexpected, {len(g.expected)} "
+              f"expected; {unused} entr{'y' if unused == 1 else 'ies'} of "
+              f"{expectations.path} matched nothing in the corpus")
+    else:
+        by_class: dict[str, int] = {}
+        for item in g.unexpected:
+            by_class[item["class"]] = by_class.get(item["class"], 0) + 1
+        print(f"gate (the whole corpus): {len(g.unexpected)} unexpected (backend, op, element "
+              f"type or rule, class)"
+              + (": " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
+                 if by_class else "") + "; no --expectations: every divergence counts")
+    return EXIT_DIVERGENCES if g.unexpected else EXIT_OK
 
 
 def cmd_merge(args) -> int:
@@ -920,6 +1050,7 @@ def cmd_merge(args) -> int:
     from conformance import reports
     from conformance.apps.merge import MergeError, merge_files
     out = output_dir(args.out, "merge out")
+    not_a_campaign(out, "merge out")
     paths = [Path(t) for t in args.results]
     records = [_results(t) for t in args.results]            # each one checked first
     del records
@@ -957,6 +1088,8 @@ def cmd_report(args) -> int:
     _results(args.results)
     results = Path(args.results)
     out = output_dir(args.out, "--out") if args.out is not None else results.parent
+    if args.out is not None:
+        not_a_campaign(out, "--out")
     other = out / "results.jsonl"
     if other.exists() and not os.path.samefile(other, results):
         raise UsageError(f"--out {args.out}: holds the results of another run ({other}); "
@@ -1070,10 +1203,13 @@ def cmd_programs(args) -> int:
     if unknown:
         raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
                          f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
-    output_dir(args.out, "--out")
+    out = output_dir(args.out, "--out")
+    not_a_campaign(out, "--out")
     args.expectations_loaded = None
     if args.expectations is not None:
         args.expectations_loaded = _expectations(args.expectations, "--expectations")
+    if not args.resume and not args.force:
+        _same_programs_or_new(args, out / "results.jsonl")
     if args.resume:
         from conformance.apps.programs import ResumeError, header, load_resume
         from conformance.backends import get_backend
@@ -1083,6 +1219,32 @@ def cmd_programs(args) -> int:
         except ResumeError as e:
             raise UsageError(str(e)) from None
     return run(args)
+
+
+def _same_programs_or_new(args, results: Path) -> None:
+    """An output folder with the results of another run (a `run`'s, a merge's, a programs
+    run with other options) is not overwritten without --force (UsageError)."""
+    if not results.exists() or results.stat().st_size == 0:
+        return
+    what = results_command(results)
+    if what != "programs":
+        owner = f"`conformance {what}`" if what else "another command (no run header)"
+        raise UsageError(f"--out {args.out}: holds the results of {owner} ({results}); use "
+                         f"--force to overwrite them, or another --out")
+    from types import SimpleNamespace
+    from conformance.core.results import ResultsFormatError
+    from conformance.apps.programs import ResumeError, header, load_resume
+    stand_ins = [SimpleNamespace(locator=x, name=x, describe=dict)
+                 for x in _csv_items(args.backend)]
+    try:
+        load_resume(results, header(args, stand_ins))
+    except ResumeError as e:
+        raise UsageError(f"--out {args.out}: holds the results of another programs run ({e}); "
+                         f"use --force to overwrite them, another --out, or the same "
+                         f"options") from None
+    except (ResultsFormatError, OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--out {args.out}: {results} cannot be read ({e}); use --force to "
+                         f"overwrite it") from None
 
 
 def _csv_items(text: str) -> list[str]:

@@ -491,6 +491,40 @@ def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
     return Gate(unexpected, expected, stale, not_exercised, info, exercised)
 
 
+def corpus_findings(entries: Iterable[dict]) -> list[dict]:
+    """The distinct divergences of a fuzz campaign's corpus (its ``corpus/index.jsonl``
+    entries, conformance.apps.fuzz): (backend, op, type key or rule, class), as
+    :func:`findings` gives them for a run's records, ``cases`` counting the corpus entries
+    (signature shapes). An entry's ``where`` is the type key, ``!RULE`` for an invalid
+    program or ``example-N`` for a spec example."""
+    found: dict[tuple, dict] = {}
+    for e in entries:
+        where = str(e.get("where"))
+        backend, op, cls = e.get("backend"), e.get("op"), e.get("class")
+        if where.startswith("!"):
+            _add(found, backend, op, cls, 1, rule=where[1:])
+        elif where.startswith("example-"):
+            _add(found, backend, op, cls, 1, rule=where)
+        else:
+            _add(found, backend, op, cls, 1, element_type=where)
+    return list(found.values())
+
+
+def corpus_gate(entries: Iterable[dict], expectations: Expectations | None,
+                info: Mapping[str, dict] | None = None) -> Gate:
+    """:func:`gate` for a fuzz campaign's whole corpus: its divergences split into
+    expected and unexpected (``info``: the backends' describe(), for ``when``). A corpus
+    says nothing of what was exercised without diverging, so no entry is stale: those
+    that matched nothing are ``not_exercised``."""
+    info = dict(info or {})
+    items = corpus_findings(entries)
+    expected, unexpected, used = _split(items, lambda item: expectations.match(
+        item["backend"], info.get(item["backend"], {}), item["op"], item["class"],
+        item["element_type"], item["rule"]) if expectations else None)
+    unused = [e for e in (expectations.entries if expectations else []) if e.index not in used]
+    return Gate(unexpected, expected, [], unused, info, set())
+
+
 def program_findings(records: Iterable[dict], accept: Iterable[str] = ()
                      ) -> tuple[list[dict], dict[str, dict], set[tuple]]:
     """The distinct divergences of ``program`` records (conformance programs): (backend,

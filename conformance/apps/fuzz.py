@@ -489,7 +489,8 @@ class Campaign:
         return {"stopped_by": stopped_by, "draws": self.session_draws,
                 "cases": self.session_cases, "new": self.session_new,
                 "known": sorted(self.session_known - {e["key"] for e in self.session_new}),
-                "corpus": len(self.corpus), "next_draw": self.book.next_draw,
+                "corpus": len(self.corpus), "entries": list(self.corpus.entries.values()),
+                "next_draw": self.book.next_draw,
                 "done_above": sorted(self.book.above), "failed": list(self.failed),
                 "lost": sorted(set(self.lost) - {k for k in self.lost
                                                  if self.book.is_done(k)}),

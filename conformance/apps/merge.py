@@ -16,7 +16,8 @@ are the case ids the records speak for. The merged stream has each identity once
 - records of a unit an input did not finish (no ``unit_done`` for the op: an
   interrupted run) are left out, as ``--resume`` leaves them out (``unfinished``).
 
-Inputs must be runs of the same seed, depth, backends and options (the header fields
+Inputs must be results of ``conformance run`` (a programs results file is refused, named
+as such), runs of the same seed, depth, backends and options (the header fields
 ``--resume`` compares, :data:`conformance.apps.runner.RESUME_KEYS`), except the filters
 (``ops``, ``families``, ``element_types``) and ``shard``: those are what splits a run.
 Another input is refused with a one-line reason naming it, and so is an input this
@@ -122,6 +123,9 @@ def merge_records(inputs: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Mer
     for name, recs in inputs:
         if not recs or recs[0].get("kind") != "run":
             raise MergeError(f"{name}: not a results file of `conformance run` (no run header)")
+        if recs[0].get("command") == "programs":
+            raise MergeError(f"{name}: the results of `conformance programs`: merge joins "
+                             f"the results of `conformance run` only")
         try:
             check_record(recs[0], strict=True)
         except RecordError as e:

@@ -32,6 +32,11 @@ is a ``crash`` record and the run goes on.
 
 Exit status: 0 when nothing diverged (classes named in ``--accept`` and divergences the
 ``--expectations`` file lists aside), 1 otherwise.
+
+An ``--out`` folder with the results of another run (a ``run``'s, a merge's, a programs
+run with other options) is refused unless ``--force`` (conformance.apps.cli); where
+stderr is not a terminal, a progress line is printed every 30 s
+(conformance.apps.heartbeat).
 """
 from __future__ import annotations
 
@@ -431,7 +436,14 @@ def run(args) -> int:
         if r.get("backend") in counts:
             counts[r["backend"]][_label(r)] += 1
     started = time.time()
-    with ResultsWriter(results) as writer:
+    from conformance.apps.heartbeat import Heartbeat
+    total = s["count"] * len(backends)
+    where = {"done": len(kept), "diverged": 0, "now": None}
+
+    def status() -> str:        # a line now and then where stderr is not a terminal
+        return (f"{where['done']}/{total} programs checked, {where['diverged']} diverged"
+                + (f"; now: {where['now']}" if where["now"] else ""))
+    with ResultsWriter(results) as writer, Heartbeat("conformance programs", status):
         writer.write({**head, "resumed": len(kept)} if kept else head)
         for r in kept:
             writer.write(r)
@@ -446,6 +458,7 @@ def run(args) -> int:
                 for index in range(args.start, args.start + s["count"]):
                     if (backend.name, index) in done:
                         continue
+                    where["now"] = f"{backend.name} program {index}"
                     if checker is not None:
                         rec = checker.check(index, generate(args.seed, index, config))
                     else:
@@ -453,6 +466,9 @@ def run(args) -> int:
                                         not args.no_minimize)
                     writer.write(rec)
                     tally[_label(rec)] += 1
+                    where["done"] += 1
+                    if rec["outcome"] not in ("pass", "unsupported"):
+                        where["diverged"] += 1
                     if rec["outcome"] not in ("pass", "unsupported") and \
                             rec["outcome"] not in accept and not args.quiet:
                         small = rec.get("minimized", {})
