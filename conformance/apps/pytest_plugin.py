@@ -447,7 +447,8 @@ def load_backend(config: pytest.Config):
 
 def hang_budget(config: pytest.Config):
     """The session's timeouts per (backend, op) (conformance.checking.stream.HangBudget):
-    after two in an op, the backend is not run on the op's other signatures."""
+    after two in an op, the backend is not run on the op's other signatures, invalid
+    programs and examples."""
     try:
         return config.stash[_BUDGET_KEY]
     except KeyError:
@@ -880,7 +881,8 @@ def conformance_backend(pytestconfig: pytest.Config):
 @pytest.fixture(scope="session")
 def conformance_hang_budget(pytestconfig: pytest.Config):
     """The session's :class:`~conformance.checking.stream.HangBudget`: a backend that
-    hangs twice in an op is not run on the op's other signatures."""
+    hangs twice in an op is not run on the op's other signatures, invalid programs and
+    examples."""
     return hang_budget(pytestconfig)
 
 
@@ -1360,10 +1362,14 @@ def run_op_binding(backend, param: OpBinding, options: Options, record=None,
             f"by {name}, {ran[0]} checked: {reason}"))
 
 
-def run_example(backend, param: ExampleRef, options: "Options | None" = None) -> None:
+def run_example(backend, param: ExampleRef, options: "Options | None" = None,
+                budget=None) -> None:
     """The body of ``test_example``: one example of the spec, compared exactly (or with
     the example's own tolerance). With expectations, an entry with ``rule:
-    example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail."""
+    example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail. With
+    ``budget`` (the session's :class:`~conformance.checking.stream.HangBudget`), a
+    timeout counts there, and an example of an op the backend hung in too often is not
+    run (it fails as a timeout, as ``conformance run`` records it)."""
     __tracebackhide__ = True
     from conformance.checking import golden
     from conformance.checking.checker import check_example
@@ -1372,7 +1378,12 @@ def run_example(backend, param: ExampleRef, options: "Options | None" = None) ->
     ex = golden.examples(load_spec(param.op))[param.index]
     name = getattr(backend, "name", str(backend))
     gate = _Gatekeeper(backend, options, param.op, rule=f"example-{param.index}")
-    outcome, problem, actual = check_example(backend, ex)
+    if budget is not None and budget.exhausted(name, param.op):
+        outcome, problem, actual = "timeout", budget.not_run_reason(param.op), None
+    else:
+        outcome, problem, actual = check_example(backend, ex)
+        if budget is not None:
+            budget.spend(name, param.op, outcome)
     if outcome == "unsupported":
         pytest.skip(f"unsupported by {name}: {problem}")
     if outcome == "pass":
@@ -1389,10 +1400,13 @@ def run_example(backend, param: ExampleRef, options: "Options | None" = None) ->
                             f"differs from the spec"))
 
 
-def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
+def run_invalid_rule(backend, param: InvalidRule, options: Options, budget=None) -> None:
     """The body of ``test_invalid``: programs that break one rule of the spec must be
     rejected (any exception other than Unsupported). With expectations, an entry with
-    this ``rule`` and class ``accepted_invalid`` (or crash, timeout) makes it an xfail."""
+    this ``rule`` and class ``accepted_invalid`` (or crash, timeout) makes it an xfail.
+    With ``budget`` (the session's hang budget), a timeout counts there, and no program
+    of an op the backend hung in too often is run (a timeout, not run: hypothesis's
+    shrinking of a hang costs no more timeouts)."""
     __tracebackhide__ = True
     import numpy as np
     from hypothesis import given, strategies as st
@@ -1420,7 +1434,12 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
         __tracebackhide__ = True
         rng = np.random.default_rng(value_seed)
         inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
-        outcome, reason = check_invalid(backend, Case(sig, inputs))
+        if budget is not None and budget.exhausted(name, spec.name):
+            outcome, reason = "timeout", budget.not_run_reason(spec.name)
+        else:
+            outcome, reason = check_invalid(backend, Case(sig, inputs))
+            if budget is not None:
+                budget.spend(name, spec.name, outcome)
         if outcome == "unsupported":
             unsupported.append(reason or "")
         elif outcome in ("accepted_invalid", "crash", "timeout"):
