@@ -539,10 +539,11 @@ def _subject(item: pytest.Item) -> tuple[str, str | None, str | None] | None:
 
 
 def _covers(e, backend: str, info: dict, op: str, element_type: str | None,
-            rule: str | None) -> bool:
-    """Whether a test of (op, element type or rule) on this backend could match entry
-    ``e`` (any class): the entry is stale if such a test ran to the end and it did not."""
-    return e.covers(backend, info, op, element_type, rule)
+            rule: str | None, depth: str | None = None) -> bool:
+    """Whether a test of (op, element type or rule) on this backend, at ``depth``, could
+    match entry ``e`` (any class): the entry is stale if such a test ran to the end and
+    it did not (an entry seen at other depths only is not judged)."""
+    return e.covers(backend, info, op, element_type, rule, depth=depth)
 
 
 def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> None:
@@ -561,7 +562,7 @@ def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> No
     if subject is not None and backend is not None and not report.failed:
         name, info = _name_and_info(backend)
         covered = [e.index for e in options.expectations.for_backend(name)
-                   if _covers(e, name, info, *subject)]
+                   if _covers(e, name, info, *subject, depth=options.depth_name)]
     if covered or matched:
         report.user_properties.append(
             (_PROPERTY, {"covered": sorted(set(covered) | set(matched)), "matched": matched}))
