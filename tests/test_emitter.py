@@ -391,3 +391,22 @@ def test_a_verifier_that_does_not_answer_is_killed(monkeypatch):
         assert v.ask("module {}") is None          # a new process took over
     finally:
         v.close()
+
+
+def test_a_run_prints_no_fork_warning(tmp_path):
+    """Issue 31: every run printed jax's "os.fork() was called ... JAX is multithreaded"
+    (8 times for the invalid programs of this one op and type); with warnings as errors
+    it prints none, and the crash of the verifier is still the invalid program's record."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "conformance",
+                           "run", "--ops", "atan2_with_broadcast_dimensions", "--types", "bf16",
+                           "--depth", "quick", "--no-progress", "--no-examples", "--out",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-2000:]      # (XLA's FTZ: a divergence)
+    assert "fork" not in proc.stderr, proc.stderr[-2000:]
+    verifier = [r.get("verifier") for r in map(json.loads, (out / "results.jsonl").open())
+                if r["kind"] == "invalid"]
+    assert "the MLIR verifier crashed (exit code -11)" in verifier
