@@ -191,6 +191,16 @@ class TimesOutCompilingReduce(TimesOutOnReduce):
     timeouts = 0
 
 
+class TimesOutPackingReduce(TimesOutOnReduce):
+    """Packs signatures (conformance.checking.packing), and a pack of reduce times out."""
+
+    name = "times-out-packing"
+    timeouts = 0
+
+    def compile_pack(self, signatures):
+        return lambda batches: self._timeout(signatures[0])
+
+
 class NegatesAddF32(_ChangesF32):
     """f32 add returns -(a + b): every nonzero result has the wrong sign."""
 

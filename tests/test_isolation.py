@@ -145,7 +145,8 @@ def _not_run(text) -> bool:
     return text is not None and "not run: the backend hung" in text
 
 
-@pytest.mark.parametrize("planted", ["TimesOutOnReduce", "TimesOutCompilingReduce"])
+@pytest.mark.parametrize("planted", ["TimesOutOnReduce", "TimesOutCompilingReduce",
+                                     "TimesOutPackingReduce"])
 def test_invalid_programs_examples_and_probes_of_a_hung_op_are_not_run(tmp_path, planted):
     """Issue 31: once a backend hung MAX_HANGS_PER_OP times in an op, nothing else of the
     op runs on it: not its other signatures, nor its invalid programs, spec examples and

@@ -1317,7 +1317,8 @@ def run_op_binding(backend, param: OpBinding, options: Options, record=None,
                           depth.batches,
                           lambda k, i, b, sig: plan.batch_for(seed, options.depth_name, spec,
                                                               k, i, b, sig),
-                          skip=lambda b: budget.exhausted(b.name, spec.name), spec=spec)
+                          skip=lambda b: budget.exhausted(b.name, spec.name), spec=spec,
+                          on_timeout=lambda b: budget.hung(b.name, spec.name))
 
     def check_all(seed: int, sigs, store=None) -> None:
         packer = packed(seed, sigs)

@@ -166,7 +166,8 @@ class Runner:
                             for i, s in enumerate(sigs)],
             self.config.pack, self.depth.batches,
             lambda key, i, b, sig: batch_for(self.config, spec, key, i, b, sig),
-            skip=lambda b: self.hangs.exhausted(b.name, spec.name), spec=spec)
+            skip=lambda b: self.hangs.exhausted(b.name, spec.name), spec=spec,
+            on_timeout=lambda b: self.hangs.hung(b.name, spec.name))
         planned: list[Signature] = []
         try:
             for key, sigs in plans:

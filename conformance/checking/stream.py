@@ -58,6 +58,7 @@ class HangBudget:
     def __init__(self, limit: int = MAX_HANGS_PER_OP) -> None:
         self.limit = limit
         self.counts: dict[tuple[str, str], int] = defaultdict(int)
+        self.bisected: set[tuple[str, str]] = set()    # a hang of the op was bisected
 
     def exhausted(self, backend: str, op: str) -> bool:
         return self.counts[(backend, op)] >= self.limit
@@ -337,10 +338,15 @@ def _failure(check: SignatureCheck, budget: HangBudget, choose: Chooser, name: s
     event = BackendFailed(name, batch, r.outcome, r.error)
     if r.outcome not in ("crash", "timeout"):
         return event
-    if r.outcome == "timeout" and budget.hung(name, check.spec.name) > 1:
-        return event        # bisecting a hang costs a timeout per probe: once per op
+    op = (name, check.spec.name)
+    if r.outcome == "timeout":
+        budget.hung(*op)
+        if op in budget.bisected:
+            return event    # bisecting a hang costs a timeout per probe: once per op
     if r.outcome not in choose(name, [r.outcome], {r.outcome: batch.size}):
         return event
+    if r.outcome == "timeout":
+        budget.bisected.add(op)
     found = check.culprit(name, batch, r.outcome)
     if found is not None:
         c, case = found
