@@ -338,15 +338,15 @@ def _failure(check: SignatureCheck, budget: HangBudget, choose: Chooser, name: s
     event = BackendFailed(name, batch, r.outcome, r.error)
     if r.outcome not in ("crash", "timeout"):
         return event
-    op = (name, check.spec.name)
+    key = (name, check.spec.name)
     if r.outcome == "timeout":
-        budget.hung(*op)
-        if op in budget.bisected:
+        budget.hung(*key)
+        if key in budget.bisected:
             return event    # bisecting a hang costs a timeout per probe: once per op
     if r.outcome not in choose(name, [r.outcome], {r.outcome: batch.size}):
         return event
     if r.outcome == "timeout":
-        budget.bisected.add(op)
+        budget.bisected.add(key)
     found = check.culprit(name, batch, r.outcome)
     if found is not None:
         c, case = found
