@@ -389,6 +389,9 @@ def test_a_verifier_that_does_not_answer_is_killed(monkeypatch):
         assert v.ask("module {}") == "the MLIR verifier did not answer"
         monkeypatch.undo()
         assert v.ask("module {}") is None          # a new process took over
+        v._proc.kill()
+        v._proc.wait()
+        assert v.ask("module {}") is None          # and another, after it ended
     finally:
         v.close()
 
@@ -407,6 +410,7 @@ def test_a_run_prints_no_fork_warning(tmp_path):
                            str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr[-2000:]      # (XLA's FTZ: a divergence)
     assert "fork" not in proc.stderr, proc.stderr[-2000:]
-    verifier = [r.get("verifier") for r in map(json.loads, (out / "results.jsonl").open())
+    verifier = [r.get("verifier") for r in map(json.loads, (out / "results.jsonl")
+                                               .read_text().splitlines())
                 if r["kind"] == "invalid"]
     assert "the MLIR verifier crashed (exit code -11)" in verifier

@@ -625,7 +625,10 @@ class VerifierProcess:
         the verifier (crashed, did not answer)."""
         import json
         with self._lock:
-            if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+            if self._proc is not None and (self._pid != os.getpid()
+                                           or self._proc.poll() is not None):
+                self._stop(kill=True)       # another process's, or it ended: a new one
+            if self._proc is None:
                 self._start()
             proc = self._proc
             try:
