@@ -139,6 +139,68 @@ class HangsOnNaN(OracleBackend):
         return run
 
 
+class HangsOnAbs(OracleBackend):
+    """Never returns from any program of abs, valid or invalid (a spec example too);
+    each hang is a line in the file $PLANTED_HANG_LOG, where it is set (the child
+    process of an isolated backend writes it: the test counts timeouts, not seconds)."""
+
+    name = "hangs-abs"
+
+    def compile(self, sig):
+        if sig.op != "abs":
+            return super().compile(sig)
+
+        def run(inputs):
+            import os
+            import time
+            log = os.environ.get("PLANTED_HANG_LOG")
+            if log:
+                with open(log, "a") as f:
+                    f.write(f"{sig.key()}\n")
+            time.sleep(3600)
+        return run
+
+
+class TimesOutOnReduce(OracleBackend):
+    """Every program of reduce (valid or invalid, a spec example, a probe) times out at
+    once, as an isolated backend that hangs does (``BackendTimeout``) without the wait,
+    when it runs (``when = "compile"``: when it compiles); ``timeouts`` counts them."""
+
+    name = "times-out"
+    isolate = False
+    when = "run"
+    timeouts = 0
+
+    def _timeout(self, sig):
+        from conformance.checking.isolation import BackendTimeout
+        type(self).timeouts += 1
+        raise BackendTimeout(f"no answer after 1 s while running {sig.op}; "
+                             "the backend's process was killed")
+
+    def compile(self, sig):
+        if sig.op != "reduce":
+            return super().compile(sig)
+        if self.when == "compile":
+            self._timeout(sig)
+        return lambda inputs: self._timeout(sig)
+
+
+class TimesOutCompilingReduce(TimesOutOnReduce):
+    name = "times-out-compiling"
+    when = "compile"
+    timeouts = 0
+
+
+class TimesOutPackingReduce(TimesOutOnReduce):
+    """Packs signatures (conformance.checking.packing), and a pack of reduce times out."""
+
+    name = "times-out-packing"
+    timeouts = 0
+
+    def compile_pack(self, signatures):
+        return lambda batches: self._timeout(signatures[0])
+
+
 class NegatesAddF32(_ChangesF32):
     """f32 add returns -(a + b): every nonzero result has the wrong sign."""
 

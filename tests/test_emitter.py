@@ -342,3 +342,75 @@ def test_verifier_lets_some_invalid_cases_through():
     assert verifier_rejects(lax) is None
     strict = Signature.make("bitcast_convert", ["tensor<2xf16>"], ["tensor<3xsi16>"], invalid="C1")
     assert verifier_rejects(strict)
+
+
+# ---------------------------------------------------------------------------
+# The verifier's own process (issue 31, item 5)
+# ---------------------------------------------------------------------------
+
+def test_the_verifier_process_is_no_fork_of_this_threaded_one(monkeypatch):
+    """The programs that crash jaxlib's verifier are verified in a process of its own,
+    started without ``os.fork`` (this process runs XLA's threads: a fork may deadlock,
+    and jax warns on each), and the crashes are still the verifier's answers."""
+    import os
+    import warnings
+    import jax
+    import jax.numpy as jnp
+    jax.jit(lambda x: x + 1)(jnp.ones(2))     # XLA's threads run; jax's fork hook is in
+
+    def no_fork():
+        raise AssertionError("os.fork() called in a process that runs XLA's threads")
+    monkeypatch.setattr(os, "fork", no_fork)
+    fpe = Signature.make("all_to_all", ["tensor<4xf32>"], ["tensor<4xf32>"],
+                         {"split_dimension": 0, "concat_dimension": 0, "split_count": 2,
+                          "replica_groups": [], "channel_id": 0}, num_replicas=2,
+                         invalid="C6")
+    segv = Signature.make("atan2_with_broadcast_dimensions", ["tensor<2xbf16>"] * 2,
+                          ["tensor<2xbf16>"], {"operation": "atan2",
+                                               "broadcast_dimensions": [-1]}, invalid="C3")
+    no_operands = Signature.make("map", [], ["tensor<3x2xf32>"], {"dimensions": [0, 1]},
+                                 regions=("(f32, f32) -> add(arg0, arg1)",), invalid="C2")
+    verifier_rejects.cache_clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answers = [verifier_rejects(s) for s in (fpe, segv, no_operands, fpe)]
+    assert [str(w.message) for w in caught if "fork" in str(w.message)] == []
+    assert answers[0] == answers[3] == "the MLIR verifier crashed (exit code -8)"   # SIGFPE
+    assert answers[1] == "the MLIR verifier crashed (exit code -11)"               # SIGSEGV
+    assert "expected 1 or more operands, but found 0" in answers[2]   # after a crash, anew
+
+
+def test_a_verifier_that_does_not_answer_is_killed(monkeypatch):
+    from conformance.mlir.emitter import VerifierProcess
+    import conformance.mlir.emitter as em
+    v = VerifierProcess(timeout=1.0)
+    monkeypatch.setattr(em, "_CHILD_MAIN", "import time; time.sleep(60)")
+    try:
+        assert v.ask("module {}") == "the MLIR verifier did not answer"
+        monkeypatch.undo()
+        assert v.ask("module {}") is None          # a new process took over
+        v._proc.kill()
+        v._proc.wait()
+        assert v.ask("module {}") is None          # and another, after it ended
+    finally:
+        v.close()
+
+
+def test_a_run_prints_no_fork_warning(tmp_path):
+    """Issue 31: every run printed jax's "os.fork() was called ... JAX is multithreaded"
+    (8 times for the invalid programs of this one op and type); with warnings as errors
+    it prints none, and the crash of the verifier is still the invalid program's record."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "conformance",
+                           "run", "--ops", "atan2_with_broadcast_dimensions", "--types", "bf16",
+                           "--depth", "quick", "--no-progress", "--no-examples", "--out",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-2000:]      # (XLA's FTZ: a divergence)
+    assert "fork" not in proc.stderr, proc.stderr[-2000:]
+    verifier = [r.get("verifier") for r in map(json.loads, (out / "results.jsonl")
+                                               .read_text().splitlines())
+                if r["kind"] == "invalid"]
+    assert "the MLIR verifier crashed (exit code -11)" in verifier

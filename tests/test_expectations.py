@@ -103,7 +103,7 @@ def test_malformed_files_name_file_and_entry(tmp_path, text, message):
 
 
 def test_shipped_jax_cpu_expectations_load():
-    exp = load_expectations(ROOT / "expectations" / "jax-cpu.yaml")
+    exp = load_expectations(ROOT / "conformance" / "apps" / "expectations_files" / "jax-cpu.yaml")
     assert exp.backend == "jax" and len(exp.entries) > 10
     assert all(not e.reason.startswith("TODO") for e in exp.entries)
 
@@ -348,3 +348,80 @@ def test_the_report_carries_what_each_entry_matched_and_the_broad_ones(tmp_path)
     assert case.get("name") == "expectations[0] atan2 * *"
     assert case.find("skipped").get("message").startswith("broad: ")
     assert "{op: atan2, element_type: f32, class: value}" in case.find("skipped").text
+
+
+# ---------------------------------------------------------------------------
+# Depths (issue 31, item 9): an entry is judged only by a run at a depth it was seen at
+# ---------------------------------------------------------------------------
+
+QUICK = {**RUN, "depth": "quick"}
+DEFAULT = {**RUN, "depth": "default"}
+
+DEPTH_FILE = """
+backend: jax
+expectations:
+- {op: add, element_type: f32, class: subnormal_flush, depth: [quick, default], reason: FTZ}
+- {op: add, element_type: f32, class: value, depth: default, reason: seen at default only}
+- {op: add, element_type: f32, class: accuracy, depth: [quick, default], reason: gone}
+- {op: add, element_type: f32, class: nan, reason: 'gone, no depth said'}
+- {op: popcnt, element_type: si4, class: value, depth: default, reason: waives at quick too}
+"""
+
+
+def test_a_quick_run_does_not_call_an_entry_seen_only_at_default_stale(tmp_path, capsys):
+    exp = load_expectations(write(tmp_path, DEPTH_FILE))
+    assert [e.depths for e in exp.entries] == [("quick", "default"), ("default",),
+                                               ("quick", "default"), None, ("default",)]
+    records = [QUICK, *RECORDS[1:3]]
+    g = gate(records, exp)
+    assert g.passed and [e["entry"] for e in g.expected] == [0, 4]   # waived at any depth
+    assert [e.reason for e in g.stale] == ["gone", "gone, no depth said"]   # still stale
+    assert [e.reason for e in g.not_exercised] == ["seen at default only"]
+    assert [e.index for e in gate([DEFAULT, *RECORDS[1:3]], exp).stale] == [1, 2, 3]
+    # the CLI's lines: no STALE line for the default-only entry
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["expectations", "check", str(results), str(tmp_path / "exp.yaml")]) == 0
+    stale = [line for line in capsys.readouterr().out.splitlines() if line.startswith("STALE")]
+    assert len(stale) == 2 and not any("seen at default only" in s or "add f32 value" in s
+                                       for s in stale)
+    assert main(["expectations", "check", str(results), str(tmp_path / "exp.yaml"),
+                 "--fail-on-stale"]) == 1
+
+
+def test_a_run_that_does_not_say_its_depth_judges_every_entry(tmp_path):
+    exp = load_expectations(write(tmp_path, DEPTH_FILE))
+    assert [e.index for e in gate(RECORDS[:3], exp).stale] == [1, 2, 3]
+
+
+def test_update_writes_the_depths_each_divergence_was_seen_at(tmp_path):
+    quick = [QUICK, sig("add", "f32", {"pass": 60, "subnormal_flush": 4}, "subnormal_flush"),
+             sig("add", "f64", {"pass": 64})]
+    default = [DEFAULT, sig("add", "f32", {"pass": 60, "subnormal_flush": 4}, "subnormal_flush"),
+               sig("add", "f64", {"pass": 60, "subnormal_flush": 1}, "subnormal_flush"),
+               sig("add", "bf16", {"pass": 60, "value": 1}, "value")]
+    old = load_expectations(write(tmp_path, """
+expectations:
+- {op: add, element_type: '*', class: subnormal_flush, reason: FTZ}
+"""))
+    entries = update(quick + default, old)
+    assert [(e.where, e.cls, e.depths, e.reason[:4]) for e in entries] == [
+        ("f32", "subnormal_flush", ("quick", "default"), "FTZ"),
+        ("f64", "subnormal_flush", ("default",), "FTZ"),
+        ("bf16", "value", ("default",), "TODO")]
+    text = dump(entries)
+    assert "depth: [quick, default]" in text and "depth: default" in text
+    again = load_expectations(write(tmp_path, text))
+    assert [e.depths for e in again.entries] == [e.depths for e in entries]
+    # the file gates both runs, and neither calls anything stale
+    for records in (quick, default):
+        assert not gate(records, again).stale
+    # a quick run alone keeps what only default saw (it does not judge it)
+    entries = update(quick, again)
+    assert [(e.where, e.cls, e.depths) for e in entries] == [
+        ("f32", "subnormal_flush", ("quick", "default")),
+        ("f64", "subnormal_flush", ("default",)), ("bf16", "value", ("default",))]
+    # a depth that is no depth is refused in one line
+    with pytest.raises(ExpectationsError, match="depth 'fast' is not a depth"):
+        load_expectations(write(tmp_path, "expectations: [{op: add, element_type: f32, "
+                                          "class: value, depth: fast, reason: r}]"))

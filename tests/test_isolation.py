@@ -139,3 +139,117 @@ def test_a_hanging_backend_costs_a_bounded_number_of_timeouts_per_op(tmp_path):
     if len(hung) == MAX_HANGS_PER_OP:
         later = [i for i in range(hung[-1] + 1, len(sigs))]
         assert skipped == later and all("not run" in sigs[i]["reason"] for i in later)
+
+
+def _not_run(text) -> bool:
+    return text is not None and "not run: the backend hung" in text
+
+
+@pytest.mark.parametrize("planted", ["TimesOutOnReduce", "TimesOutCompilingReduce",
+                                     "TimesOutPackingReduce"])
+def test_invalid_programs_examples_and_probes_of_a_hung_op_are_not_run(tmp_path, planted):
+    """Issue 31: once a backend hung MAX_HANGS_PER_OP times in an op, nothing else of the
+    op runs on it: not its other signatures, nor its invalid programs, spec examples and
+    probes, which are recorded as not run (timeout, the budget's reason). Counted in
+    timeouts (the planted backend times out at once, as an isolated one that hangs)."""
+    import math
+    import planted as planted_module
+    from conformance.checking.plan import DEPTHS
+    from conformance.checking.stream import MAX_HANGS_PER_OP
+    cls = getattr(planted_module, planted)
+    cls.timeouts = 0
+    cfg = RunConfig(backends=[f"planted:{planted}"], depth="quick", out=tmp_path,
+                    ops=["reduce"], element_types=["f32"])
+    run(cfg, [get_backend(f"planted:{planted}")], tmp_path / "results.jsonl")
+    recs = list(read_results(tmp_path / "results.jsonl"))
+    assert recs[-1]["kind"] == "end"
+    bisection = int(math.log2(DEPTHS["quick"].batch_size)) + 1     # the first hang's culprit
+    assert 0 < cls.timeouts <= MAX_HANGS_PER_OP + bisection
+    invalid = [r for r in recs if r["kind"] == "invalid" and "signature" in r]
+    examples = [r for r in recs if r["kind"] == "example"]
+    probes = [r for r in recs if r["kind"] == "probe"]
+    assert invalid and examples and probes
+    assert all(r["outcome"] == "timeout" and _not_run(r["reason"]) for r in invalid)
+    assert all(r["outcome"] == "timeout" and _not_run(r["message"]) for r in examples)
+    assert all(r["accumulation"] == "undetermined" and _not_run(r["detail"]) for r in probes)
+
+
+def test_a_timeout_of_an_invalid_program_or_example_counts_in_the_budget():
+    """An op whose signatures pass but whose invalid programs hang: after the budget's
+    timeouts its other invalid programs, examples and probes are not run."""
+    from conformance.checking.stream import MAX_HANGS_PER_OP
+    from conformance.apps.runner import Runner
+    from conformance.specs import load_spec
+
+    class Writer:
+        def __init__(self):
+            self.records = []
+
+        def write(self, rec):
+            self.records.append(rec)
+
+    import planted as planted_module
+    backend = get_backend("planted:TimesOutOnReduce")
+    planted_module.TimesOutOnReduce.timeouts = 0
+    runner = Runner(RunConfig(depth="quick"), [backend], Writer())
+    spec = load_spec("reduce")
+    runner.run_invalid(spec, [])
+    runner.run_examples(spec)
+    runner.run_probes(spec)
+    assert planted_module.TimesOutOnReduce.timeouts == MAX_HANGS_PER_OP
+    ran = [r for r in runner.writer.records if r.get("outcome") == "timeout"
+           and not _not_run(r.get("reason") or r.get("message"))]
+    assert len(ran) == MAX_HANGS_PER_OP
+    assert [r for r in runner.writer.records if r["kind"] == "probe"]
+    assert all(_not_run(r["detail"]) for r in runner.writer.records if r["kind"] == "probe")
+
+
+def test_a_hanging_backend_costs_at_most_the_budget_and_one_bisection_per_op(
+        tmp_path, monkeypatch):
+    """The README's bound, in timeouts of a real isolated backend (each one a line the
+    hanging child wrote): MAX_HANGS_PER_OP + log2(batch size) + 1 per op, invalid
+    programs and spec examples included."""
+    import math
+    from conformance.checking.plan import DEPTHS
+    from conformance.checking.stream import MAX_HANGS_PER_OP
+    log = tmp_path / "hangs.log"
+    monkeypatch.setenv("PLANTED_HANG_LOG", str(log))
+    cfg = RunConfig(backends=["planted:HangsOnAbs"], depth="quick", out=tmp_path,
+                    isolate=True, timeout=1.0, ops=["abs"], element_types=["f32"])
+    run(cfg, [get_backend("planted:HangsOnAbs")], tmp_path / "results.jsonl")
+    recs = list(read_results(tmp_path / "results.jsonl"))
+    assert recs[-1]["kind"] == "end"
+    hangs = log.read_text().splitlines()
+    bisection = int(math.log2(DEPTHS["quick"].batch_size)) + 1
+    assert 0 < len(hangs) <= MAX_HANGS_PER_OP + bisection, hangs
+    later = [r for r in recs if r["kind"] in ("invalid", "example") and r.get("signature")]
+    assert later and all(r["outcome"] == "timeout"
+                         and _not_run(r.get("reason") or r.get("message")) for r in later)
+
+
+def test_the_plugin_s_examples_and_invalid_rules_spend_the_session_s_hang_budget():
+    """The pytest plugin's test_example and test_invalid count their timeouts in the
+    session's budget and do not run an op the backend hung in too often (hypothesis's
+    shrinking of a failing hang included)."""
+    import planted as planted_module
+    from conformance.apps.pytest_suite import (ExampleRef, InvalidRule, Options,
+                                               run_example, run_invalid_rule)
+    from conformance.checking.stream import MAX_HANGS_PER_OP, HangBudget
+    backend = get_backend("planted:TimesOutOnReduce")
+    planted_module.TimesOutOnReduce.timeouts = 0
+    budget = HangBudget()
+    options = Options(backend="planted:TimesOutOnReduce", backend_explicit=True,
+                      depth_name="quick", ops=("reduce",), families=None,
+                      element_types=None, seed=0, repro_dir=None)
+    failures = []
+    for index in range(4):
+        with pytest.raises(AssertionError) as e:
+            run_example(backend, ExampleRef("reduce", index), options, budget)
+        failures.append(str(e.value))
+    for rule in ("C1", "C2"):
+        with pytest.raises(AssertionError) as e:
+            run_invalid_rule(backend, InvalidRule("reduce", rule), options, budget)
+        failures.append(str(e.value))
+    assert planted_module.TimesOutOnReduce.timeouts == MAX_HANGS_PER_OP
+    assert all("timeout" in f for f in failures)
+    assert all("not run: the backend hung" in f for f in failures[MAX_HANGS_PER_OP:])

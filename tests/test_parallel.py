@@ -54,6 +54,22 @@ def test_jobs_2_gives_the_cases_and_verdicts_of_jobs_1(tmp_path):
         assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes()
 
 
+def test_a_jaxlib_error_reads_the_same_serial_and_under_jobs_2(tmp_path):
+    """Issue 31: jaxlib appends the Python stack that traced the failing op (runner.py
+    and cli.py serially, executors.py in a worker) to its error; the records carry the
+    backend's message only, so both runs write the same records."""
+    args = ["run", "--ops", "reduce", "--types", "f64", "--depth", "quick", "--seed", "0",
+            "--no-progress", "--backend", "jax"]
+    one = conformance(*args, "--jobs", "1", "--out", str(tmp_path / "one"))
+    two = conformance(*args, "--jobs", "2", "--out", str(tmp_path / "two"))
+    assert one.returncode == two.returncode == 1, one.stderr + two.stderr
+    a, b = _records(tmp_path / "one"), _records(tmp_path / "two")
+    reasons = [json.loads(r)["reason"] for r in a if '"backend_error"' in r
+               and json.loads(r)["kind"] == "signature"]
+    assert reasons and all("mixed precision is disallowed" in r for r in reasons)
+    assert a == b
+
+
 def _outcomes(xml: Path) -> dict[str, str]:
     out = {}
     for case in ET.parse(xml).getroot().iter("testcase"):

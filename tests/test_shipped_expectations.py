@@ -32,6 +32,10 @@ def test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations(tmp_pa
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()
                                 if line.startswith(("UNEXPECTED", "gate:", "divergences")))
+    # No entry is stale: those seen only by the default run (depth: default) are not
+    # judged by a quick one (issue 31: 32 STALE lines before entries knew their depth)
+    stale = [line for line in text.splitlines() if line.startswith("STALE")]
+    assert not stale and " 0 stale," in text, "\n".join(stale)
     code = main(["expectations", "check", str(out / "results.jsonl"), "jax-cpu", "--strict"])
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()

@@ -22,13 +22,18 @@ A file is YAML::
         reason: ...
 
 Every entry needs ``op``, ``class`` and ``reason``; ``element_type`` (default ``'*'``)
-and ``rule`` take one pattern or a list. A divergence is *expected* when an entry
+and ``rule`` take one pattern or a list. ``depth`` (one of quick, default, deep, or a
+list) says at which ``--depth`` the divergence was seen (``expectations update`` writes
+it): each depth draws other signatures and shapes, so a run at another depth does not
+judge the entry (it is "not exercised" there, never stale); it still waives what it
+matches. An entry without ``depth`` is judged at every depth. A divergence is *expected* when an entry
 matches its backend, op, element type (or rule) and class; the first such entry waives
 it. An entry that
 matched nothing in a run that exercised what it covers (its backend, op and element
 type or rule; ``when`` conditions included) is *stale*: the divergence is gone (or
 never was), and the entry should go. Entries for what the run did not exercise
-(filtered out by ``--ops``/``--types``, another platform) are "not exercised".
+(filtered out by ``--ops``/``--types``, another platform, another depth than the entry's)
+are "not exercised".
 
 An entry is *broad* when a pattern in it names more than the run matched: an op glob
 that matched one op of those it names, a ``'*'`` element type that matched two of nine
@@ -44,7 +49,7 @@ import dataclasses
 import fnmatch
 import functools
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -55,7 +60,8 @@ class ExpectationsError(ValueError):
     """A malformed expectations file: the message names the file and the entry."""
 
 
-_KEYS = {"op", "element_type", "rule", "class", "when", "reason", "link", "backend", "program"}
+_KEYS = {"op", "element_type", "rule", "class", "when", "reason", "link", "backend", "program",
+         "depth"}
 _CLASSES = set(DIVERGENCES) | {"fail"}     # "fail": a spec example that fails
 
 
@@ -115,6 +121,9 @@ class Expectation:
     #: an entry for programs (``conformance programs``): the generator patterns the
     #: operation at fault belongs to (``'*'``: any program); None: a single-op entry
     programs: tuple[str, ...] | None = None
+    #: the depths (``--depth``) the divergence was seen at: only a run at one of them
+    #: judges whether the entry is stale; None: every run does
+    depths: tuple[str, ...] | None = None
 
     @property
     def element_type(self) -> str:
@@ -137,13 +146,20 @@ class Expectation:
             return False
         return self.covers(backend, info, op, element_type, rule, patterns)
 
+    def judged_at(self, depth: str | None) -> bool:
+        """Does a run at ``depth`` judge this entry (None: a run of unknown depth does)?"""
+        return depth is None or self.depths is None or depth in self.depths
+
     def covers(self, backend: str, info: Mapping[str, Any], op: str,
                element_type: str | None = None, rule: str | None = None,
-               patterns: Iterable[str] | None = None) -> bool:
+               patterns: Iterable[str] | None = None, depth: str | None = None) -> bool:
         """Could this entry match a divergence of this backend, op and element type (or
         rule)? An entry is stale only if a run exercised something it covers.
         ``patterns`` (a program's finding: the patterns its operation belongs to) is
-        given for programs only; a program entry covers nothing else."""
+        given for programs only; a program entry covers nothing else. ``depth``: the
+        run's; an entry seen at other depths only covers nothing there."""
+        if not self.judged_at(depth):
+            return False
         if self.programs is not None and (patterns is None
                                           or not _program_matches(self.programs, patterns)):
             return False
@@ -184,6 +200,8 @@ class Expectation:
             d["element_type"] = (self.element_types[0] if len(self.element_types) == 1
                                  else _Flow(self.element_types))
         d["class"] = self.cls
+        if self.depths is not None:
+            d["depth"] = self.depths[0] if len(self.depths) == 1 else _Flow(self.depths)
         if self.when:
             d["when"] = _FlowMap(self.when)
         d["reason"] = self.reason
@@ -331,12 +349,30 @@ def load_expectations(path: "str | Path") -> Expectations:
             raise ExpectationsError(f"{where}: 'when' must be a mapping, e.g. {{platform: cpu}}")
         if not isinstance(raw.get("backend") or "", str):
             raise ExpectationsError(f"{where}: 'backend' must be a backend name (a pattern)")
+        depths = None
+        if raw.get("depth") is not None:
+            from conformance.checking.plan import DEPTHS
+            named = _names(raw["depth"], "depth", where)
+            unknown = [d for d in named if d not in DEPTHS]
+            if unknown:
+                raise ExpectationsError(f"{where}: depth {unknown[0]!r} is not a depth; known: "
+                                        f"{', '.join(DEPTHS)}")
+            depths = _in_depth_order(named)
         entries.append(Expectation(
             op=op, cls=cls, reason=str(raw["reason"]),
             element_types=element_types, rules=rules,
             when=tuple(sorted((str(k), str(v)) for k, v in when.items())),
-            link=raw.get("link"), backend=raw.get("backend"), index=i, programs=programs))
+            link=raw.get("link"), backend=raw.get("backend"), index=i, programs=programs,
+            depths=depths))
     return Expectations(entries, data.get("backend"), str(path), _header(text))
+
+
+def _in_depth_order(depths: Iterable[str]) -> tuple[str, ...]:
+    """Depths as ``DEPTHS`` orders them (quick, default, deep), each once."""
+    from conformance.checking.plan import DEPTHS
+    order = list(DEPTHS)
+    return tuple(sorted(set(depths), key=lambda d: (order.index(d) if d in order
+                                                    else len(order), d)))
 
 
 def _header(text: str) -> str:
@@ -415,41 +451,74 @@ class Gate:
     not_exercised: list[Expectation]     # entries whose op the run did not cover
     info: dict[str, dict] = dataclasses.field(default_factory=dict)   # backends' describe()
     exercised: set[tuple] = dataclasses.field(default_factory=set)    # see findings()
+    #: the depths (of the runs' headers; None: not said) each exercised tuple and each
+    #: finding (by :func:`finding_key`) was seen at
+    exercised_at: dict[tuple, set] = dataclasses.field(default_factory=dict)
+    seen_at: dict[tuple, set] = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         return not self.unexpected
+
+    @property
+    def depths(self) -> set:
+        """The depths of the runs gated (None among them: a run that did not say)."""
+        return {d for ds in self.exercised_at.values() for d in ds}
+
+
+def finding_key(item: Mapping[str, Any]) -> tuple:
+    return (item["backend"], item["op"], item["element_type"], item["rule"], item["class"])
 
 
 def findings(records: Iterable[dict]) -> tuple[list[dict], dict[str, dict], set[tuple]]:
     """The run's distinct divergences: (backend, op, type_key or rule, class) with counts;
     plus the backends' describe() info and what the run exercised: (backend, op,
     type_key, rule) for every signature, invalid rule and example it ran."""
+    items, info, exercised, _, _ = _scan(records)
+    return items, info, exercised
+
+
+def _scan(records: Iterable[dict]):
+    """:func:`findings`, and the depths each exercised tuple and each finding was seen
+    at (records follow their run's header; several runs' records may follow each other,
+    as ``expectations update --also`` reads them)."""
     found: dict[tuple, dict] = {}
     info: dict[str, dict] = {}
     ops: set[tuple] = set()
+    ops_at: dict[tuple, set] = {}
+    seen_at: dict[tuple, set] = {}
+    depth = None
+
+    def exercised(t: tuple) -> None:
+        ops.add(t)
+        ops_at.setdefault(t, set()).add(depth)
+
+    def add(backend, op, cls, n, element_type=None, rule=None) -> None:
+        _add(found, backend, op, cls, n, element_type, rule)
+        seen_at.setdefault((backend, op, element_type, rule, cls), set()).add(depth)
+
     for r in records:
         kind = r.get("kind")
         if kind == "run":
             info = {b.get("name"): b for b in r.get("backends") or [] if isinstance(b, dict)}
+            depth = r.get("depth")
         elif kind == "signature":
-            ops.add((r.get("backend"), r.get("op"), r.get("type_key"), None))
+            exercised((r.get("backend"), r.get("op"), r.get("type_key"), None))
             for cls, n in (r.get("counts") or {}).items():
                 if cls in DIVERGENCES and n:
-                    _add(found, r["backend"], r["op"], cls, n, element_type=r.get("type_key"))
+                    add(r["backend"], r["op"], cls, n, element_type=r.get("type_key"))
             if r.get("outcome") in DIVERGENCES and not r.get("counts"):
-                _add(found, r["backend"], r["op"], r["outcome"], 1,
-                     element_type=r.get("type_key"))
+                add(r["backend"], r["op"], r["outcome"], 1, element_type=r.get("type_key"))
         elif kind == "invalid":
-            ops.add((r.get("backend"), r.get("op"), None, r.get("rule")))
+            exercised((r.get("backend"), r.get("op"), None, r.get("rule")))
             if r.get("outcome") in ("accepted_invalid", "crash", "timeout"):
-                _add(found, r["backend"], r["op"], r["outcome"], 1, rule=r.get("rule"))
+                add(r["backend"], r["op"], r["outcome"], 1, rule=r.get("rule"))
         elif kind == "example":
             rule = f"example-{r.get('index', 0)}"
-            ops.add((r.get("backend"), r.get("op"), None, rule))
+            exercised((r.get("backend"), r.get("op"), None, rule))
             if r.get("outcome") not in ("pass", "unsupported"):
-                _add(found, r["backend"], r["op"], r.get("outcome"), 1, rule=rule)
-    return list(found.values()), info, ops
+                add(r["backend"], r["op"], r.get("outcome"), 1, rule=rule)
+    return list(found.values()), info, ops, ops_at, seen_at
 
 
 def _add(found, backend, op, cls, n, element_type=None, rule=None) -> None:
@@ -475,8 +544,10 @@ def _split(items: list[dict], match) -> tuple[list[dict], list[dict], set[int]]:
 
 
 def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
-    """Split a run's divergences into expected and unexpected; find stale entries."""
-    items, info, exercised = findings(records)
+    """Split a run's divergences into expected and unexpected; find stale entries (only
+    among those the run judges: an entry seen at other depths than the run's is not
+    exercised by it)."""
+    items, info, exercised, exercised_at, seen_at = _scan(records)
     expected, unexpected, used = _split(items, lambda item: expectations.match(
         item["backend"], info.get(item["backend"], {}), item["op"], item["class"],
         item["element_type"], item["rule"]) if expectations else None)
@@ -484,11 +555,12 @@ def gate(records: Iterable[dict], expectations: Expectations | None) -> Gate:
     for e in (expectations.entries if expectations else []):
         if e.index in used:
             continue
-        if _exercised(e, info, exercised):
+        if _exercised(e, info, exercised, at=exercised_at):
             stale.append(e)
         else:
             not_exercised.append(e)
-    return Gate(unexpected, expected, stale, not_exercised, info, exercised)
+    return Gate(unexpected, expected, stale, not_exercised, info, exercised, exercised_at,
+                seen_at)
 
 
 def corpus_findings(entries: Iterable[dict]) -> list[dict]:
@@ -609,13 +681,18 @@ def program_gate(records: Iterable[dict], expectations: Expectations | None,
 
 
 def _exercised(e: Expectation, info: Mapping[str, dict], exercised: set[tuple],
-               element_type: str | None = None, rule: str | None = None) -> bool:
+               element_type: str | None = None, rule: str | None = None,
+               at: Mapping[tuple, set] | None = None) -> bool:
     """Did the run exercise something entry ``e`` covers (only this element type or
-    rule, when one is given)?"""
-    for b, op, key, r in exercised:
+    rule, when one is given), at a depth the entry was seen at (``at``: the depths each
+    exercised tuple was seen at; without it, any depth)?"""
+    for t in exercised:
+        b, op, key, r = t
         if element_type is not None and key != element_type:
             continue
         if rule is not None and r != rule:
+            continue
+        if at is not None and not any(e.judged_at(d) for d in at.get(t, {None})):
             continue
         if e.covers(b, info.get(b, {}), op, key, r):
             return True
@@ -779,24 +856,29 @@ def _unused(e: Expectation, items: list[dict], g: Gate) -> list[str]:
         if is_pattern(name) or name in got:
             continue
         if _exercised(e, g.info, g.exercised, rule=name if by_rule else None,
-                      element_type=None if by_rule else name):
+                      element_type=None if by_rule else name, at=g.exercised_at):
             out.append(name)
     return out
 
 
 def narrow(items: list[dict], template: Expectation | None = None,
-           per_backend: bool = False) -> list[Expectation]:
+           per_backend: bool = False,
+           depths_of: "Callable[[dict], tuple[str, ...] | None] | None" = None
+           ) -> list[Expectation]:
     """Narrow entries waiving exactly ``items`` (gate findings): one per op and class
-    (and backend, with ``per_backend``), listing the element types or rules seen; reason,
-    link, conditions and backend from ``template``."""
+    (and backend, with ``per_backend``; and depths, with ``depths_of(item)``: the depths
+    an item was seen at, None where not known), listing the element types or rules
+    seen; reason, link, conditions and backend from ``template``."""
     groups: dict[tuple, set[str]] = {}
     for m in items:
         by_rule = m.get("rule") is not None
-        key = (m["backend"] if per_backend else None, m["op"], m["class"], by_rule)
+        depths = depths_of(m) if depths_of is not None else None
+        key = (m["backend"] if per_backend else None, m["op"], m["class"], by_rule, depths)
         groups.setdefault(key, set()).add(m["rule"] if by_rule else m["element_type"])
     out = []
-    for (backend, op, cls, by_rule), names in sorted(
-            groups.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][2], str(kv[0][0]))):
+    for (backend, op, cls, by_rule, depths), names in sorted(
+            groups.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][2], str(kv[0][0]),
+                                            _depth_order(kv[0][4]))):
         names_t = tuple(sorted(names, key=_name_order))
         t = template
         out.append(Expectation(
@@ -804,8 +886,18 @@ def narrow(items: list[dict], template: Expectation | None = None,
             reason=t.reason if t else "TODO: why this divergence is expected",
             element_types=("*",) if by_rule else names_t, rules=names_t if by_rule else None,
             when=t.when if t else (), link=t.link if t else None,
-            backend=backend if per_backend else (t.backend if t else None)))
+            backend=backend if per_backend else (t.backend if t else None), depths=depths))
     return out
+
+
+def _depth_order(depths: tuple[str, ...] | None) -> tuple:
+    """Entries of one op and class: those seen at every depth given first, then by depth."""
+    from conformance.checking.plan import DEPTHS
+    order = list(DEPTHS)
+    if depths is None:
+        return (0,)
+    return (1, -len(depths), tuple(order.index(d) if d in order else len(order)
+                                   for d in depths))
 
 
 def _name_order(name: str) -> tuple:
@@ -828,7 +920,13 @@ def update(records: Iterable[dict], old: Expectations | None, backend: str | Non
     file (one narrow entry per op and class that entry waived); new ones get a
     placeholder reason to fill in, at the end. Old entries the run did not exercise
     are kept as they are; old entries that matched nothing (stale) go, as does what a
-    broad entry named but the run did not see."""
+    broad entry named but the run did not see.
+
+    Each entry says the depths its divergences were seen at (``depth``: those of the
+    runs' headers; one entry per op, class and set of depths). An old entry's depths
+    that no run given covered stay with it: what it names and no run matched stays as
+    an entry of those depths only (a quick run alone does not drop what a default run
+    saw)."""
     records = list(records)
     g = gate(records, old)
     items = [i for i in [*g.expected, *g.unexpected] if not backend or i["backend"] == backend]
@@ -837,13 +935,41 @@ def update(records: Iterable[dict], old: Expectations | None, backend: str | Non
     by_entry: dict[int | None, list[dict]] = {}
     for item in items:
         by_entry.setdefault(item.get("entry"), []).append(item)
+    covered = g.depths
+
+    def uncovered(e: Expectation | None) -> set[str]:
+        if e is None or e.depths is None or None in covered:
+            return set()
+        return set(e.depths) - covered
+
+    def depths_for(e: Expectation | None):
+        def depths_of(item: dict) -> tuple[str, ...] | None:
+            seen = g.seen_at.get(finding_key(item), {None})
+            if None in seen:
+                return None          # a run that did not say its depth: judged at any
+            return _in_depth_order(seen | uncovered(e))
+        return depths_of
+
     out: list[Expectation] = []
     for e in (old.entries if old else []):
         if e.index in by_entry:
-            out += narrow(by_entry[e.index], e, per_backend)
+            out += narrow(by_entry[e.index], e, per_backend, depths_for(e))
+            rest = uncovered(e)
+            if rest:        # what no run matched, at the depths no run covered
+                got = {m["rule"] if e.rules is not None else m["element_type"]
+                       for m in by_entry[e.index]}
+                names = tuple(n for n in (e.rules if e.rules is not None
+                                          else e.element_types) if n not in got)
+                if names:
+                    out.append(dataclasses.replace(
+                        e, depths=_in_depth_order(rest),
+                        **({"rules": names} if e.rules is not None
+                           else {"element_types": names})))
         elif e in g.not_exercised or (backend and not _exercised_by(e, g, backend)):
             out.append(e)
-    out += narrow(by_entry.get(None, []), None, per_backend)
+        elif uncovered(e):  # stale at the depths run, kept for the others
+            out.append(dataclasses.replace(e, depths=_in_depth_order(uncovered(e))))
+    out += narrow(by_entry.get(None, []), None, per_backend, depths_for(None))
     return [dataclasses.replace(e, index=i) for i, e in enumerate(out)]
 
 
@@ -872,7 +998,8 @@ def program_update(records: Iterable[dict], old: Expectations | None,
 
 
 def _exercised_by(e: Expectation, g: Gate, backend: str) -> bool:
-    return _exercised(e, g.info, {x for x in g.exercised if x[0] == backend})
+    return _exercised(e, g.info, {x for x in g.exercised if x[0] == backend},
+                      at=g.exercised_at)
 
 
 class _Flow(tuple):

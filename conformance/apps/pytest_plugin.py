@@ -421,7 +421,8 @@ def load_backend(config: pytest.Config):
 
 def hang_budget(config: pytest.Config):
     """The session's timeouts per (backend, op) (conformance.checking.stream.HangBudget):
-    after two in an op, the backend is not run on the op's other signatures."""
+    after two in an op, the backend is not run on the op's other signatures, invalid
+    programs and examples."""
     try:
         return config.stash[_BUDGET_KEY]
     except KeyError:
@@ -512,10 +513,11 @@ def _subject(item: pytest.Item) -> tuple[str, str | None, str | None] | None:
 
 
 def _covers(e, backend: str, info: dict, op: str, element_type: str | None,
-            rule: str | None) -> bool:
-    """Whether a test of (op, element type or rule) on this backend could match entry
-    ``e`` (any class): the entry is stale if such a test ran to the end and it did not."""
-    return e.covers(backend, info, op, element_type, rule)
+            rule: str | None, depth: str | None = None) -> bool:
+    """Whether a test of (op, element type or rule) on this backend, at ``depth``, could
+    match entry ``e`` (any class): the entry is stale if such a test ran to the end and
+    it did not (an entry seen at other depths only is not judged)."""
+    return e.covers(backend, info, op, element_type, rule, depth=depth)
 
 
 def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> None:
@@ -534,7 +536,7 @@ def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> No
     if subject is not None and backend is not None and not report.failed:
         name, info = backend_name_and_info(backend)
         covered = [e.index for e in options.expectations.for_backend(name)
-                   if _covers(e, name, info, *subject)]
+                   if _covers(e, name, info, *subject, depth=options.depth_name)]
     if covered or matched:
         report.user_properties.append(
             (_PROPERTY, {"covered": sorted(set(covered) | set(matched)), "matched": matched}))
@@ -678,7 +680,8 @@ def conformance_backend(pytestconfig: pytest.Config):
 @pytest.fixture(scope="session")
 def conformance_hang_budget(pytestconfig: pytest.Config):
     """The session's :class:`~conformance.checking.stream.HangBudget`: a backend that
-    hangs twice in an op is not run on the op's other signatures."""
+    hangs twice in an op is not run on the op's other signatures, invalid programs and
+    examples."""
     return hang_budget(pytestconfig)
 
 

@@ -636,7 +636,8 @@ def run_op_binding(backend, param: OpBinding, options: Options, record=None,
                           depth.batches,
                           lambda k, i, b, sig: plan.batch_for(seed, options.depth_name, spec,
                                                               k, i, b, sig),
-                          skip=lambda b: budget.exhausted(b.name, spec.name), spec=spec)
+                          skip=lambda b: budget.exhausted(b.name, spec.name), spec=spec,
+                          on_timeout=lambda b: budget.hung(b.name, spec.name))
 
     def check_all(seed: int, sigs, store=None) -> None:
         packer = packed(seed, sigs)
@@ -682,10 +683,14 @@ def run_op_binding(backend, param: OpBinding, options: Options, record=None,
             f"by {name}, {ran[0]} checked: {reason}"))
 
 
-def run_example(backend, param: ExampleRef, options: "Options | None" = None) -> None:
+def run_example(backend, param: ExampleRef, options: "Options | None" = None,
+                budget=None) -> None:
     """The body of ``test_example``: one example of the spec, compared exactly (or with
     the example's own tolerance). With expectations, an entry with ``rule:
-    example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail."""
+    example-<index>`` and class ``fail`` (or ``backend_error``) makes it an xfail. With
+    ``budget`` (the session's :class:`~conformance.checking.stream.HangBudget`), a
+    timeout counts there, and an example of an op the backend hung in too often is not
+    run (it fails as a timeout, as ``conformance run`` records it)."""
     __tracebackhide__ = True
     from conformance.checking import golden
     from conformance.checking.checker import check_example
@@ -694,7 +699,12 @@ def run_example(backend, param: ExampleRef, options: "Options | None" = None) ->
     ex = golden.examples(load_spec(param.op))[param.index]
     name = getattr(backend, "name", str(backend))
     gate = _Gatekeeper(backend, options, param.op, rule=f"example-{param.index}")
-    outcome, problem, actual = check_example(backend, ex)
+    if budget is not None and budget.exhausted(name, param.op):
+        outcome, problem, actual = "timeout", budget.not_run_reason(param.op), None
+    else:
+        outcome, problem, actual = check_example(backend, ex)
+        if budget is not None:
+            budget.spend(name, param.op, outcome)
     if outcome == "unsupported":
         pytest.skip(f"unsupported by {name}: {problem}")
     if outcome == "pass":
@@ -711,10 +721,13 @@ def run_example(backend, param: ExampleRef, options: "Options | None" = None) ->
                             f"differs from the spec"))
 
 
-def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
+def run_invalid_rule(backend, param: InvalidRule, options: Options, budget=None) -> None:
     """The body of ``test_invalid``: programs that break one rule of the spec must be
     rejected (any exception other than Unsupported). With expectations, an entry with
-    this ``rule`` and class ``accepted_invalid`` (or crash, timeout) makes it an xfail."""
+    this ``rule`` and class ``accepted_invalid`` (or crash, timeout) makes it an xfail.
+    With ``budget`` (the session's hang budget), a timeout counts there, and no program
+    of an op the backend hung in too often is run (a timeout, not run: hypothesis's
+    shrinking of a hang costs no more timeouts)."""
     __tracebackhide__ = True
     import numpy as np
     from hypothesis import given, strategies as st
@@ -742,7 +755,12 @@ def run_invalid_rule(backend, param: InvalidRule, options: Options) -> None:
         __tracebackhide__ = True
         rng = np.random.default_rng(value_seed)
         inputs = tuple(x[0] for x in batch_inputs(sig, rng, 1, spec))
-        outcome, reason = check_invalid(backend, Case(sig, inputs))
+        if budget is not None and budget.exhausted(name, spec.name):
+            outcome, reason = "timeout", budget.not_run_reason(spec.name)
+        else:
+            outcome, reason = check_invalid(backend, Case(sig, inputs))
+            if budget is not None:
+                budget.spend(name, spec.name, outcome)
         if outcome == "unsupported":
             unsupported.append(reason or "")
         elif outcome in ("accepted_invalid", "crash", "timeout"):

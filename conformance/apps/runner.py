@@ -166,7 +166,8 @@ class Runner:
                             for i, s in enumerate(sigs)],
             self.config.pack, self.depth.batches,
             lambda key, i, b, sig: batch_for(self.config, spec, key, i, b, sig),
-            skip=lambda b: self.hangs.exhausted(b.name, spec.name), spec=spec)
+            skip=lambda b: self.hangs.exhausted(b.name, spec.name), spec=spec,
+            on_timeout=lambda b: self.hangs.hung(b.name, spec.name))
         planned: list[Signature] = []
         try:
             for key, sigs in plans:
@@ -210,8 +211,9 @@ class Runner:
             return
         for b in self.backends:
             self.on_progress(f"{spec.name} probes on {b.name}")
-            try:
-                found = probes.probe_backend(b, spec.name,
+            try:    # (a probe that times out counts in the hang budget; once it is spent,
+                #      the probes left give undetermined, not run)
+                found = probes.probe_backend(self.hangs.guard(b, spec.name), spec.name,
                                              element_types=self.config.element_types)
             except Exception as e:  # noqa: BLE001 - a probe bug must not stop the run
                 self._internal_error(spec.name, "probes", f"probing {b.name}", e)
@@ -360,7 +362,8 @@ class Runner:
                 inputs = plan.invalid_inputs(self.config.seed, spec, rule, i, sig)
                 verifier = _verifier_message(sig)
                 for b in self.backends:
-                    outcome, reason = check_invalid(b, Case(sig, inputs))
+                    outcome, reason = self._budgeted(
+                        b, spec.name, lambda: check_invalid(b, Case(sig, inputs)))
                     self.writer.write({"kind": "invalid", "op": spec.name, "family": spec.family,
                                        "backend": b.name, "rule": rule,
                                        "signature": sig.key(), "outcome": outcome,
@@ -370,10 +373,22 @@ class Runner:
     def run_examples(self, spec: OpSpec) -> None:
         for ex in golden.examples(spec):
             for b in self.backends:
-                outcome, problem, _ = check_example(b, ex)
+                outcome, problem = self._budgeted(b, spec.name,
+                                                  lambda: check_example(b, ex)[:2])
                 self.writer.write({"kind": "example", "op": spec.name, "backend": b.name,
                                    "example": ex.name, "index": ex.index, "outcome": outcome,
                                    "message": problem, "signature": ex.case.signature.key()})
+
+    def _budgeted(self, b: Backend, op: str, check: Callable[[], tuple[str, str | None]]
+                  ) -> tuple[str, str | None]:
+        """``check()`` (an invalid program or a spec example on ``b``): its (outcome,
+        reason), a timeout counted in the hang budget; once ``b`` hung too often in the
+        op, not run: (``timeout``, the budget's reason), as for signatures."""
+        if self.hangs.exhausted(b.name, op):
+            return "timeout", self.hangs.not_run_reason(op)
+        outcome, reason = check()
+        self.hangs.spend(b.name, op, outcome)
+        return outcome, reason
 
     def _internal_error(self, op: str, key: str, what: str, e: BaseException) -> None:
         self.writer.write({"kind": "internal_error", "op": op, "type_key": key, "what": what,

@@ -18,6 +18,7 @@ further elements of the case.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
 from typing import Any, Callable, Sequence
 
@@ -49,9 +50,63 @@ def failure_class(e: BaseException) -> str:
 
 def error_text(e: BaseException, limit: int = ERROR_TEXT_LIMIT) -> str:
     """``Type: message`` with the whole message (many exceptions say what matters after
-    their first line), bounded in length."""
-    text = f"{type(e).__name__}: {str(e).strip()}"
+    their first line), bounded in length, without what names the caller's Python frames
+    (:func:`without_python_frames`): a reason is the backend's message, the same
+    whichever route (serial, a worker process, the plugin) reached the case."""
+    text = f"{type(e).__name__}: {without_python_frames(str(e)).strip()}"
     return text if len(text) <= limit else text[:limit - 15] + " ... (cut)"
+
+
+#: jaxlib appends the Python stack that traced the failing op to an XLA error
+_SUSPECTED = re.compile(r"[ \t\n]*Suspected Python Code Location:[ \t]*\n"
+                        r"(?:[ \t]+[^\n]*(?:\n|$))*")
+#: ... and names it in the HLO op's metadata
+_STACK_FRAME_ID = re.compile(r"\s*stack_frame_id=\d+")
+#: an MLIR location that names a Python source file (a frame of whoever traced the op)
+_PY_FILE = re.compile(r"\.py\"?:\d+")
+
+
+def without_python_frames(text: str) -> str:
+    """``text`` without the Python call stack jax attaches to an error: jaxlib's
+    "Suspected Python Code Location:" paragraph, ``stack_frame_id=N`` in HLO metadata,
+    and MLIR locations (``loc(callsite(...))``) naming Python files (they become
+    ``loc(unknown)``). Those frames are the suite's own (runner, executor, plugin) and
+    differ between routes to the same case; the backend's message stays as it is."""
+    if "Suspected Python Code Location:" in text:
+        text = _SUSPECTED.sub("\n", text)
+    if "stack_frame_id=" in text:
+        text = _STACK_FRAME_ID.sub("", text)
+    if "loc(" in text:
+        text = _without_python_locations(text)
+    return text
+
+
+def _without_python_locations(text: str) -> str:
+    out, i = [], 0
+    while True:
+        j = text.find("loc(", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        depth, k, quoted = 0, j + 3, False
+        while k < len(text):               # the matching parenthesis (quotes skipped)
+            c = text[k]
+            if c == '"' and text[k - 1] != "\\":
+                quoted = not quoted
+            elif not quoted and c == "(":
+                depth += 1
+            elif not quoted and c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        if depth != 0:                      # unbalanced: leave the rest as it is
+            out.append(text[i:])
+            return "".join(out)
+        loc = text[j:k + 1]
+        out.append(text[i:j])
+        out.append("loc(unknown)" if _PY_FILE.search(loc) else loc)
+        i = k + 1
 
 
 def processes(sig: Signature) -> int:

@@ -18,7 +18,8 @@ minimisation, records and reproducers are those of an unpacked run.
   hangs or crashes its isolated backend's process (``BackendTimeout``,
   ``BackendCrash``) is not bisected (each probe would cost a timeout, or seconds to
   start the process again): its members take the ordinary path, which finds the
-  culprit as an unpacked run does and bounds hangs per op. After ``MAX_FAILED_PACKS``
+  culprit as an unpacked run does and bounds hangs per op (a pack's timeout counts in
+  the op's hang budget too: ``on_timeout``). After ``MAX_FAILED_PACKS``
   packs of a unit that failed on a backend (however many steps their bisection took),
   the unit's other signatures are compiled alone on it.
 - A member's executable gives the pack's results once per batch, for the very input
@@ -94,9 +95,11 @@ class UnitPacker:
     def __init__(self, backends: Sequence, items: Sequence[tuple[str, int, Signature]],
                  size: int, batches: int,
                  draw: Callable[[str, int, int, Signature], list[np.ndarray]],
-                 skip: Callable[[Any], bool] = lambda b: False, spec=None) -> None:
+                 skip: Callable[[Any], bool] = lambda b: False, spec=None,
+                 on_timeout: Callable[[Any], Any] = lambda b: None) -> None:
         self.backends = [b for b in backends if getattr(b, "can_pack", False)]
         self.batches, self.draw, self.skip = batches, draw, skip
+        self.on_timeout = on_timeout        # a pack timed out on this backend
         self.inputs: dict[tuple[str, str, int, int], list[np.ndarray]] = {}
         self.pack_of: dict[tuple[str, str, int], int] = {}
         self.packs: list[list[tuple[str, int, Signature]]] = []
@@ -150,9 +153,11 @@ class UnitPacker:
                 batch = [self.inputs[(s.op, k, i, b)] for k, i, s in chunk]
                 for j, r in enumerate(pack(batch)):
                     got[j].append((batch[j], [np.asarray(x) for x in r]))
-        except (BackendTimeout, BackendCrash):
+        except (BackendTimeout, BackendCrash) as e:
             # Each probe of a bisection would cost a timeout, or a new process for the
             # backend (seconds): the members run alone instead (one compile each).
+            if isinstance(e, BackendTimeout):
+                self.on_timeout(backend)
             self.stats["alone"] += len(chunk)
             self.stats["failures"] += 1
             return

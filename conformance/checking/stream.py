@@ -17,8 +17,10 @@ Two decisions stay with the front-end, as callbacks:
   reproducer limit; the plugin: the worst one no expectation lists).
 
 :class:`HangBudget` bounds what a hanging backend costs per op: after
-``MAX_HANGS_PER_OP`` timeouts its other signatures of the op are not run, and only the
-first hang of an op is bisected (each probe costs a timeout).
+``MAX_HANGS_PER_OP`` timeouts (a compile, a batch, an invalid program, a spec example or
+a probe) nothing else of the op is run on it (its other signatures, invalid programs,
+examples and probes are recorded as not run), and only the first hang of an op is
+bisected (each step of the bisection costs a timeout).
 """
 from __future__ import annotations
 
@@ -33,15 +35,16 @@ from conformance import oracles
 from conformance.checking import plan
 from conformance.backends import Backend
 from conformance.checking.checker import (Batch, BackendBatch, Divergence, OracleFailure,
-                                          SignatureCheck, error_text)
+                                          SignatureCheck, error_text, failure_class)
 from conformance.checking.compare import (STATISTICS_PREFIX, BatchVerdict, max_error,
                                           merge_impl_stats, merge_statistics, ulp_histogram, worst)
 from conformance.core.case import Case, Signature
 from conformance.core.results import finite_or_none, merge_bound_hist
 from conformance.specs import Accuracy, OpSpec
 
-#: After this many timeouts of a backend in one op, the op's other signatures are not
-#: run on it: with one culprit bisection per op, a hanging backend costs at most about
+#: After this many timeouts of a backend in one op (compiles, batches, invalid programs,
+#: spec examples and probes together), nothing else of the op is run on it: with one
+#: culprit bisection per op, a hanging backend costs at most about
 #: (MAX_HANGS_PER_OP + log2(batch size) + 1) x the timeout per op.
 MAX_HANGS_PER_OP = 2
 
@@ -55,6 +58,7 @@ class HangBudget:
     def __init__(self, limit: int = MAX_HANGS_PER_OP) -> None:
         self.limit = limit
         self.counts: dict[tuple[str, str], int] = defaultdict(int)
+        self.bisected: set[tuple[str, str]] = set()    # a hang of the op was bisected
 
     def exhausted(self, backend: str, op: str) -> bool:
         return self.counts[(backend, op)] >= self.limit
@@ -64,8 +68,59 @@ class HangBudget:
         self.counts[(backend, op)] += 1
         return self.counts[(backend, op)]
 
+    def spend(self, backend: str, op: str, outcome: str | None) -> None:
+        """Count the outcome of something run on ``backend`` for ``op`` outside a
+        signature's check (an invalid program, a spec example) if it timed out."""
+        if outcome == "timeout":
+            self.hung(backend, op)
+
     def not_run_reason(self, op: str) -> str:
         return f"not run: the backend hung {self.limit} times in {op} already"
+
+    def guard(self, backend: Backend, op: str) -> "BudgetedBackend":
+        """``backend`` for code that compiles and runs programs of ``op`` on its own (the
+        probes): every timeout counts, and once the budget is spent nothing more runs."""
+        return BudgetedBackend(backend, self, op)
+
+
+class NotRunHere(Exception):
+    """The hang budget of the backend in the op is spent: the program was not run."""
+
+
+class BudgetedBackend:
+    """A backend seen through a :class:`HangBudget` for one op: its batch executables
+    count each timeout, and raise :class:`NotRunHere` (the budget's reason) instead of
+    compiling or running once the backend hung ``limit`` times in the op. Anything else
+    is the backend's own."""
+
+    def __init__(self, backend: Backend, budget: HangBudget, op: str) -> None:
+        self.backend, self.budget, self.op = backend, budget, op
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def _check(self) -> None:
+        if self.budget.exhausted(self.backend.name, self.op):
+            raise NotRunHere(self.budget.not_run_reason(self.op))
+
+    def _counted(self, fn: Callable, *args):
+        self._check()
+        try:
+            return fn(*args)
+        except Exception as e:
+            self.budget.spend(self.backend.name, self.op, failure_class(e))
+            raise
+
+    def batch_executable(self, sig: Signature) -> Callable:
+        exe = self._counted(self.backend.batch_executable, sig)
+        return lambda stacked: self._counted(exe, stacked)
+
+    def executable(self, sig: Signature) -> Callable:
+        exe = self._counted(self.backend.executable, sig)
+        return lambda inputs: self._counted(exe, inputs)
+
+    def run(self, case: Case) -> Sequence[np.ndarray]:
+        return self.executable(case.signature)(case.inputs)
 
 
 # ---------------------------------------------------------------------------
@@ -247,6 +302,7 @@ def check_signature(spec: OpSpec, sig: Signature, backends: Sequence[Backend], *
     for name, reason in check.unsupported.items():
         yield Declined(name, reason)
     for name, (outcome, reason) in check.failed.items():
+        budget.spend(name, spec.name, outcome)
         yield CompileFailed(name, outcome, reason)
     if not exes:
         return
@@ -282,10 +338,15 @@ def _failure(check: SignatureCheck, budget: HangBudget, choose: Chooser, name: s
     event = BackendFailed(name, batch, r.outcome, r.error)
     if r.outcome not in ("crash", "timeout"):
         return event
-    if r.outcome == "timeout" and budget.hung(name, check.spec.name) > 1:
-        return event        # bisecting a hang costs a timeout per probe: once per op
+    key = (name, check.spec.name)
+    if r.outcome == "timeout":
+        budget.hung(*key)
+        if key in budget.bisected:
+            return event    # bisecting a hang costs a timeout per probe: once per op
     if r.outcome not in choose(name, [r.outcome], {r.outcome: batch.size}):
         return event
+    if r.outcome == "timeout":
+        budget.bisected.add(key)
     found = check.culprit(name, batch, r.outcome)
     if found is not None:
         c, case = found
@@ -310,6 +371,6 @@ def _divergences(check: SignatureCheck, choose: Chooser, name: str,
                        bool(batch.suspects is not None and batch.suspects[c]))
 
 
-__all__ = ["MAX_HANGS_PER_OP", "HangBudget", "BackendTotals", "NotRun", "Declined",
-           "CompileFailed", "OracleFailed", "BatchJudged", "Culprit", "BackendFailed",
-           "Diverged", "SignatureDone", "Event", "check_signature"]
+__all__ = ["MAX_HANGS_PER_OP", "HangBudget", "NotRunHere", "BudgetedBackend", "BackendTotals",
+           "NotRun", "Declined", "CompileFailed", "OracleFailed", "BatchJudged", "Culprit",
+           "BackendFailed", "Diverged", "SignatureDone", "Event", "check_signature"]

@@ -35,6 +35,7 @@ callee, composite's decomposition) prints that region program as ``func.func pri
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import math
 import os
@@ -560,7 +561,8 @@ def verifier_rejects(sig: Signature) -> str | None:
     For an invalid signature this says whether the case reaches a backend at all:
     a program the verifier rejects never gets past parsing.
 
-    A program with regions but no operands is verified in a forked child process:
+    A program with regions but no operands is verified in a process of its own
+    (:class:`VerifierProcess`):
     jaxlib 0.10.2's StableHLO verifier can crash on one (a ``stablehlo.reduce`` without
     inputs segfaults once jax has compiled something in the process), and a crash of the
     verifier is then its message. So is an invalid program of an op outside the
@@ -582,56 +584,134 @@ def verifier_rejects(sig: Signature) -> str | None:
 
 
 def _verify_in_child(sig: Signature) -> str | None:
-    """Verify ``sig``'s program in a forked child (``os.fork``, not multiprocessing: a
-    daemonic worker process, e.g. a multiprocessing pool's, may not start children
-    that way). Its message comes back through a pipe; a child that dies is the
-    verifier crashing, one that does not answer in 60 s is killed."""
-    import json
-    import os
-    import select
-    import signal
-    text = module_text(sig)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                        # the child
-        code = 0
-        try:
-            import faulthandler
-            faulthandler.disable()  # a crash here is the verifier's answer, not news
-            os.close(read_end)
+    """Verify ``sig``'s program in the verifier's own process (:class:`VerifierProcess`):
+    a crash there is the verifier's answer, and this process goes on."""
+    return _VERIFIER.ask(module_text(sig))
+
+
+#: how long the verifier's process may take over one module
+VERIFY_TIMEOUT = 60.0
+
+#: what the verifier's process runs (``sys.path`` as its parent's, the first argument)
+_CHILD_MAIN = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+               "from conformance.mlir.verifier_process import main; main()")
+
+
+class VerifierProcess:
+    """A long-lived process that parses and verifies module texts for this one, so that
+    a verifier crash (the segfaults and SIGFPE of :func:`verifier_rejects`) kills it,
+    not the run.
+
+    It is started with ``subprocess`` (a fresh interpreter: fork and exec at once), not
+    ``os.fork``: this process runs XLA's threads once jax has compiled anything, and a
+    fork of a threaded process may deadlock in the child (jax warns on every
+    ``os.fork``). Nor is it a ``multiprocessing`` child: a daemonic worker process (a
+    multiprocessing pool's) may not start one. It reads one module text per line on its
+    stdin (JSON) and answers each with one line (JSON ``[message or null]``)
+    (:mod:`conformance.mlir.verifier_process`). A process that dies while verifying is
+    the verifier crashing (the next module starts a new one); one that does not answer
+    in ``timeout`` seconds is killed. Requests from several threads take turns.
+    """
+
+    def __init__(self, timeout: float = VERIFY_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._proc = None
+        self._pid = None          # the process that started it (a forked copy starts its own)
+        self._pending = b""
+        self._lock = threading.Lock()
+
+    def ask(self, text: str) -> str | None:
+        """The verifier's message for ``text`` (None: it accepts it), or what became of
+        the verifier (crashed, did not answer)."""
+        import json
+        with self._lock:
+            if self._proc is not None and (self._pid != os.getpid()
+                                           or self._proc.poll() is not None):
+                self._stop(kill=True)       # another process's, or it ended: a new one
+            if self._proc is None:
+                self._start()
+            proc = self._proc
             try:
-                parse(text)
-                answer = None
-            except VerifyError as e:
-                answer = e.message
-            except BaseException as e:  # noqa: BLE001 - reported to the parent
-                answer = f"{type(e).__name__}: {e}"
-            os.write(write_end, json.dumps([answer]).encode())
-        except BaseException:  # noqa: BLE001 - never return into the parent's code
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    chunks: list[bytes] = []
-    try:
-        ready, _, _ = select.select([read_end], [], [], 60)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-        else:
-            while True:
-                chunk = os.read(read_end, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        _, status = os.waitpid(pid, 0)
-    if not chunks and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
-        return "the MLIR verifier did not answer"
-    if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0):
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                proc.stdin.write(json.dumps(text).encode() + b"\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                return self._died()
+            line = self._read_line()
+            if line is None:
+                self._stop(kill=True)
+                return "the MLIR verifier did not answer"
+            if not line:
+                return self._died()
+            try:
+                return json.loads(line.decode())[0]
+            except (ValueError, IndexError, UnicodeDecodeError):
+                self._stop(kill=True)
+                return "the MLIR verifier crashed (no answer)"
+
+    def _start(self) -> None:
+        import json
+        import subprocess
+        import sys
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD_MAIN, json.dumps(sys.path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONFAULTHANDLER": ""})
+        self._pid = os.getpid()
+        self._pending = b""
+
+    def _read_line(self) -> bytes | None:
+        """One line of the process's answer (b"": it closed its end; None: no answer in
+        time)."""
+        import select
+        import time
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b""
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
+
+    def _died(self) -> str:
+        proc = self._proc
+        try:
+            code = proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - it did not end: the verifier is stuck
+            code = None
+        self._stop(kill=True)
+        if code is None or code == 0:
+            return "the MLIR verifier crashed (no answer)"
         return f"the MLIR verifier crashed (exit code {code})"
-    try:
-        return json.loads(b"".join(chunks).decode())[0]
-    except (ValueError, IndexError):
-        return "the MLIR verifier crashed (no answer)"
+
+    def _stop(self, kill: bool = False) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or self._pid != os.getpid():
+            return
+        try:
+            if kill:
+                proc.kill()
+            else:
+                proc.stdin.close()
+            proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - a process that will not end is killed
+            proc.kill()
+            proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def close(self) -> None:
+        """End the process (it exits at the end of its input)."""
+        with self._lock:
+            self._stop()
+
+
+_VERIFIER = VerifierProcess()
+atexit.register(_VERIFIER.close)

@@ -29,11 +29,15 @@ def test_op(conformance_op_binding, conformance_backend, conformance_options,
                    record_property, conformance_hang_budget)
 
 
-def test_example(conformance_example, conformance_backend, conformance_options):
+def test_example(conformance_example, conformance_backend, conformance_options,
+                 conformance_hang_budget):
     """The spec's own example gives the spec's result."""
-    run_example(conformance_backend, conformance_example, conformance_options)
+    run_example(conformance_backend, conformance_example, conformance_options,
+                conformance_hang_budget)
 
 
-def test_invalid(conformance_invalid_rule, conformance_backend, conformance_options):
+def test_invalid(conformance_invalid_rule, conformance_backend, conformance_options,
+                 conformance_hang_budget):
     """A program that breaks one rule of the spec is rejected."""
-    run_invalid_rule(conformance_backend, conformance_invalid_rule, conformance_options)
+    run_invalid_rule(conformance_backend, conformance_invalid_rule, conformance_options,
+                     conformance_hang_budget)
