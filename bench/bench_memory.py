@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -150,34 +151,30 @@ class Peak:
         return max((p.hwm_kib for p in self.processes), default=0)
 
 
-def peak_of(cmd: Sequence[str], interval: float = INTERVAL, cwd: str | None = None,
-            env: dict | None = None, leftover_grace: float = 30.0) -> Peak:
-    """Run ``cmd`` and measure the peak resident memory of it and all its descendants:
-    exact for the largest process (wait4's ``ru_maxrss``), each process's ``VmHWM`` read
-    every ``interval`` seconds while it lives, the tree's sum bounded from both sides.
-    Descendants still alive ``leftover_grace`` seconds after ``cmd`` exits are sent
-    SIGTERM (they are this measurement's own processes) and reaped."""
+def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: str,
+          cwd: str | None, env: dict | None) -> dict:
+    """In the reaper process (whose only children are the tree's): run ``cmd``, read its
+    processes' high-water marks every ``interval`` seconds, reap it and every orphan
+    reparented here with ``wait4`` (their exact ``ru_maxrss``)."""
     subreaper = become_subreaper()
     me = os.getpid()
     seen: dict[tuple[int, int], Process] = {}
     tree_low = 0
     stop = threading.Event()
-    lock = threading.Lock()
 
     def sample() -> None:
         nonlocal tree_low
         current = 0
         for pid in descendants(me):
             st = _status(pid)
-            if "VmHWM" not in st:           # a zombie or a kernel thread: nothing mapped
+            if "VmHWM" not in st:           # a zombie: nothing mapped any more
                 continue
             key = (pid, _start_time(pid))
-            with lock:
-                p = seen.get(key)
-                if p is None:
-                    p = seen[key] = Process(pid, int(st.get("PPid", "0").strip() or 0),
-                                            _command(pid))
-                p.hwm_kib = max(p.hwm_kib, _kib(st["VmHWM"]))
+            p = seen.get(key)
+            if p is None:
+                p = seen[key] = Process(pid, int(st.get("PPid", "0").strip() or 0),
+                                        _command(pid))
+            p.hwm_kib = max(p.hwm_kib, _kib(st["VmHWM"]))
             current += _kib(st.get("VmRSS", ""))
         tree_low = max(tree_low, current)
 
@@ -186,45 +183,72 @@ def peak_of(cmd: Sequence[str], interval: float = INTERVAL, cwd: str | None = No
             sample()
             stop.wait(interval)
 
-    with tempfile.TemporaryFile(mode="w+") as out:
+    with open(output, "w") as out:
         started = time.time()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT,
                                 cwd=cwd, env=env)
-        thread = threading.Thread(target=sampler, daemon=True)
-        thread.start()
-        exact: dict[int, int] = {}
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        exact[proc.pid] = usage.ru_maxrss
-        seconds = time.time() - started
-        # orphans reparented here: wait for them, then end what is left (ours)
-        deadline = time.time() + leftover_grace
-        while True:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid:
-                exact[pid] = usage.ru_maxrss
-                continue
-            if time.time() > deadline:
-                for pid in descendants(me):
-                    try:
-                        os.kill(pid, signal.SIGTERM)
-                    except ProcessLookupError:
-                        pass
-                deadline = time.time() + leftover_grace
-            time.sleep(0.05)
-        stop.set()
-        thread.join()
-        out.seek(0)
-        output = out.read()
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
+    exact: dict[int, int] = {}
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    exact[proc.pid] = usage.ru_maxrss
+    seconds = time.time() - started
+    # orphans reparented here: wait for them, then end what is left (the tree's own)
+    deadline = time.time() + leftover_grace
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid:
+            exact[pid] = usage.ru_maxrss
+            continue
+        if time.time() > deadline:
+            for pid in descendants(me):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            deadline = time.time() + leftover_grace
+        time.sleep(0.05)
+    stop.set()
+    thread.join()
     processes = sorted(seen.values(), key=lambda p: -p.hwm_kib)
     for p in processes:
         if p.pid in exact:
             p.exact_kib = exact[p.pid]
-    return Peak(proc.returncode, seconds, max(exact.values(), default=0), processes,
-                tree_low, sum(p.hwm_kib for p in processes), output, subreaper)
+    return {"exit": code, "seconds": seconds,
+            "largest_kib": max(exact.values(), default=0),
+            "processes": [dataclasses.asdict(p) for p in processes],
+            "tree_low_kib": tree_low, "tree_high_kib": sum(p.hwm_kib for p in processes),
+            "subreaper": subreaper}
+
+
+def peak_of(cmd: Sequence[str], interval: float = INTERVAL, cwd: str | None = None,
+            env: dict | None = None, leftover_grace: float = 30.0) -> Peak:
+    """Run ``cmd`` and measure the peak resident memory of it and all its descendants:
+    exact for the largest process (wait4's ``ru_maxrss``), each process's ``VmHWM`` read
+    every ``interval`` seconds while it lives, the tree's sum bounded from both sides.
+
+    The measuring is done by a small reaper process of its own (this file run with
+    ``--reaper``), the tree's child subreaper, so that the caller's other children (a
+    test runner's) are never waited for. Descendants still alive ``leftover_grace``
+    seconds after ``cmd`` exits are sent SIGTERM (they are the measured tree's own) and
+    reaped."""
+    with tempfile.TemporaryDirectory(prefix="bench-memory-reaper-") as tmp:
+        output = str(Path(tmp) / "output")
+        job = {"cmd": list(cmd), "interval": interval, "leftover_grace": leftover_grace,
+               "output": output, "cwd": cwd, "env": env}
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--reaper",
+                               json.dumps(job)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the reaper failed: {done.stderr.strip()[-2000:]}")
+        r = json.loads(done.stdout)
+        text = Path(output).read_text(errors="replace") if Path(output).exists() else ""
+    return Peak(r["exit"], r["seconds"], r["largest_kib"],
+                [Process(**p) for p in r["processes"]], r["tree_low_kib"],
+                r["tree_high_kib"], text, r["subreaper"])
 
 
 def _mib(kib: int) -> int:
@@ -268,6 +292,12 @@ def report(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--reaper"]:                 # peak_of's measuring process
+        job = json.loads(argv[1])
+        print(json.dumps(_reap(job["cmd"], job["interval"], job["leftover_grace"],
+                               job["output"], job["cwd"], job["env"])))
+        return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="jax")
     p.add_argument("--depth", default="default")
