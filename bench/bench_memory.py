@@ -16,9 +16,10 @@ of resident memory; nothing is inferred from samples of the current size.
   below the exact maximum says so.
 - **the whole tree** (what a CI machine must hold): bounded from both sides, there is no
   exact figure without a cgroup of its own: at least the largest sum of the processes'
-  resident sizes seen at one instant (sampled: a lower bound), at most the sum of their
-  peaks (an upper bound: peaks at different times, pages shared after a fork counted
-  in each process).
+  proportional set sizes (``Pss``: a page shared by k processes counts 1/k in each) seen
+  at one instant (read once a second: a lower bound), at most the sum of their peaks (an upper
+  bound: peaks at different times, and a forked copy's pages, shared with its parent,
+  counted in both).
 
 Targets (issue 11, issue 31): the default and the quick run (jax, CPU) <= 1 GB, the
 three-backend run (jax, xla, interpreter) <= 1.5 GB, flat in the number of ops (``--flat``
@@ -54,6 +55,8 @@ TARGETS_MB = {("jax", "default"): 1024, ("jax", "quick"): 1024,
 PR_SET_CHILD_SUBREAPER = 36
 #: how often the per-process high-water marks are read (seconds)
 INTERVAL = 0.1
+#: how often the tree's sum of proportional set sizes is read (seconds)
+PSS_INTERVAL = 1.0
 
 
 def become_subreaper() -> bool:
@@ -106,6 +109,19 @@ def _kib(value: str) -> int:
     return int(value.split()[0]) if value and value.split() else 0
 
 
+def _pss_kib(pid: int, status: dict[str, str]) -> int:
+    """The process's proportional set size (a page shared by k processes counts 1/k in
+    each: a forked copy's pages are not counted twice); its resident size where
+    ``smaps_rollup`` cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return _kib(line.split(":", 1)[1])
+    except OSError:
+        pass
+    return _kib(status.get("VmRSS", ""))
+
+
 def _start_time(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
@@ -141,7 +157,7 @@ class Peak:
     seconds: float
     largest_kib: int                 # exact: max ru_maxrss over the tree
     processes: list[Process]         # by the high-water marks read, largest first
-    tree_low_kib: int                # largest simultaneous sum seen (lower bound)
+    tree_low_kib: int                # largest sum of Pss seen at once (lower bound)
     tree_high_kib: int               # sum of the processes' peaks (upper bound)
     output: str = ""
     subreaper: bool = True
@@ -162,7 +178,7 @@ def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: st
     tree_low = 0
     stop = threading.Event()
 
-    def sample() -> None:
+    def sample(with_pss: bool) -> None:
         nonlocal tree_low
         current = 0
         for pid in descendants(me):
@@ -175,12 +191,17 @@ def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: st
                 p = seen[key] = Process(pid, int(st.get("PPid", "0").strip() or 0),
                                         _command(pid))
             p.hwm_kib = max(p.hwm_kib, _kib(st["VmHWM"]))
-            current += _kib(st.get("VmRSS", ""))
+            if with_pss:
+                current += _pss_kib(pid, st)
         tree_low = max(tree_low, current)
 
     def sampler() -> None:
+        # (Pss walks the page tables: 10 ms for a process of 400 MB; read once a second)
+        every = max(1, round(PSS_INTERVAL / interval))
+        count = 0
         while not stop.is_set():
-            sample()
+            sample(count % every == 0)
+            count += 1
             stop.wait(interval)
 
     with open(output, "w") as out:
