@@ -42,10 +42,11 @@ class JaxBackend(Backend):
 
     def clear_cache(self) -> None:
         """Also jax's own caches of traced and compiled functions, which otherwise keep
-        every signature's executable for the whole run."""
-        super().clear_cache()
+        every signature's executable for the whole run (first, so that what they held is
+        given back to the system with the rest)."""
         import jax
         jax.clear_caches()
+        super().clear_cache()
 
     def describe(self) -> dict[str, Any]:
         import jaxlib

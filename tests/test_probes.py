@@ -369,3 +369,37 @@ def test_the_report_shows_the_operand_precision(tmp_path):
     rows = {(r["element_type"], r["precision_config"]): r
             for r in s["implementation_defined_behaviour"]}
     assert rows[("f32", "DEFAULT")]["operand_bits"] == [11, 11]
+
+
+class CountingSums(SumBackend):
+    """A SumBackend that sums a whole batch at once and records how many rows each
+    execution got."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.batches: list[int] = []
+
+    def compile_batch(self, sig):
+        self.compile(sig)                       # (refuses what compile refuses)
+        out_dtype = sig.result_types[0].element_type.dtype
+
+        def execute(stacked):
+            self.batches.append(len(stacked[0]))
+            sums = self.sums(_terms(sig, stacked))
+            return [np.asarray(sums).reshape((len(stacked[0]),) +
+                                             sig.result_types[0].shape).astype(out_dtype)]
+        return execute
+
+
+@pytest.mark.parametrize("op", ["convolution", "dot_general", "reduce"])
+def test_probe_rows_go_in_small_batches(op):
+    """Every execution gets PROBE_BATCH rows (the last padded), one compile serves them
+    all, and the findings are those of the rows run one by one: a batch of all the rows
+    at once (468 for f64) made jax's vmap of a convolution a grouped convolution whose
+    kernel XLA expands to rows x rows x 1024 (1.8 GB, issue 31)."""
+    backend = CountingSums("f32", "sequential")
+    rec = probe(backend, op=op, t="f64", pc="HIGHEST" if op != "reduce" else None)
+    assert backend.batches and set(backend.batches) == {probes.PROBE_BATCH}
+    assert sum(backend.batches) < 2 * 468
+    assert len(backend._batch_cache) == 1
+    assert (rec["accumulation"], rec["in_index_order"]) == ("f32", True)

@@ -57,7 +57,7 @@ from conformance.backends import Backend, Unsupported
 from conformance.core.case import Signature
 from conformance.core.types import element_type
 
-__all__ = ["SUM_FORMS", "PROBED", "ProbePlan", "SumForm", "sum_form", "probe_backend",
+__all__ = ["SUM_FORMS", "PROBED", "PROBE_BATCH", "ProbePlan", "SumForm", "sum_form", "probe_backend",
            "probe_one", "accumulation_from", "order_from", "operand_from", "operand_rows",
            "FORMATS", "OPERAND_FORMATS", "ORDER_MODELS", "UNDETERMINED"]
 
@@ -181,21 +181,42 @@ class _Skip(Exception):
     """The backend cannot run the probe (unsupported, or it failed): the reason."""
 
 
+#: the most rows one execution of a probe's batch executable takes: the rows go in batches
+#: of this many, the last padded with rows of zeros (so that one compile serves every
+#: batch; their sums are dropped). A batch of a contraction whose operands both carry the
+#: batch axis may cost the batch size squared: jax's vmap of a convolution with a kernel
+#: per row is a convolution with a feature group per row, whose kernel XLA on CPU expands
+#: to rows x rows x n (the 468 rows of f64 terms in one batch held 1.8 GB, the peak of a
+#: whole run, issue 31); 32 rows, 8 MB. Each row's sum is the same either way.
+PROBE_BATCH = 32
+
+
 def _run_rows(backend: Backend, form: SumForm, t: str, pc: Any, rows: np.ndarray,
               rhs: np.ndarray | None = None) -> np.ndarray:
     """The backend's sums of ``rows`` ([batch, n] of T) as float64 (with ``rhs``: of the
     products ``rows·rhs``), through the backend's batch executable of the form's
-    signature (compiled once per (T, n, pc))."""
+    signature (compiled once per (T, n, pc)), :data:`PROBE_BATCH` rows at a time."""
     sig = form.signature(t, rows.shape[1], pc)
+    count = rows.shape[0]
+    pad = -count % PROBE_BATCH
+
+    def padded(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)]) if pad else x
+    rows = padded(rows)
+    rhs = None if rhs is None else padded(rhs)
+    sums = []
     try:
         exe = backend.batch_executable(sig)
-        out = exe(form.inputs(rows) if rhs is None else form.products(rows, rhs))
+        for start in range(0, rows.shape[0], PROBE_BATCH):
+            part = rows[start:start + PROBE_BATCH]
+            out = exe(form.inputs(part) if rhs is None else
+                      form.products(part, rhs[start:start + PROBE_BATCH]))
+            sums.append(np.asarray(out[0]).reshape(part.shape[0]).astype(np.float64))
     except Unsupported as e:
         raise _Skip(f"unsupported: {e}") from e
     except Exception as e:  # noqa: BLE001 - the backend's failure: no finding
         raise _Skip(f"{type(e).__name__}: {str(e).strip()[:300]}") from e
-    r = np.asarray(out[0])
-    return r.reshape(rows.shape[0]).astype(np.float64)
+    return np.concatenate(sums)[:count] if sums else np.zeros(0)
 
 
 def _exponents(t: str) -> tuple[int, int]:
@@ -567,8 +588,8 @@ def order_from(t: str, sums: np.ndarray, bits: int | None) -> dict[str, Any]:
 def probe_one(backend: Backend, op: str, t: str, pc: Any = None, order: bool = True
               ) -> dict[str, Any]:
     """Both probes of ``op`` on ``backend`` for element type ``t`` and precision_config
-    ``pc``: every row in one batch through one compile. Raises :class:`_Skip` when the
-    backend cannot run it."""
+    ``pc``: every row through one compile (:data:`PROBE_BATCH` rows per execution).
+    Raises :class:`_Skip` when the backend cannot run it."""
     form = SUM_FORMS[op]
     parts = [precision_rows(t, LENGTH, at)[1] for at in PRECISION_LAYOUTS]
     if order:

@@ -244,8 +244,8 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
     array of one integer or float type; its bit patterns): (passes, statistics). The
     three share ``alpha`` (alpha / 3 each); see the module docstring for the bounds."""
     from scipy.stats import chi2, norm
-    bits, w = bit_patterns(values)
-    bits = bits[:POOL_LIMIT]
+    # (the first POOL_LIMIT elements converted, not all of them)
+    bits, w = bit_patterns(np.asarray(values).reshape(-1)[:POOL_LIMIT])
     n = bits.size
     stats: dict = {"elements": int(n), "width": w}
     if n < 64:
@@ -262,8 +262,9 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
         ok = False
         stats["biased_bits"] = [int(p) for p in np.nonzero(dev > limit)[0]]
     sym_bits = min(w, 8)
-    # the symbols in stream order: each element's bytes, low byte first (or its 4 bits)
-    symbols = (planes.reshape(-1) if w >= 8 else bits).astype(np.int64)
+    # the symbols in stream order: each element's bytes, low byte first (or its 4 bits);
+    # bytes stay uint8 (8 MB, not 64 MB of int64 for 2^20 64-bit elements)
+    symbols = planes.reshape(-1) if w >= 8 else bits.astype(np.int64)
     bins = 1 << sym_bits
     m = symbols.size
     if m >= 20 * bins:
@@ -277,6 +278,7 @@ def uniform_bits_test(values: np.ndarray, alpha: float) -> tuple[bool, dict]:
     if m >= 4096:
         s = symbols.astype(np.float64)
         s0, s1 = s[:-1] - s[:-1].mean(), s[1:] - s[1:].mean()
+        del s           # (three arrays of m doubles at a time, not five)
         den = math.sqrt(float((s0 * s0).sum() * (s1 * s1).sum()))
         r = float((s0 * s1).sum() / den) if den else 1.0
         z = abs(r) * math.sqrt(m - 1)
