@@ -47,6 +47,13 @@ class OpSyntax:
     # module, named by the symbol attribute ``NAME = @NAME`` (func.call's callee,
     # stablehlo.composite's decomposition)
     function: str | None = None
+    # what an attribute is where the module's text omits its MLIR attribute (the
+    # dialect's default): spec attribute name -> an expression over the op's inputs and
+    # its other attributes (read by conformance/mlir/attributes.py)
+    defaults: tuple[tuple[str, str], ...] = ()
+    # how the op's regions are held: "expression" (specs/regions.py: rank-0 element-wise
+    # bodies) or "program" (conformance/core/region_program.py: if, case, while, ...)
+    region_form: str = "expression"
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -111,6 +118,14 @@ def syntax_of(spec) -> OpSyntax:
     if function is not None and [r.name for r in spec.regions] != [function]:
         raise MlirSyntaxError(f"{spec.path}: mlir.function: {function!r} must name the "
                               f"op's one region")
+    defaults = data.get("defaults") or {}
+    if set(defaults) - spec_attrs:
+        raise MlirSyntaxError(f"{spec.path}: mlir.defaults: {sorted(set(defaults) - spec_attrs)}"
+                              f" are not attributes of {op}")
+    region_form = data.get("region_form", "expression")
+    if region_form not in ("expression", "program"):
+        raise MlirSyntaxError(f"{spec.path}: mlir.region_form: {region_form!r} must be "
+                              "expression or program")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
                     captured, data.get("decomposition"), data.get("dynamic_result"),
-                    function)
+                    function, tuple((k, str(v)) for k, v in defaults.items()), region_form)

@@ -124,6 +124,13 @@ def ws(tmp_path_factory):
     w.upd.mkdir()
     w.a_file = base / "inputs" / "a_file.txt"
     w.a_file.write_text("not a folder\n")
+    w.module = base / "inputs" / "abs.mlir"     # a module for `conformance check`
+    w.module.write_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                        "  %0 = stablehlo.abs %x : tensor<2xf32>\n"
+                        "  func.return %0 : tensor<2xf32>\n}\n")
+    w.module_inputs = base / "inputs" / "abs.npz"
+    import numpy as np
+    np.savez(w.module_inputs, arg0=np.array([-1.5, 2.0], np.float32))
     # Each command's baseline: (positional values, option values, flags); valid, fast.
     run = ([], {"--backend": "numpy", "--ops": "abs", "--family": "arithmetic",
                 "--types": "f32", "--depth": "quick", "--seed": "0", "--out": str(w.good),
@@ -167,6 +174,11 @@ def ws(tmp_path_factory):
                          ["--no-minimize", "--quiet"]),
         ("merge",): ([str(base / "merged"), str(w.results)], {"--expectations": str(w.exp)},
                      []),
+        ("check",): ([str(w.module)], {"--backend": "numpy", "--depth": "quick",
+                                       "--batch": "2", "--seed": "0",
+                                       "--inputs": str(w.module_inputs),
+                                       "--out": str(base / "check"),
+                                       "--accept": "subnormal_flush"}, ["--force"]),
     }
     w.protected = [w.good, w.other, w.saved, w.upd, w.tol.parent]
     return w
@@ -376,12 +388,42 @@ def bad_classes(action, ws):
     return st.sampled_from(["", ",", "nosuch", "value,nosuch", "pass", "value,,nan"])
 
 
+def bad_module_paths(action, ws):
+    def empty_folder():
+        d = scratch(ws)
+        d.mkdir()
+        return str(d)
+    return st.one_of(
+        st.just(str(ws.a_file)),                                  # not a module
+        st.builds(lambda: str(scratch(ws, ".mlir"))),             # no such file
+        st.builds(empty_folder),
+        st.builds(lambda: str(scratch(ws)) + "*.mlir"),           # a glob without matches
+        bad_input_file(ws, ".mlir", [b"module {\n", b"func.func @main() {}\n",
+                                     b"\x00\x01", b"ML\xefR\x00garbage"]))
+
+
+def bad_inputs_file(action, ws):
+    import numpy as np
+
+    def npz(**arrays):
+        path = scratch(ws, ".npz")
+        np.savez(path, **arrays)
+        return str(path)
+    return st.one_of(
+        st.builds(lambda: str(scratch(ws, ".npz"))),              # no such file
+        bad_input_file(ws, ".npz", [b"garbage", b"PK\x03\x04"]),
+        st.builds(lambda: npz(other=np.zeros(2, np.float32))),     # no array for arg0
+        st.builds(lambda: npz(arg0=np.zeros(3, np.float32))),      # the wrong shape
+        st.builds(lambda: npz(arg0=np.zeros(2, np.int32))))        # the wrong type
+
+
 BAD = {"classes": bad_classes, "shard": bad_shard, "cluster": bad_cluster, "duration": bad_duration, "int": bad_number, "seconds": bad_number, "choice": bad_choice, "ops": bad_ops,
        "families": bad_families, "types": bad_types, "backends": bad_backends,
        "backend": bad_backend, "run_backend": bad_run_backend, "case_id": bad_case_id,
        "op": bad_op, "results": bad_results, "expectations": bad_expectations,
        "tolerances": bad_tolerances, "spec_files": bad_spec_files, "out_dir": bad_out_dir,
-       "out_file": bad_out_file}
+       "out_file": bad_out_file, "module_paths": bad_module_paths,
+       "inputs_file": bad_inputs_file}
 
 
 # ---------------------------------------------------------------------------

@@ -48,8 +48,10 @@ def test_one_class_per_form_and_the_registry_resolves_each():
     assert record_class({"kind": "end"}) is R.RunEnd
     assert record_class({"kind": "end", "merged": 2}) is R.MergedEnd
     assert record_class({"kind": "end", "command": "programs"}) is R.ProgramsEnd
+    assert record_class({"kind": "run", "command": "check"}) is R.CheckRunHeader
+    assert record_class({"kind": "end", "command": "check"}) is R.CheckEnd
     assert [c for c in RECORD_CLASSES if c.HEADER] == [R.RunHeader, R.MergedRunHeader,
-                                                       R.ProgramsRunHeader]
+                                                       R.ProgramsRunHeader, R.CheckRunHeader]
 
 
 def _sample(cls, optional: bool):
@@ -59,7 +61,8 @@ def _sample(cls, optional: bool):
     for key, f in cls.keys().items():
         required = f.default is dataclasses.MISSING
         if required or optional:
-            values[f.name] = {"format": FORMAT_VERSION, "command": "programs"}.get(
+            command = "check" if cls.__name__.startswith("Check") else "programs"
+            values[f.name] = {"format": FORMAT_VERSION, "command": command}.get(
                 key, f"v-{key}")
     return cls(**values)
 

@@ -66,6 +66,8 @@ CAMPAIGN_FILES = ("campaign.json", "corpus/index.jsonl", "log.jsonl")
 MAX_PROGRAMS = 1_000_000
 MAX_PROGRAM_OPS = 100
 MAX_PROGRAM_BATCH = 4096
+#: ``conformance check``: value cases per module by depth (conformance.apps.check)
+_CHECK_BATCH = {"quick": 4, "default": 8, "deep": 16}
 
 
 class UsageError(Exception):
@@ -455,6 +457,36 @@ def _parser() -> argparse.ArgumentParser:
     pg_iso.add_argument("--no-isolate", dest="isolate", action="store_false")
     pg.add_argument("--quiet", action="store_true", help="no line per program")
 
+    ck = sub.add_parser("check", help="read StableHLO modules written elsewhere (a jax "
+                                      "export, a test file, a compiler dump) and judge them "
+                                      "op by op on backends (issue 29): exit 1 on a "
+                                      "divergence")
+    _kind(ck.add_argument("modules", nargs="+", metavar="MODULE",
+                          help=".mlir or .mlirbc files (VHLO portable artifacts included), "
+                               "folders of them, or globs"), "module_paths")
+    _kind(ck.add_argument("--backend", default="jax", metavar="BACKENDS",
+                          help="comma list of backends (as for run; default: jax)"), "backends")
+    ck.add_argument("--depth", choices=list(_CHECK_BATCH), default="default",
+                    help="value cases per module: " + ", ".join(
+                        f"{k} {v}" for k, v in _CHECK_BATCH.items()) + " (--batch overrides)")
+    ck.add_argument("--batch", type=_Int(1, MAX_PROGRAM_BATCH), default=None, metavar="N",
+                    help=f"value cases per module (1 to {MAX_PROGRAM_BATCH})")
+    ck.add_argument("--seed", type=_Int(0), default=0, metavar="S",
+                    help="same seed, same drawn argument values")
+    _kind(ck.add_argument("--inputs", metavar="FILE.npz",
+                          help="the modules' argument values (arrays arg0, arg1, ... or in "
+                               "order; one case each, or with a leading batch axis) instead "
+                               "of drawn ones"), "inputs_file")
+    _kind(ck.add_argument("--out", default="conformance-check", metavar="DIR",
+                          help="output folder (default: conformance-check); one that holds "
+                               "the results of another run is refused unless --force"),
+          "out_dir")
+    ck.add_argument("--force", action="store_true",
+                    help="overwrite the results in --out even if another run wrote them")
+    _kind(ck.add_argument("--accept", metavar="CLASSES",
+                          help="comma list of divergence classes that do not fail the run "
+                               "(e.g. subnormal_flush)"), "classes")
+
     sp = sub.add_parser("specs", help="work with the spec files")
     sp_sub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     v = sp_sub.add_parser("validate", help="validate spec files (default: all shipped specs)")
@@ -504,8 +536,8 @@ def results_command(results: Path) -> str | None:
         return None
     if not isinstance(head, dict) or head.get("kind") != "run":
         return None
-    if head.get("command") == "programs":
-        return "programs"
+    if head.get("command") in ("programs", "check"):
+        return head["command"]
     return "merge" if "merged_from" in head else "run"
 
 
@@ -1256,6 +1288,45 @@ COMMANDS = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "show": cmd_
             "fuzz": cmd_fuzz, "merge": cmd_merge}
 
 COMMANDS["programs"] = cmd_programs
+
+
+def cmd_check(args) -> int:
+    """``conformance check``: see conformance.apps.check. The options, every module file
+    and the inputs file are checked before anything is written."""
+    from conformance.checking.compare import CASE_OUTCOMES
+    from conformance.apps.check import CheckError, module_paths, read_modules, run
+    from conformance.mlir.reader import ReadError
+    args.backend_list = _backend_locators(args.backend, "--backend")
+    accept = list_option(args.accept, "--accept") or []
+    unknown = [c for c in accept if c not in CASE_OUTCOMES or c == "pass"]
+    if unknown:
+        raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
+                         f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
+    args.accept_list = accept
+    if args.inputs is not None and not Path(args.inputs).is_file():
+        raise UsageError(f"--inputs {args.inputs}: no such file")
+    out = output_dir(args.out, "--out")
+    not_a_campaign(out, "--out")
+    results = out / "results.jsonl"
+    if not args.force and results.exists() and results.stat().st_size:
+        what = results_command(results)
+        if what != "check":
+            owner = f"`conformance {what}`" if what else "another command (no run header)"
+            raise UsageError(f"--out {args.out}: holds the results of {owner} ({results}); "
+                             f"use --force to overwrite them, or another --out")
+    try:
+        paths = module_paths(args.modules)
+        args.reads = read_modules(paths)
+        if args.inputs is not None:
+            from conformance.apps.check import inputs_for
+            for r in args.reads:
+                inputs_for(r.program, args.seed, "", 1, Path(args.inputs))
+    except (CheckError, ReadError) as e:
+        raise UsageError(str(e)) from None
+    return run(args)
+
+
+COMMANDS["check"] = cmd_check
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -107,7 +107,9 @@ def _scalar(x) -> Any:
         return str(np.asarray(x))
 
 
-def _finding(value, op, check, cls_array, expected, actual) -> Finding | None:
+def finding_of(value, op, check, cls_array, expected, actual) -> Finding | None:
+    """The finding of one value's element classes (its first diverging element and the
+    worst class), or None where every element passes."""
     bad = cls_array != PASS
     if not bad.any():
         return None
@@ -159,7 +161,7 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
             skip = oracle.masked[r] | oracle.inexact[r] | flushed.masked[r]
             cls = _exact_classes(a, oracle.values[r], flushed.values[r], skip)
             op = program.operations[producer[r][0]].op if r in producer else "argument"
-            f = _finding(r, op, "exact", cls, oracle.values[r], a)
+            f = finding_of(r, op, "exact", cls, oracle.values[r], a)
             if f is not None:
                 findings.append(f)
         checks = ["exact"]
@@ -276,6 +278,21 @@ def _attribute(backend, program, inputs, actual, findings) -> dict | None:
     return values
 
 
+def judge_operation(o, xs: Sequence[np.ndarray], got: Sequence[np.ndarray]):
+    """One operation's results ``got`` (stacked cases) on its operands ``xs``, judged by
+    its op's own verdict against the oracle on those operands: the verdict
+    (conformance.checking.verdicts) and the oracle's values."""
+    sig = o.signature
+    spec = load_spec(sig.op)
+    expected = list(oracles.evaluate_batch(sig, xs, spec))
+    masks = oracles.implementation_defined(sig, xs, spec, expected)
+    verdict = judge(Judgement(sig, spec, spec.signature_accuracy(sig), xs, expected, got,
+                              masks, lambda ys: oracles.evaluate_batch(sig, ys, spec),
+                              rules_on=lambda ys, zs: oracles.implementation_defined(
+                                  sig, ys, spec, zs)))
+    return verdict, expected
+
+
 def _metamorphic(backend, program, inputs, batch, oracle) -> list[Finding]:
     exposed = program.exposed()
     values = run_batch(compile_program(backend, exposed), inputs, batch)
@@ -290,16 +307,9 @@ def _metamorphic(backend, program, inputs, batch, oracle) -> list[Finding]:
             or any(oracle.masked[r].any() for r in o.results)
         if exact_op(sig) and not tainted:
             continue                        # judged exactly on the final results
-        spec = load_spec(sig.op)
         xs = [env[v] for v in o.operands]
         got = [env[r] for r in o.results]
-        expected = list(oracles.evaluate_batch(sig, xs, spec))
-        masks = oracles.implementation_defined(sig, xs, spec, expected)
-        verdict = judge(Judgement(sig, spec, spec.signature_accuracy(sig), xs, expected, got,
-                                  masks, lambda ys, sig=sig, spec=spec:
-                                  oracles.evaluate_batch(sig, ys, spec),
-                                  rules_on=lambda ys, zs, sig=sig, spec=spec:
-                                  oracles.implementation_defined(sig, ys, spec, zs)))
+        verdict, expected = judge_operation(o, xs, got)
         if verdict.type_message is not None:
             out.append(Finding(o.name, o.op, "metamorphic", "type", 0, 0, (),
                                verdict.type_message))
@@ -310,7 +320,7 @@ def _metamorphic(backend, program, inputs, batch, oracle) -> list[Finding]:
         for r, cls, e, a, s in zip(o.results, verdict.element_classes, expected, got, alone):
             cls = np.asarray(cls).copy()
             cls[same_bits_or_nan(np.asarray(s), np.asarray(a))] = PASS
-            f = _finding(r, o.op, "metamorphic", cls, e, a)
+            f = finding_of(r, o.op, "metamorphic", cls, e, a)
             if f is not None:
                 f.fusion = True
                 out.append(f)
@@ -501,4 +511,5 @@ def _candidates(program: Program, inputs: list[np.ndarray]):
                 yield keep(p, {o.name: oracle.values[o.name]})
 
 
-__all__ = ["check_program", "ProgramVerdict", "Finding", "minimize", "Minimized"]
+__all__ = ["check_program", "ProgramVerdict", "Finding", "minimize", "Minimized",
+           "judge_operation", "finding_of"]

@@ -202,6 +202,8 @@ def parse_dense(text: str) -> np.ndarray:
         if ttype.size != 0:
             raise DenseError(f"dense<> has no elements, but {ttype.mlir()} has {ttype.size}")
         return np.zeros(ttype.shape, et.dtype)
+    if body.startswith('"'):
+        return _hex_blob(body, ttype, text)
     value = _parse_body(body)
     if ttype.shape and _is_element(value, et):                  # a splat
         try:
@@ -217,3 +219,24 @@ def parse_dense(text: str) -> np.ndarray:
         return from_literal(value, ttype)
     except LiteralError as e:
         raise DenseError(f"{e} (in {text.strip()[:60]!r})") from None
+
+
+def _hex_blob(body: str, ttype: TensorType, text: str) -> np.ndarray:
+    """MLIR's hexadecimal form of a large constant, ``dense<"0x...">``: the elements'
+    bytes, little-endian, in row-major order (one byte per i1 element); one element's
+    bytes for a splat."""
+    m = re.fullmatch(r'"0x([0-9A-Fa-f]*)"', body)
+    if not m:
+        raise DenseError(f"cannot read the tensor literal {body[:60]!r}")
+    et = ttype.element_type
+    dtype = np.dtype(et.dtype)      # (numpy's native order: little-endian where jaxlib runs)
+    raw = bytes.fromhex(m.group(1))
+    itemsize = 1 if et.is_boolean else dtype.itemsize
+    if len(raw) == itemsize and ttype.size != 1:                # a splat
+        raw = raw * ttype.size
+    if len(raw) != itemsize * ttype.size:
+        raise DenseError(f"the hexadecimal constant holds {len(raw)} bytes, {ttype.mlir()} "
+                         f"needs {itemsize * ttype.size} (in {text.strip()[:60]!r})")
+    if et.is_boolean:
+        return (np.frombuffer(raw, np.uint8) != 0).reshape(ttype.shape)
+    return np.frombuffer(raw, dtype).reshape(ttype.shape).copy()

@@ -54,6 +54,10 @@ Record kinds (the ``kind`` key):
   one backend of this run: ``case_id``, ``backend``, ``class`` (now), ``class_before``
   (saved), ``found_on`` (the backend that diverged), ``same_backend``, ``repro``.
 - ``program``: one generated program on one backend (``conformance programs``).
+- ``module``: one module read in (a jax export, a test file) on one backend
+  (``conformance check``, header :class:`CheckRunHeader` ``command: check``, end
+  :class:`CheckEnd`): its three checks, its first diverging op with location and text,
+  and the ops it holds that could not be judged (:class:`ModuleRecord`).
 - ``internal_error``: a bug of the suite met while running one op.
 - ``unit_done``: every record of one op has been written (for resuming: ``conformance
   run --resume`` keeps the ops that have one and runs the others again).
@@ -257,6 +261,8 @@ class RunHeader(Record):
     def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
         if d.get("command") == "programs":
             return ProgramsRunHeader
+        if d.get("command") == "check":
+            return CheckRunHeader
         if "merged_from" in d:
             return MergedRunHeader
         return RunHeader
@@ -293,6 +299,29 @@ class ProgramsRunHeader(Record):
     minimize: bool = _opt()
     started: float = _opt()
     resumed: int = _opt()            # records kept from an interrupted run
+
+    @classmethod
+    def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
+        return RunHeader.variant(d)
+
+
+@dataclasses.dataclass(kw_only=True)
+class CheckRunHeader(Record):
+    """``conformance check``'s header (modules read in and judged, issue 29)."""
+
+    KIND: ClassVar[str] = "run"
+    HEADER: ClassVar[bool] = True
+    format: int = FORMAT_VERSION
+    command: str = _req()            # "check"
+    modules: list = _opt()           # the module files, in order
+    seed: int = _opt()
+    depth: str = _opt()
+    batch: int = _opt()
+    inputs: str | None = _opt()      # --inputs FILE.npz
+    backends: list = _opt()
+    locators: list = _opt()
+    out: str = _opt()
+    started: float = _opt()
 
     @classmethod
     def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
@@ -472,6 +501,29 @@ class Program(Record):
 
 @_kind
 @dataclasses.dataclass(kw_only=True)
+class ModuleRecord(Record):
+    """One module read in, on one backend (conformance.apps.check): its three checks
+    (conformance.checking.modules) and what of it could not be judged."""
+
+    KIND: ClassVar[str] = "module"
+    id: str = _req()                 # the module file
+    backend: str = _req()
+    outcome: str = _req()
+    message: str | None = _opt()
+    judged_ops: int = _opt()         # operations check 1 judged
+    ops: int = _opt()                # operations read
+    unjudged: list = _opt()          # {op, location, reason} of the ops not judged
+    dropped_results: list = _opt()   # results of @main that depend on one of those
+    first: dict | None = _opt()      # the first diverging op: location, text, values
+    op_by_op: list = _opt()          # check 1's findings
+    whole: dict = _opt()             # checks 2 and 3 (the program verdict)
+    seconds: float = _opt()
+    program: dict = _opt()           # the program read, where it diverged
+    origins: dict = _opt()           # operation name -> {op, location, text}
+
+
+@_kind
+@dataclasses.dataclass(kw_only=True)
 class InternalError(Record):
     KIND: ClassVar[str] = "internal_error"
     op: str = _req()
@@ -500,6 +552,8 @@ class RunEnd(Record):
     def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
         if d.get("command") == "programs":
             return ProgramsEnd
+        if d.get("command") == "check":
+            return CheckEnd
         if "merged" in d:
             return MergedEnd
         return RunEnd
@@ -522,11 +576,23 @@ class ProgramsEnd(Record):
         return RunEnd.variant(d)
 
 
+@dataclasses.dataclass(kw_only=True)
+class CheckEnd(Record):
+    KIND: ClassVar[str] = "end"
+    command: str = _req()            # "check"
+    elapsed: float = _opt()
+    outcomes: dict = _opt()          # outcome -> how many (module, backend) pairs
+
+    @classmethod
+    def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
+        return RunEnd.variant(d)
+
+
 #: Every record class (each form of every kind).
 RECORD_CLASSES: tuple[type[Record], ...] = (
     RunHeader, MergedRunHeader, ProgramsRunHeader, Validity, SignatureRecord, Cross,
     Divergence, Invalid, Example, Probe, Replay, Program, InternalError, UnitDone, RunEnd,
-    MergedEnd, ProgramsEnd)
+    MergedEnd, ProgramsEnd, CheckRunHeader, ModuleRecord, CheckEnd)
 
 
 def record_class(d: Any) -> type[Record]:

@@ -54,7 +54,7 @@ from conformance.core.region_program import (RegionProgramError, is_program as
                                              is_region_program, parse as parse_region_program)
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
-           "op_text", "module_text", "context", "parse", "verify", "verifier_rejects"]
+           "op_text", "module_text", "context", "parse", "verify", "verifier_rejects", "MLIR_LOCK"]
 
 
 class EmitError(ValueError):
@@ -470,6 +470,8 @@ def _unpack(values, types, lines: list[str]) -> list[str]:
 # ---------------------------------------------------------------------------
 
 _LOCK = threading.RLock()
+#: held while the shared MLIR context parses or prints (the bindings are not thread-safe)
+MLIR_LOCK = _LOCK
 
 
 def _new_context():

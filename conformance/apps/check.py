@@ -1,0 +1,197 @@
+"""``conformance check``: StableHLO modules written elsewhere, judged op by op (issue 29).
+
+    conformance check model.mlir exported.mlirbc dumps/ --backend jax,xla --out DIR
+    conformance check model.mlirbc --inputs args.npz     # the model's own arguments
+
+Every module file (``.mlir`` text, ``.mlirbc`` bytecode or a VHLO portable artifact as
+``jax.export`` serialises it; a folder stands for the module files under it, a glob for
+its matches) is read into the suite's program (conformance.mlir.reader: every op mapped
+to its spec, attributes read through the spec's ``mlir:`` section, ``func.call``
+followed, what cannot be judged named in one line each) and judged on every backend by
+the three checks of conformance.checking.modules: each op alone on the backend's own
+values by its own verdict (the first diverging op named by its location and text), the
+whole module against the oracle, and the whole module against its own ops.
+
+Arguments: ``--inputs FILE.npz`` (arrays ``arg0``, ``arg1``, ... or in order, each of
+the argument's shape for one case or with a leading batch axis), else drawn by the
+generators for each argument's type (special values, ``--batch`` cases; same
+``--seed``, same values).
+
+``DIR/results.jsonl``: a ``run`` header (``command: check``), one ``module`` record per
+module and backend, an ``end`` record (conformance.core.results CheckRunHeader,
+ModuleRecord, CheckEnd). Exit status: 0 when no module diverges (classes named in
+``--accept`` aside), 1 otherwise, 2 for a bad option or a file that is not a module
+(one line naming it, before anything is written).
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+EXIT_OK, EXIT_DIVERGED = 0, 1
+
+#: depth -> value cases per module
+DEPTH_BATCH = {"quick": 4, "default": 8, "deep": 16}
+
+MODULE_SUFFIXES = (".mlir", ".mlirbc")
+
+
+class CheckError(ValueError):
+    """A path or input file that cannot be used (one line naming it)."""
+
+
+def module_paths(items: Sequence[str]) -> list[Path]:
+    """The module files named: files as given, folders by their ``*.mlir`` and
+    ``*.mlirbc`` files (recursively, sorted), globs by their matches."""
+    out: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in MODULE_SUFFIXES
+                           and p.is_file())
+            if not found:
+                raise CheckError(f"{item}: a folder without .mlir or .mlirbc files")
+            out += found
+        elif path.is_file():
+            out.append(path)
+        elif any(c in item for c in "*?["):
+            found = sorted(Path(p) for p in glob.glob(item, recursive=True)
+                           if Path(p).is_file())
+            if not found:
+                raise CheckError(f"{item}: no file matches")
+            out += found
+        else:
+            raise CheckError(f"{item}: no such file or folder")
+    return list(dict.fromkeys(out))
+
+
+def inputs_for(program, seed: int, key: str, batch: int, npz: Path | None
+               ) -> tuple[list[np.ndarray], int]:
+    """The program's argument values, stacked (one array per argument, [batch, ...]),
+    and the batch: from ``npz`` if given, else drawn."""
+    if npz is not None:
+        return _npz_inputs(program, npz)
+    from conformance.checking.plan import stable_hash
+    from conformance.generators import draw_array
+    rng = np.random.default_rng([seed, stable_hash("check", key)])
+    return [draw_array(t.element_type, (batch, *t.shape), rng)
+            for _, t in program.arguments], batch
+
+
+def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:
+    try:
+        with np.load(npz, allow_pickle=False) as data:
+            arrays = {k: np.asarray(data[k]) for k in data.files}
+    except (OSError, ValueError) as e:
+        raise CheckError(f"--inputs {npz}: cannot read it as .npz: {e}") from None
+    names = program.argument_names
+    ordered = [arrays[n] if n in arrays else arrays.get(f"arr_{i}")
+               for i, n in enumerate(names)]
+    if any(a is None for a in ordered):
+        missing = [n for n, a in zip(names, ordered) if a is None]
+        raise CheckError(f"--inputs {npz}: no array for argument {missing[0]} (name them "
+                         f"{', '.join(names)}, or save them in order)")
+    out, batches = [], set()
+    for n, a, (_, t) in zip(names, ordered, program.arguments):
+        if a.dtype != np.dtype(t.element_type.dtype):
+            raise CheckError(f"--inputs {npz}: {n} is {a.dtype}, the module's argument is "
+                             f"{t.mlir()}")
+        if a.shape == t.shape:
+            a = a[None]
+        elif a.shape[1:] != t.shape:
+            raise CheckError(f"--inputs {npz}: {n} has shape {list(a.shape)}, the module's "
+                             f"argument is {t.mlir()} (with or without a batch axis)")
+        batches.add(a.shape[0])
+        out.append(a)
+    if len(batches) > 1:
+        raise CheckError(f"--inputs {npz}: the arrays have different batch sizes "
+                         f"{sorted(batches)}")
+    return out, batches.pop() if batches else 1
+
+
+def read_modules(paths: Sequence[Path]):
+    """Every module read (ReadError names the file at fault: nothing is checked then)."""
+    from conformance.mlir.reader import read_file
+    return [read_file(p) for p in paths]
+
+
+def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "kind": "module", "id": read.source, "backend": backend.name,
+        "outcome": verdict.outcome, "message": verdict.message,
+        "judged_ops": verdict.judged_ops, "ops": len(read.program.operations),
+        "unjudged": [u.to_json() for u in read.unjudged],
+        "dropped_results": list(read.dropped_results), "first": verdict.first,
+        "op_by_op": [f.to_json() for f in verdict.op_by_op], "whole": verdict.whole,
+        "seconds": round(seconds, 4)}
+    if verdict.diverges:
+        rec["program"] = read.program.to_json()
+        rec["origins"] = {k: o.to_json() for k, o in read.origins.items()}
+    return rec
+
+
+def summary_line(rec: dict[str, Any]) -> str:
+    """One line per module and backend; the first diverging op on the next."""
+    head = (f"{rec['id']} on {rec['backend']}: {rec['outcome']} ({rec['judged_ops']} of "
+            f"{rec['ops']} ops judged"
+            + (f", {len(rec['unjudged'])} not judged" if rec["unjudged"] else "") + ")")
+    if rec.get("message"):
+        head += f": {rec['message']}"
+    first = rec.get("first")
+    if first:
+        head += (f"\n  first diverging op: {first['op']} at {first['location']} "
+                 f"[{first['check']}, {first['class']}]: expected {first['expected']}, "
+                 f"got {_line(first['actual'])} (case {first['case']}, element "
+                 f"{first['index']})")
+    return head
+
+
+def _line(value: Any) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else text
+
+
+def run(args) -> int:
+    """Check every module on every backend (the options are checked by the CLI)."""
+    from conformance.backends import get_backend
+    from conformance.checking.modules import check_module
+    from conformance.core.results import ResultsWriter
+    reads = args.reads
+    backends = [get_backend(b) for b in args.backend_list]
+    batch = args.batch or DEPTH_BATCH[args.depth]
+    npz = Path(args.inputs) if args.inputs else None
+    out = Path(args.out)
+    accept = set(args.accept_list)
+    started = time.time()
+    outcomes: collections.Counter = collections.Counter()
+    failed = False
+    with ResultsWriter(out / "results.jsonl") as w:
+        w.write({"kind": "run", "command": "check", "modules": [r.source for r in reads],
+                 "seed": args.seed, "depth": args.depth, "batch": batch,
+                 "inputs": args.inputs, "backends": [b.describe() for b in backends],
+                 "locators": list(args.backend_list), "out": str(out), "started": started})
+        for read in reads:
+            for u in read.unjudged:
+                print(f"{read.source}: not judged: {u}")
+            inputs, n = inputs_for(read.program, args.seed, Path(read.source).name, batch,
+                                   npz)
+            for backend in backends:
+                t0 = time.perf_counter()
+                verdict = check_module(backend, read, inputs, n)
+                rec = record(read, backend, verdict, time.perf_counter() - t0)
+                w.write(rec)
+                outcomes[rec["outcome"]] += 1
+                print(summary_line(rec))
+                if verdict.diverges and rec["outcome"] not in accept:
+                    failed = True
+        w.write({"kind": "end", "command": "check", "elapsed": round(time.time() - started, 3),
+                 "outcomes": dict(outcomes)})
+    print(f"{sum(outcomes.values())} module checks: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+          + f"; results in {out / 'results.jsonl'}")
+    return EXIT_DIVERGED if failed else EXIT_OK

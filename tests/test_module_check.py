@@ -1,0 +1,163 @@
+"""`conformance check` (issue 29): a module read in is judged op by op on the backend's
+own values (the first diverging op named by its location), as a whole against the
+oracle and as a whole against its own ops; planted bugs fail, legal variants pass."""
+import json
+
+import numpy as np
+import pytest
+
+from conformance.apps import cli
+from conformance.checking.modules import check_module
+from conformance.core.results import read_results
+from conformance.mlir.reader import read_file
+from planted_programs import FusesMultiplyAdd, OracleProgram
+
+MODULE = """func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.multiply %a, %b : tensor<8xf32>
+  %1 = stablehlo.add %0, %b : tensor<8xf32>
+  %2 = stablehlo.exponential %1 : tensor<8xf32>
+  %3 = stablehlo.tanh %2 : tensor<8xf32>
+  func.return %3 : tensor<8xf32>
+}
+"""
+
+
+class WrongExponential(OracleProgram):
+    """exponential computed through float16: a real bug (thousands of ulps in f32)."""
+
+    name = "wrong-exp"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "exponential":
+            return right
+        return lambda xs: [np.asarray(np.exp(np.asarray(xs[0], np.float16)), np.float32)]
+
+
+class ExponentialOneUlpUp(OracleProgram):
+    """exponential one ulp above the oracle: what the spec allows an exp without a
+    correctly rounded guarantee (within its ulp bound)."""
+
+    name = "exp-ulp"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "exponential":
+            return right
+
+        def run(xs):
+            (y,) = right(xs)
+            y = np.asarray(y)
+            return [np.where(np.isfinite(y) & (y != 0), np.nextafter(y, np.float32(np.inf)),
+                             y).astype(y.dtype)]
+        return run
+
+
+@pytest.fixture
+def module(tmp_path):
+    path = tmp_path / "model.mlir"
+    path.write_text(MODULE)
+    return path
+
+
+def _inputs(read, batch=4):
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-2, 2, (batch, *t.shape)).astype(np.float32)
+            for _, t in read.program.arguments]
+
+
+def test_a_wrong_op_is_named_by_its_location_in_the_module(module):
+    read = read_file(module)
+    v = check_module(WrongExponential(), read, _inputs(read), 4)
+    assert v.diverges and v.outcome == "accuracy"        # the ulp verdict's class
+    assert v.first["op"] == "exponential" and v.first["check"] == "op_by_op"
+    assert v.first["location"] == "model.mlir:4:8"
+    assert "stablehlo.exponential" in v.first["text"]
+    # the ops before it pass on their own; tanh, fed the wrong exp, is judged on those
+    # values and passes: only the exponential is named
+    assert {f.op for f in v.op_by_op} == {"exponential"}
+
+
+def test_an_exponential_within_its_ulp_bound_passes(module):
+    read = read_file(module)
+    v = check_module(ExponentialOneUlpUp(), read, _inputs(read), 4)
+    assert v.outcome == "pass", v.to_json()
+    assert v.judged_ops == 4
+
+
+FMA_MODULE = """func.func @main(%a: tensor<2xf32>, %c: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.multiply %a, %a : tensor<2xf32>
+  %1 = stablehlo.add %0, %c : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+"""
+
+
+def test_a_contraction_of_the_whole_module_is_found_where_each_op_alone_is_right(tmp_path):
+    path = tmp_path / "fma.mlir"
+    path.write_text(FMA_MODULE)
+    read = read_file(path)
+    # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11 in f32; minus that, the
+    # separate ops give 0 and one rounding gives 2^-24
+    a = np.full((3, 2), np.float32(1 + 2 ** -12))
+    c = np.full((3, 2), np.float32(-(1 + 2 ** -11)))
+    v = check_module(FusesMultiplyAdd(), read, [a, c], 3)
+    assert not v.op_by_op                     # every op alone is the oracle's
+    assert v.diverges and v.whole["outcome"] == "value"
+    assert v.first["op"] == "add" and v.first["check"] == "exact"
+    assert v.first["location"] == "fma.mlir:3:8"
+    assert check_module(OracleProgram(), read, [a, c], 3).outcome == "pass"
+
+
+def test_the_right_backend_passes_every_check(module):
+    read = read_file(module)
+    v = check_module(OracleProgram(), read, _inputs(read), 4)
+    assert v.outcome == "pass" and not v.op_by_op and v.whole["outcome"] == "pass"
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------
+
+def test_the_command_exits_1_on_a_planted_bug_and_0_on_the_right_backend(module, tmp_path,
+                                                                         capsys):
+    out = tmp_path / "out"
+    code = cli.main(["check", str(module), "--backend", "test_module_check:WrongExponential",
+                     "--depth", "quick", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "first diverging op: exponential at model.mlir:4:8" in text
+    records = list(read_results(out / "results.jsonl"))
+    head, rec, end = records
+    assert head["command"] == "check" and head["modules"] == [str(module)]
+    # drawn special values: f16 overflows (value) where f32 does not, or is inexact
+    assert rec["kind"] == "module" and rec["outcome"] in ("value", "accuracy")
+    assert rec["ops"] == 4
+    assert rec["first"]["location"] == "model.mlir:4:8" and rec["program"]["operations"]
+    assert end["outcomes"] == {rec["outcome"]: 1}
+    code = cli.main(["check", str(module), "--backend", "test_module_check:OracleProgram",
+                     "--depth", "quick", "--out", str(out)])
+    assert code == 0
+
+
+def test_inputs_from_a_file_are_the_modules_arguments(module, tmp_path, capsys):
+    npz = tmp_path / "args.npz"
+    np.savez(npz, arg0=np.zeros(8, np.float32), arg1=np.ones(8, np.float32))
+    out = tmp_path / "out"
+    code = cli.main(["check", str(module), "--backend", "test_module_check:OracleProgram",
+                     "--inputs", str(npz), "--out", str(out)])
+    assert code == 0
+    head = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert head["inputs"] == str(npz) and head["batch"] == 8
+
+
+def test_a_folder_is_its_modules_and_another_commands_results_are_kept(module, tmp_path,
+                                                                       capsys):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "results.jsonl").write_text('{"kind": "run", "command": "programs"}\n')
+    code = cli.main(["check", str(module.parent), "--backend",
+                     "test_module_check:OracleProgram", "--out", str(other)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--force" in err and len(err.strip().splitlines()) == 1
+    assert (other / "results.jsonl").read_text().startswith('{"kind": "run", "command": "p')
