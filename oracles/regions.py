@@ -22,12 +22,14 @@ def _eval_node(region: Region, n: Node, args: Sequence[np.ndarray],
         return args[n.index]
     operands = [_eval_node(region, o, args, on_call) for o in n.operands]
     shape = np.shape(operands[0]) if operands else np.shape(args[0]) if args else ()
-    result = TensorType(tuple(shape), region.type_of(n))
+    result = TensorType(tuple(shape) if operands else (), region.type_of(n))
     try:
         out = tuple(oracles.evaluate(n.op, operands, dict(n.attributes),
                                      result_types=[result]))[0]
     except Exception as e:  # noqa: BLE001 - any oracle refusal is a type error here
         raise RegionError(f"region call {n.op}: {str(e).splitlines()[0]}") from None
+    if not operands:            # a constant: the same value for every element
+        out = np.broadcast_to(np.asarray(out), shape)
     if on_call is not None:
         on_call(n, operands, out)
     return out

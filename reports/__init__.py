@@ -52,6 +52,8 @@ def render(results_path: "str | Path", out_dir: "str | Path",
     from .programs import ProgramsView
     report.programs = ProgramsView.from_records(records, program_expectations or exp,
                                                 program_accept)
+    from .modules import ModulesView
+    report.modules = ModulesView.from_records(records)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_summary(report, out_dir / "summary.json")
     write_junit(report, out_dir / "junit.xml")

@@ -445,6 +445,8 @@ class Report:
     gate: Any = None
     #: ``program`` records of conformance programs (reports.programs.ProgramsView)
     programs: Any = None
+    #: ``module`` records of conformance check (reports.modules.ModulesView)
+    modules: Any = None
 
     @property
     def complete(self) -> bool:

@@ -279,6 +279,14 @@ def write_pages(report: Report, out_dir: Path, run_dir: Path) -> Path:
         run_dir=str(run_dir), short=short_names(report.backends),
         columns=COLUMNS + extra, log_dir=run_dir, log_base=_base(out_dir, run_dir)),
         encoding="utf-8")
+    if report.modules:
+        modules_dir = out_dir / "modules"
+        modules_dir.mkdir(parents=True, exist_ok=True)
+        module_page = env.get_template("module.html.j2")
+        for m in report.modules.modules:
+            (modules_dir / report.modules.page(m)).write_text(module_page.render(
+                report=report, mv=report.modules, module=m, run=report.run or {}),
+                encoding="utf-8")
     page = env.get_template("op.html.j2")
     for op in report.sorted_ops():
         (ops_dir / op_filename(op.name)).write_text(page.render(

@@ -188,6 +188,13 @@ def junit_tree(report: Report) -> ET.ElementTree:
             suites.append(suite)
             for case in junit_cases(report.programs, b):
                 suite.case(*case)
+    if report.modules:
+        from .modules import junit_cases as module_cases
+        for b in report.modules.backends:
+            suite = _Suite(root, f"modules.{b}")
+            suites.append(suite)
+            for case in module_cases(report.modules, b):
+                suite.case(*case)
     expectations_suite = _expectations_suite(root, report)
     if expectations_suite is not None:
         suites.append(expectations_suite)

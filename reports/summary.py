@@ -135,7 +135,8 @@ def summary(report: Report) -> dict[str, Any]:
             "invalid": invalid, "divergences": divergences,
             "internal_errors": len(report.internal_errors),
             "gate": report.gate.summary() if report.gate is not None else None,
-            "programs": report.programs.summary() if report.programs else None}
+            "programs": report.programs.summary() if report.programs else None,
+            "modules": report.modules.summary() if report.modules else None}
 
 
 def write_summary(report: Report, path: Path) -> Path:

@@ -12,8 +12,9 @@ The form is a typed expression::
 
 Before ``->``: the element types of the rank-0 block arguments ``arg0, arg1, ...``.
 After it: an argument, a call of a StableHLO element-wise op (operands first, then
-the op's spec attributes as literals in the spec's order), or a tuple of those
-when the region returns several values. The op names, operand counts and attribute
+the op's spec attributes as literals in the spec's order), a rank-0 constant
+(``constant('dense<0.0> : tensor<f32>')``, typed by its value: what a comparator as
+jax writes it reads), or a tuple of those when the region returns several values. The op names, operand counts and attribute
 order all come from the op specs (specs/ops/*.yaml), and so do the types: a call is
 typed by the called op's spec, its operands' element types checked against the
 spec's type variables and its result type given by the spec's output type rule
@@ -169,6 +170,9 @@ def _type(n: Node, arg_types: Sequence[ElementType], call_types: dict) -> Elemen
         return arg_types[n.index]
     if n in call_types:
         return call_types[n]
+    if not n.operands:          # constant('dense<...> : tensor<f32>'): its value's type
+        call_types[n] = _constant_type(n)
+        return call_types[n]
     operands = [TensorType((), _type(o, arg_types, call_types)) for o in n.operands]
     try:
         results = _specs(n.op).result_types_for(operands, strict=True)
@@ -179,6 +183,24 @@ def _type(n: Node, arg_types: Sequence[ElementType], call_types: dict) -> Elemen
                           f"{n.op} has {len(results)}")
     call_types[n] = results[0].element_type
     return call_types[n]
+
+
+def _constant_type(n: Call) -> ElementType:
+    """The element type of a call without operands: the rank-0 type of its tensor
+    attribute's value (the spec's attribute of kind ``tensor``: constant's ``value``)."""
+    from conformance.core.dense import DenseError, dense_type
+    attrs = dict(n.attributes)
+    for a in _specs(n.op).attributes:
+        if a.kind == "tensor" and isinstance(attrs.get(a.name), str):
+            try:
+                t = dense_type(attrs[a.name])
+            except DenseError as e:
+                raise RegionError(f"region call {n.op}: {e}") from None
+            if t.shape != ():
+                raise RegionError(f"region call {n.op}: a region's value is rank 0, "
+                                  f"{a.name} is {t.mlir()}")
+            return t.element_type
+    raise RegionError(f"region call {n.op}: no operands and no tensor value to type it by")
 
 
 def retyped(text: str, mapping: dict[str, str] | None = None,

@@ -161,3 +161,28 @@ def test_a_folder_is_its_modules_and_another_commands_results_are_kept(module, t
     err = capsys.readouterr().err
     assert code == 2 and "--force" in err and len(err.strip().splitlines()) == 1
     assert (other / "results.jsonl").read_text().startswith('{"kind": "run", "command": "p')
+
+
+def test_the_report_has_a_page_per_module_with_its_ops_and_the_first_diverging_op(
+        module, tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+    out = tmp_path / "out"
+    cli.main(["check", str(module), "--backend",
+              "test_module_check:WrongExponential,test_module_check:OracleProgram",
+              "--depth", "quick", "--out", str(out)])
+    index = (out / "index.html").read_text()
+    assert 'id="modules-table"' in index and "model.mlir" in index
+    (page,) = (out / "modules").glob("module-0-*.html")
+    html = page.read_text()
+    # its ops in order, each with its location; the exponential highlighted as the first
+    assert html.index('id="op-v0"') < html.index('id="op-v1"') < html.index('id="op-v2"')
+    assert 'id="op-v2" class="first-diverging"' in html and "model.mlir:4:8" in html
+    assert 'id="first-wrong-exp"' in html and 'id="first-oracle-program"' not in html
+    summary = json.loads((out / "summary.json").read_text())["modules"]
+    assert summary["backends"]["oracle-program"]["diverging"] == 0
+    assert summary["backends"]["wrong-exp"]["diverging"] == 1
+    suites = {s.get("name"): s for s in ET.parse(out / "junit.xml").getroot()}
+    assert suites["modules.wrong-exp"].get("failures") == "1"
+    assert suites["modules.oracle-program"].get("failures") == "0"
+    case = suites["modules.wrong-exp"].find("testcase")
+    assert "first diverging op: exponential at model.mlir:4:8" in case.find("failure").text

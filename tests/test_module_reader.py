@@ -112,7 +112,7 @@ def test_a_jax_mlp_reads_whole_with_jax_source_locations(exported, suffix):
 
 
 @pytest.mark.parametrize("suffix", [".mlir", ".mlirbc"])
-def test_calls_are_followed_composites_keep_their_decomposition_and_a_sort_comparator_with_constants_is_named(
+def test_calls_are_followed_composites_keep_their_decomposition_and_comparators_keep_constants(
         exported, suffix):
     read = read_file(exported / f"misc{suffix}")
     ops = read.program.ops()
@@ -122,10 +122,13 @@ def test_calls_are_followed_composites_keep_their_decomposition_and_a_sort_compa
     (comp,) = [o for o in read.program.operations if o.op == "composite"]
     assert comp.signature.attributes["name"] == "chlo.erf"
     assert is_program(comp.signature.regions[0]) and "clamp" in comp.signature.regions[0]
-    # jax's float comparator reads constants from outside its region: not judged, named
-    (u,) = read.unjudged
-    assert u.op == "stablehlo.sort" and "constants" in u.reason and "sort" in u.location
-    assert read.dropped_results == (0,)             # the sorted result depends on it
+    # jax's float comparator reads constants from outside its region (a canonical NaN,
+    # +0): they become constant(...) calls of the region expression
+    assert not read.unjudged and not read.dropped_results
+    (sort,) = [o for o in read.program.operations if o.op == "sort"]
+    comparator = sort.signature.regions[0]
+    assert "constant('dense<0x7FC00000> : tensor<f32>')" in comparator
+    assert "'TOTALORDER'" in comparator
 
 
 def test_while_and_case_regions_read_with_cloned_constants_and_captured_values(exported):
@@ -240,3 +243,14 @@ def test_the_hex_form_of_a_constant_holds_the_elements_bytes():
     assert parse_dense('dense<"0x0000C03F"> : tensor<3xf32>').tolist() == [1.5] * 3
     with pytest.raises(ValueError):
         parse_dense('dense<"0x0000803F00"> : tensor<2xf32>')
+
+
+def test_a_region_constant_is_typed_by_its_value_and_evaluated_for_every_element():
+    from conformance.oracles.regions import evaluate
+    from conformance.specs.regions import RegionError, parse as parse_region
+    text = "(f32, f32) -> compare(arg0, constant('dense<0.5> : tensor<f32>'), 'LT', 'FLOAT')"
+    assert parse_region(text).result_types[0].name == "i1"
+    (out,) = evaluate(text, [np.array([0.25, 0.5, 1.0], np.float32)] * 2)
+    assert out.tolist() == [True, False, False]
+    with pytest.raises(RegionError):        # a region's values are rank 0
+        parse_region("(f32) -> add(arg0, constant('dense<[1.0, 2.0]> : tensor<2xf32>'))")

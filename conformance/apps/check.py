@@ -19,7 +19,11 @@ generators for each argument's type (special values, ``--batch`` cases; same
 
 ``DIR/results.jsonl``: a ``run`` header (``command: check``), one ``module`` record per
 module and backend, an ``end`` record (conformance.core.results CheckRunHeader,
-ModuleRecord, CheckEnd). Exit status: 0 when no module diverges (classes named in
+ModuleRecord, CheckEnd); the report from it (reports/modules.py): ``DIR/index.html``
+with a table of the modules, ``DIR/modules/module-N-NAME.html`` per module (its ops in
+order with location, text and each backend's outcome, the first diverging op
+highlighted, what could not be judged), ``summary.json`` and ``junit.xml`` (a
+``modules.BACKEND`` suite, a test case per module). Exit status: 0 when no module diverges (classes named in
 ``--accept`` aside), 1 otherwise, 2 for a bad option or a file that is not a module
 (one line naming it, before anything is written).
 """
@@ -85,10 +89,14 @@ def inputs_for(program, seed: int, key: str, batch: int, npz: Path | None
 
 def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:
     try:
-        with np.load(npz, allow_pickle=False) as data:
+        data = np.load(npz, allow_pickle=False)
+        if not hasattr(data, "files"):          # one .npy array, not an archive
+            raise ValueError("a .npy array, not an .npz archive of named arrays")
+        with data:
             arrays = {k: np.asarray(data[k]) for k in data.files}
-    except (OSError, ValueError) as e:
-        raise CheckError(f"--inputs {npz}: cannot read it as .npz: {e}") from None
+    except Exception as e:  # noqa: BLE001 - numpy raises EOFError, BadZipFile, ...
+        raise CheckError(f"--inputs {npz}: cannot read it as .npz: "
+                         f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     names = program.argument_names
     ordered = [arrays[n] if n in arrays else arrays.get(f"arr_{i}")
                for i, n in enumerate(names)]
@@ -128,11 +136,17 @@ def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
         "unjudged": [u.to_json() for u in read.unjudged],
         "dropped_results": list(read.dropped_results), "first": verdict.first,
         "op_by_op": [f.to_json() for f in verdict.op_by_op], "whole": verdict.whole,
-        "seconds": round(seconds, 4)}
+        "op_outcomes": verdict.op_outcomes, "seconds": round(seconds, 4),
+        # every op's place in the module (texts cut: a weight constant can be large)
+        "origins": {k: {**o.to_json(), "text": _cut(o.text)} for k, o in read.origins.items()},
+        "operations": [[o.name, o.op] for o in read.program.operations]}
     if verdict.diverges:
         rec["program"] = read.program.to_json()
-        rec["origins"] = {k: o.to_json() for k, o in read.origins.items()}
     return rec
+
+
+def _cut(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + f" ... ({len(text)} characters)"
 
 
 def summary_line(rec: dict[str, Any]) -> str:
@@ -191,7 +205,9 @@ def run(args) -> int:
                     failed = True
         w.write({"kind": "end", "command": "check", "elapsed": round(time.time() - started, 3),
                  "outcomes": dict(outcomes)})
+    from conformance.reports import render
+    index = render(out / "results.jsonl", out)
     print(f"{sum(outcomes.values())} module checks: "
           + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
-          + f"; results in {out / 'results.jsonl'}")
+          + f"; results in {out / 'results.jsonl'}; report: {index}")
     return EXIT_DIVERGED if failed else EXIT_OK

@@ -21,8 +21,9 @@ batch of argument values:
    is left is a change the whole-module compile made (fusion, reassociation,
    contraction, folding).
 
-A backend that cannot run an op (Unsupported) leaves that op, and the whole module's
-checks, unjudged with the reason; a backend that fails (crash, error) on an op alone is
+A backend that cannot run an op alone (Unsupported) leaves that op unjudged, with the
+reason, and the ops after it are judged on the oracle's value of it; a backend that
+cannot run the whole module leaves checks 2 and 3 ``unsupported``; a backend that fails (crash, error) on an op alone is
 a finding of that op. Arguments on which the oracle cannot evaluate the module (a loop
 that does not end on drawn values) leave it ``unjudged``, with the oracle's reason.
 """
@@ -52,6 +53,8 @@ class ModuleVerdict:
     first: dict[str, Any] | None = None             # the first diverging op, located
     message: str | None = None
     judged_ops: int = 0
+    #: operation name -> its check-1 outcome (pass, a class, unsupported)
+    op_outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def diverges(self) -> bool:
@@ -60,37 +63,46 @@ class ModuleVerdict:
     def to_json(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "message": self.message,
                 "judged_ops": self.judged_ops, "first": self.first,
+                "op_outcomes": self.op_outcomes,
                 "op_by_op": [f.to_json() for f in self.op_by_op], "whole": self.whole}
 
 
 def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray],
-                      batch: int) -> tuple[list[Finding], int, str | None]:
+                      batch: int, outcomes: dict[str, str] | None = None
+                      ) -> tuple[list[Finding], int, list[str]]:
     """Check 1 (module docstring): the findings, how many operations were judged, and
-    the reason where the backend cannot run an op alone (Unsupported)."""
+    the ops the backend cannot run alone (Unsupported, with the reason: their values
+    are then the oracle's, so that the ops after them are still judged). ``outcomes``,
+    if given, gets each operation's outcome by name (pass, its worst class,
+    unsupported; an op after a failing one is absent)."""
+    outcomes = {} if outcomes is None else outcomes
+    from conformance import oracles
+    from conformance.specs import load_spec
     program = read.program
     env = {n: np.asarray(x) for n, x in zip(program.argument_names, inputs)}
     findings: list[Finding] = []
+    unsupported: list[str] = []
     judged = 0
     for o in program.operations:
-        try:
-            exe = backend.executable(o.signature)
-        except Unsupported as e:
-            return findings, judged, f"{o.op} ({o.name}): {e}"
-        except Exception as e:  # noqa: BLE001 - the backend fails on this op alone
-            findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0, 0,
-                                    (), None, error_text(e)[:300], at=o.results[0]))
-            return findings, judged, None
         xs = [env[v] for v in o.operands]
         cases = batch if o.signature.input_types else 1     # a constant, an iota: once
         try:
+            exe = backend.executable(o.signature)
             per_case = [[np.asarray(r) for r in exe([x[b] for x in xs])]
                         for b in range(cases)]
         except Unsupported as e:
-            return findings, judged, f"{o.op} ({o.name}): {e}"
-        except Exception as e:  # noqa: BLE001
+            where = read.origins[o.name].location if o.name in read.origins else o.name
+            unsupported.append(f"{o.op} at {where}: {e}")
+            outcomes[o.name] = "unsupported"
+            got = list(oracles.evaluate_batch(o.signature, xs, load_spec(o.op)))
+            env.update((r, np.broadcast_to(g, (batch,) + np.shape(g)[1:]))
+                       for r, g in zip(o.results, got))
+            continue
+        except Exception as e:  # noqa: BLE001 - the backend fails on this op alone
             findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0, 0,
                                     (), None, error_text(e)[:300], at=o.results[0]))
-            return findings, judged, None
+            outcomes[o.name] = findings[-1].cls
+            return findings, judged, unsupported
         got = [np.stack([c[i] for c in per_case]) for i in range(len(o.results))]
         env.update((r, np.broadcast_to(g, (batch,) + g.shape[1:]))
                    for r, g in zip(o.results, got))
@@ -99,13 +111,17 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
         if verdict.type_message is not None:
             findings.append(Finding(o.results[0], o.op, "op_by_op", "type", 0, 0, (),
                                     None, verdict.type_message, at=o.results[0]))
+            outcomes[o.name] = "type"
             continue
+        mine = []
         for r, cls, e, a in zip(o.results, verdict.element_classes, expected, got):
             f = finding_of(r, o.op, "op_by_op", np.asarray(cls), e, a)
             if f is not None:
                 f.at = r
-                findings.append(f)
-    return findings, judged, None
+                mine.append(f)
+        findings += mine
+        outcomes[o.name] = worst([f.cls for f in mine]) if mine else "pass"
+    return findings, judged, unsupported
 
 
 def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray],
@@ -115,20 +131,24 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
     inputs = [np.asarray(x) for x in inputs]
     with np.errstate(all="ignore"):
         try:
-            mine, judged, unsupported = op_by_op_findings(backend, read, inputs, batch)
-            if unsupported is not None:
-                return ModuleVerdict("unsupported", mine, {}, message=unsupported,
-                                     judged_ops=judged)
+            per_op: dict[str, str] = {}
+            mine, judged, unsupported = op_by_op_findings(backend, read, inputs, batch,
+                                                          per_op)
             whole = check_program(backend, read.program, inputs, batch=batch)
         except OracleError as e:    # (a loop drawn values never end, ...): not judged
             return ModuleVerdict("unjudged", [], {}, message=f"the oracle cannot evaluate "
                                  f"it on these arguments: {str(e).splitlines()[0]}")
     classes = [f.cls for f in mine] + ([whole.outcome] if whole.diverges else [])
-    outcome = worst(classes) if classes else "pass"
-    if whole.outcome == "unsupported" and not mine:
-        outcome = "unsupported"
+    outcome = worst(classes) if classes else "unsupported" if judged == 0 and \
+        read.program.operations else "pass"
+    message = None
+    if unsupported:
+        message = (f"{len(unsupported)} op(s) the backend cannot run alone (their values "
+                   f"are the oracle's): " + "; ".join(unsupported[:3]))
+    elif whole.outcome == "unsupported":
+        message = f"the whole module: {whole.message}"
     return ModuleVerdict(outcome, mine, whole.to_json(), _first(read, mine, whole),
-                         whole.message if whole.outcome == "unsupported" else None, judged)
+                         message, judged, per_op)
 
 
 def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | None:

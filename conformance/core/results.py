@@ -520,6 +520,8 @@ class ModuleRecord(Record):
     seconds: float = _opt()
     program: dict = _opt()           # the program read, where it diverged
     origins: dict = _opt()           # operation name -> {op, location, text}
+    operations: list = _opt()        # [name, op] of every operation read, in order
+    op_outcomes: dict = _opt()       # operation name -> its check-1 outcome
 
 
 @_kind

@@ -36,6 +36,7 @@ callee, composite's decomposition) prints that region program as ``func.func pri
 from __future__ import annotations
 
 import atexit
+import contextvars
 import functools
 import math
 import os
@@ -54,7 +55,8 @@ from conformance.core.region_program import (RegionProgramError, is_program as
                                              is_region_program, parse as parse_region_program)
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
-           "op_text", "module_text", "context", "parse", "verify", "verifier_rejects", "MLIR_LOCK"]
+           "op_text", "module_text", "context", "parse", "verify", "verifier_rejects", "MLIR_LOCK",
+           "functions_of"]
 
 
 class EmitError(ValueError):
@@ -129,7 +131,7 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
         if text:        # (empty: a false unit attribute, left out)
             parts.append(f"{mlir_name} = {text}")
     if syntax.function:         # the region printed as func.func @NAME (module_text)
-        parts.append(f"{syntax.function} = @{syntax.function}")
+        parts.append(f"{syntax.function} = @{_function_symbol(sig, syntax)}")
     return f" {{{', '.join(parts)}}}" if parts else ""
 
 
@@ -373,7 +375,42 @@ def module_text(sig: Signature) -> str:
             f"}}\n")
 
 
-def _function_text(sig: Signature, syntax: OpSyntax) -> str:
+#: while a program is printed (:func:`functions_of`): region text -> (symbol, func text)
+#: of every function-region op met, at any depth
+_FUNCTIONS: "contextvars.ContextVar[dict | None]" = contextvars.ContextVar(
+    "conformance_functions", default=None)
+
+
+def _function_symbol(sig: Signature, syntax: OpSyntax) -> str:
+    """The symbol a function-region op (call, composite) names: the spec's name for a
+    single-op module (module_text prints that one function); inside a program being
+    printed, one function per distinct region, numbered, collected for the module."""
+    collected = _FUNCTIONS.get()
+    if collected is None:
+        return syntax.function
+    key = sig.regions[0] if sig.regions else ""
+    if key not in collected:
+        symbol = f"{syntax.function}_{len(collected)}"
+        collected[key] = (symbol, "")
+        collected[key] = (symbol, _function_text(sig, syntax, symbol))
+    return collected[key][0]
+
+
+class functions_of:
+    """``with functions_of() as functions:`` print a program's ops; then ``functions``
+    (region text -> (symbol, ``func.func private`` text)) holds the functions its
+    call and composite ops name, each printed once."""
+
+    def __enter__(self) -> dict:
+        self.collected: dict = {}
+        self.token = _FUNCTIONS.set(self.collected)
+        return self.collected
+
+    def __exit__(self, *exc) -> None:
+        _FUNCTIONS.reset(self.token)
+
+
+def _function_text(sig: Signature, syntax: OpSyntax, symbol: str | None = None) -> str:
     """The op's region as ``func.func private @NAME`` (the spec's ``mlir.function``:
     func.call's callee, stablehlo.composite's decomposition), or ``""``. Every argument
     of the region program is a function argument; its results are ``func.return``'s."""
@@ -395,7 +432,7 @@ def _function_text(sig: Signature, syntax: OpSyntax) -> str:
     lines.append(f"func.return {values} : {types}" if values else "func.return")
     params = ", ".join(f"%f_{n}: {t.mlir()}" for n, t in program.arguments)
     text_ = "".join(f"    {line}\n" for line in lines)
-    return (f"  func.func private @{syntax.function}({params}) -> ({types}) {{\n"
+    return (f"  func.func private @{symbol or syntax.function}({params}) -> ({types}) {{\n"
             f"{text_}  }}\n")
 
 

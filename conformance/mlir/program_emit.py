@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from conformance.core.program import Program
 from conformance.core.types import TupleType
-from conformance.mlir.emitter import EmitError, op_text, parse
+from conformance.mlir.emitter import EmitError, functions_of, op_text, parse
 
 __all__ = ["program_text", "body_lines", "parse_program", "EmitError"]
 
@@ -43,8 +43,10 @@ def body_lines(program: Program) -> list[str]:
 
 
 def program_text(program: Program) -> str:
-    """The program as a complete StableHLO module (``@main``)."""
-    lines = body_lines(program)
+    """The program as a complete StableHLO module (``@main``; after it, one ``func.func
+    private`` per distinct region of its call and composite ops, at any depth)."""
+    with functions_of() as functions:
+        lines = body_lines(program)
     if any(isinstance(t, TupleType) for t in program.argument_types):
         raise EmitError("tuple-typed program arguments are not supported yet")
     params = ", ".join(f"{_v(n)}: {t.mlir()}" for n, t in program.arguments)
@@ -57,6 +59,7 @@ def program_text(program: Program) -> str:
             f"{body}"
             f"    {ret}\n"
             f"  }}\n"
+            f"{''.join(text for _, text in functions.values())}"
             f"}}\n")
 
 

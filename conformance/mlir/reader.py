@@ -199,18 +199,19 @@ def _candidates(mlir_name: str) -> list[tuple[str, dict[str, str]]]:
 # ---------------------------------------------------------------------------------------
 
 _FILE_LOC = re.compile(r'"([^"]*)":(\d+):(\d+)')
-_NAME_LOC = re.compile(r'loc\("([^"]*)"\(')
+_HEAD_LOC = re.compile(r'loc\("([^"]*)"(:\d+:\d+)?')
 
 
 def _compact_location(loc: str) -> str:
-    """``file:line:col`` of a file location; jax's ``name (file:line)`` of a named one."""
-    name = _NAME_LOC.match(loc)
+    """``file:line:col`` of a file location; jax's ``name (file:line:col)`` of a named
+    one (its first source position); the text itself otherwise."""
+    head = _HEAD_LOC.match(loc)
     where = _FILE_LOC.search(loc)
     place = f"{Path(where.group(1)).name}:{where.group(2)}:{where.group(3)}" if where else ""
-    if name and place:
-        return f"{name.group(1)} ({place})"
-    if name:
-        return name.group(1)
+    if head and head.group(2):                   # loc("file":line:col)
+        return place
+    if head:
+        return f"{head.group(1)} ({place})" if place else head.group(1)
     return place or loc
 
 
@@ -527,6 +528,14 @@ class _Reader:
         text = region_program.make(args + cap_args, inner_ops, returned, block=len(args))
         return text, [(o, t) for _, t, o in captures]
 
+    def constant_node(self, op, where: str) -> str:
+        """A rank-0 constant read from outside a region, as a region call."""
+        sig, _ = self.signature(op, _Scope(), where)
+        if sig.result_types[0].shape != ():
+            raise ReadError(f"{where}: a region reads a constant of type "
+                            f"{sig.result_types[0]}, not rank 0")
+        return f"constant({sig.attributes['value']!r})"
+
     def expression_region(self, region, where: str) -> str:
         """A region as a region expression (specs/regions.py): rank-0 block arguments,
         element-wise ops of them."""
@@ -544,16 +553,25 @@ class _Reader:
         results = None
         for op in block.operations:
             operation = op.operation
+            if operation.name == "stablehlo.constant":     # inside the region
+                (r,) = operation.results
+                nodes[r] = self.constant_node(op, where)
+                continue
             if operation.name == "stablehlo.return":
+                for v in operation.operands:
+                    if v not in nodes and _is_constant(v.owner):
+                        nodes[v] = self.constant_node(v.owner, where)
                 results = [nodes[v] for v in operation.operands]
                 break
             inner = f"{operation.name} in a region at " \
                     f"{self.loc(operation)}"
             operands = []
             for v in operation.operands:
+                if v not in nodes and _is_constant(v.owner):    # cloned in, as a node
+                    nodes[v] = self.constant_node(v.owner, where)
                 if v not in nodes:
                     raise ReadError(f"{inner}: reads {_value_name(v)} from outside the "
-                                    "region (a region expression has no constants yet)")
+                                    "region, which is not a constant")
                 operands.append(nodes[v])
             cands = [c for c, _ in _candidates(operation.name)
                      if not load_spec(c).regions and load_spec(c).elementwise]
