@@ -203,3 +203,44 @@ def test_a_hanging_backend_costs_the_same_bounded_timeouts_on_both_routes(vendor
     # The first hang is the same signature with the same record on both routes.
     first = _norm(hung[0])
     assert first in plugin
+
+
+# ---------------------------------------------------------------------------------------
+# The module route: `conformance check` (issue 29)
+# ---------------------------------------------------------------------------------------
+
+MODULE = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.negate %x : tensor<4xf32>
+  %1 = stablehlo.abs %0 : tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+"""
+
+
+def check_route(folder: Path, cls: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    import numpy as np
+    (folder / "model.mlir").write_text(MODULE)
+    np.savez(folder / "args.npz", arg0=np.array([0.0, 1.0, np.nan, -2.0], np.float32))
+    out = folder / "check"
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance", "check", str(folder / "model.mlir"),
+         "--backend", f"misbehaving:{cls}", "--inputs", str(folder / "args.npz"),
+         "--timeout", TIMEOUT, "--out", str(out)],
+        cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=600)
+    recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return proc, recs
+
+
+@pytest.mark.parametrize("cls, outcome", [("Segfaults", "crash"), ("Hangs", "timeout"),
+                                          ("WrongShape", "type")])
+def test_a_misbehaving_backend_is_a_finding_of_the_module_op_not_the_end_of_the_check(
+        vendor_dir, cls, outcome):
+    # negate(0.0) = -0.0 reaches abs: the segfault; the NaN: the hang
+    proc, recs = check_route(vendor_dir, cls)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    head, rec, end = recs
+    assert end["kind"] == "end" and rec["kind"] == "module"
+    assert rec["outcome"] == outcome
+    assert rec["first"]["op"] == "abs" and rec["first"]["location"] == "model.mlir:3:8"
+    assert rec["op_outcomes"]["v0"] == "pass"          # negate, before it, passed
+    assert "first diverging op: abs at model.mlir:3:8" in proc.stdout

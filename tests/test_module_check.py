@@ -186,3 +186,32 @@ def test_the_report_has_a_page_per_module_with_its_ops_and_the_first_diverging_o
     assert suites["modules.oracle-program"].get("failures") == "0"
     case = suites["modules.wrong-exp"].find("testcase")
     assert "first diverging op: exponential at model.mlir:4:8" in case.find("failure").text
+
+
+def test_the_pytest_plugin_judges_a_folder_of_modules(module, tmp_path):
+    """`pytest --pyargs conformance.apps.suite --conformance-modules=DIR`: a test per
+    module, failing on the planted bug with the first diverging op's location."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    (module.parent / "other.mlir").write_text(MODULE.replace("exponential", "negate"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
+                                         env.get("PYTHONPATH", "")])
+    xml = tmp_path / "junit.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite", "-k",
+         "test_module", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "--conformance-backend=test_module_check:WrongExponential",
+         f"--conformance-modules={module.parent}", "--conformance-seed=0",
+         "--conformance-no-isolate", f"--junitxml={xml}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "1 failed, 1 passed" in out, out[-3000:]
+    assert "test_module[model.mlir]" in out and "exponential at model.mlir:4:8" in out
+    import xml.etree.ElementTree as ET
+    props = [p for p in ET.parse(xml).getroot().iter("property")
+             if p.get("name") == "conformance_module"]
+    assert {json.loads(p.get("value"))["outcome"] for p in props} >= {"pass"}

@@ -10,7 +10,10 @@ to its spec, attributes read through the spec's ``mlir:`` section, ``func.call``
 followed, what cannot be judged named in one line each) and judged on every backend by
 the three checks of conformance.checking.modules: each op alone on the backend's own
 values by its own verdict (the first diverging op named by its location and text), the
-whole module against the oracle, and the whole module against its own ops.
+whole module against the oracle, and the whole module against its own ops. A backend
+that asks for it (xla, interpreter, a vendor class) runs in a child process
+(``--isolate``/``--no-isolate``, ``--timeout``): a crash or a hang in an op is a
+``crash``/``timeout`` finding of that op, and the run goes on.
 
 Arguments: ``--inputs FILE.npz`` (arrays ``arg0``, ``arg1``, ... or in order, each of
 the argument's shape for one case or with a leading batch axis), else drawn by the
@@ -175,11 +178,16 @@ def run(args) -> int:
     from conformance.backends import get_backend
     from conformance.checking.modules import check_module
     from conformance.core.results import ResultsWriter
+    from conformance.checking.isolation import prepare_backends
     reads = args.reads
-    backends = [get_backend(b) for b in args.backend_list]
+    out = Path(args.out)
+    # a backend that crashes or hangs costs a finding, never the run: as `run` does, it
+    # runs in a child process unless it says otherwise (conformance.checking.isolation)
+    backends = prepare_backends([get_backend(b) for b in args.backend_list], out,
+                                getattr(args, "isolate", None),
+                                getattr(args, "timeout", 120.0))
     batch = args.batch or DEPTH_BATCH[args.depth]
     npz = Path(args.inputs) if args.inputs else None
-    out = Path(args.out)
     accept = set(args.accept_list)
     started = time.time()
     outcomes: collections.Counter = collections.Counter()
@@ -205,6 +213,10 @@ def run(args) -> int:
                     failed = True
         w.write({"kind": "end", "command": "check", "elapsed": round(time.time() - started, 3),
                  "outcomes": dict(outcomes)})
+    for b in backends:
+        close = getattr(b, "close", None)
+        if close is not None:
+            close()
     from conformance.reports import render
     index = render(out / "results.jsonl", out)
     print(f"{sum(outcomes.values())} module checks: "

@@ -486,6 +486,13 @@ def _parser() -> argparse.ArgumentParser:
     _kind(ck.add_argument("--accept", metavar="CLASSES",
                           help="comma list of divergence classes that do not fail the run "
                                "(e.g. subnormal_flush)"), "classes")
+    ck.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
+                    help="seconds an isolated backend may take per compile or run")
+    ck_iso = ck.add_mutually_exclusive_group()
+    ck_iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
+                        help="run every backend in a child process (default: those that "
+                             "ask for it: xla, interpreter, vendor classes)")
+    ck_iso.add_argument("--no-isolate", dest="isolate", action="store_false")
 
     sp = sub.add_parser("specs", help="work with the spec files")
     sp_sub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)

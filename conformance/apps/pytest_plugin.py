@@ -128,7 +128,7 @@ from conformance.apps.pytest_suite import (DEFAULT_BACKEND, DEFAULT_DATABASE, DE
                                            ExampleRef, InvalidRule, OpBinding, Options,
                                            backend_name_and_info, check, register_profiles,
                                            selected_examples, selected_invalid_rules,
-                                           selected_op_bindings)
+                                           selected_modules, selected_op_bindings)
 
 _BACKEND_FIXTURES = ("conformance_backend",)
 
@@ -200,6 +200,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seconds an isolated backend may take per compile or batch "
                          f"(> 0; default {DEFAULT_TIMEOUT:g}); a backend that hangs "
                          "twice in an op is not run on its other signatures")
+    group.addoption("--conformance-modules", action="store", default=None, metavar="PATHS",
+                    help="comma list of StableHLO module files (.mlir, .mlirbc), folders of "
+                         "them or globs: test_module judges each, op by op, on the backend "
+                         "(as `conformance check`)")
     group.addoption("--conformance-database", action="store", default=None, metavar="DIR",
                     help="hypothesis example database of local runs, where failing cases "
                          f"are kept and replayed first next time (default: <rootdir>/"
@@ -308,6 +312,17 @@ def _read_options(config: pytest.Config) -> Options:
     if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
         raise pytest.UsageError(f"--conformance-timeout: expected a number of seconds > 0 and "
                                 f"at most {MAX_TIMEOUT:g}, got {timeout:g}")
+    modules = None
+    modules_text = config.getoption("conformance_modules")
+    if modules_text is not None:
+        from conformance.apps.check import CheckError, module_paths
+        items = _comma_list(modules_text, "--conformance-modules")
+        if not items:
+            raise pytest.UsageError("--conformance-modules: empty list")
+        try:
+            modules = tuple(str(p) for p in module_paths(items))
+        except CheckError as e:
+            raise pytest.UsageError(f"--conformance-modules: {e}") from None
     return Options(backend=backend or DEFAULT_BACKEND, backend_explicit=backend is not None,
                    depth_name=depth, ops=ops, families=families,
                    element_types=element_types, seed=seed,
@@ -315,7 +330,8 @@ def _read_options(config: pytest.Config) -> Options:
                    database=database, expectations=expectations,
                    fail_on_stale=bool(config.getoption("conformance_fail_on_stale")),
                    isolate=config.getoption("conformance_isolate"),
-                   timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+                   timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                   modules=modules)
 
 
 def _check_selection(ops, families, element_types) -> None:
@@ -441,6 +457,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
+    # without --conformance-modules there is no module to judge: test_module is not a
+    # test of the session (rather than one skipped for an empty parameter set)
+    unused = [i for i in items if "conformance_module" in getattr(i, "fixturenames", ())
+              and options_of(config).modules is None]
+    if unused:
+        items[:] = [i for i in items if i not in unused]
+        config.hook.pytest_deselected(items=unused)
     if any(set(_BACKEND_FIXTURES) & set(getattr(item, "fixturenames", ())) for item in items):
         load_backend(config)
 
@@ -606,7 +629,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = metafunc.fixturenames
     wanted = [n for n in ("conformance_op_binding", "conformance_example",
-                          "conformance_invalid_rule") if n in names]
+                          "conformance_invalid_rule", "conformance_module") if n in names]
     if not wanted:
         return
     options = options_of(metafunc.config)
@@ -615,6 +638,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             params = selected_op_bindings(options)
         elif name == "conformance_example":
             params = selected_examples(options)
+        elif name == "conformance_module":
+            params = selected_modules(options)
         else:
             params = selected_invalid_rules(options)
         metafunc.parametrize(name, params, ids=[p.id for p in params])

@@ -43,6 +43,7 @@ class Options:
     fail_on_stale: bool = False
     isolate: bool | None = None    # None: as the backend asks (conformance.checking.isolation)
     timeout: float = DEFAULT_TIMEOUT
+    modules: tuple[str, ...] | None = None      # --conformance-modules, expanded
 
     @property
     def depth(self):
@@ -143,6 +144,58 @@ def selected_invalid_rules(options: Options) -> list[InvalidRule]:
 # ---------------------------------------------------------------------------
 # Failure reporting
 # ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ModuleRef:
+    """A module file ``test_module`` judges (--conformance-modules)."""
+
+    path: str
+
+    @property
+    def id(self) -> str:
+        return Path(self.path).name
+
+
+def selected_modules(options: Options) -> list[ModuleRef]:
+    return [ModuleRef(p) for p in options.modules or ()]
+
+
+def run_module(backend, param: ModuleRef, options: Options, record=None) -> None:
+    """``test_module``: the module read in and judged by `conformance check`'s three
+    checks (conformance.checking.modules) on the session's backend, with its argument
+    values drawn for the session's seed; the ``module`` record is attached to the test
+    (``conformance_module`` property); the test fails on a divergence, naming the first
+    diverging op by its location and text."""
+    import json
+    import time
+    from conformance.apps.check import DEPTH_BATCH, inputs_for, record as module_record, \
+        summary_line
+    from conformance.checking.modules import check_module
+    from conformance.core.results import json_default
+    from conformance.mlir.reader import ReadError, read_file
+    try:
+        read = read_file(param.path)
+    except ReadError as e:
+        raise ConformanceFailure(str(e)) from None
+    batch = DEPTH_BATCH[options.depth_name]
+    inputs, n = inputs_for(read.program, options.seed or 0, Path(param.path).name, batch,
+                           None)
+    started = time.perf_counter()
+    verdict = check_module(backend, read, inputs, n)
+    rec = module_record(read, backend, verdict, time.perf_counter() - started)
+    if record is not None:
+        record("conformance_module", json.dumps(rec, default=json_default))
+    for u in read.unjudged:
+        warnings.warn(f"{param.path}: not judged: {u}", stacklevel=2)
+    if verdict.diverges:
+        text = summary_line(rec)
+        first = rec.get("first") or {}
+        if first.get("text"):
+            text += "\n" + str(first["text"])
+        raise ConformanceFailure(text)
+    if verdict.outcome in ("unsupported", "unjudged"):
+        pytest.skip(f"{verdict.outcome}: {verdict.message}")
+
 
 class ConformanceFailure(AssertionError):
     """A divergence found by the suite; reported as its message alone (no traceback).

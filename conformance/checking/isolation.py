@@ -12,6 +12,7 @@ signature" as long as the child lives.
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
 import traceback
@@ -66,6 +67,7 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
         conn.send(("load_error", f"{type(e).__name__}: {e}"))
         return
     packs: dict = {}        # tuple of signatures -> compiled pack
+    programs: dict = {}     # program JSON text -> compiled program (conformance check)
     while True:
         try:
             request, sig, payload = conn.recv()
@@ -83,6 +85,18 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
                     [None if r is None else [np.asarray(x) for x in r] for r in pack(batches)]
                 conn.send(("ok", result))
                 continue
+            if request in ("compile_program", "run_program"):  # payload: (JSON, inputs)
+                key, inputs = payload
+                exe = programs.get(key)
+                if exe is None:
+                    from conformance.backends.programs import compile_program
+                    from conformance.core.program import Program
+                    exe = programs[key] = compile_program(
+                        backend, Program.from_json(json.loads(key)))
+                result = None if request == "compile_program" else \
+                    [np.asarray(x) for x in exe(inputs)]
+                conn.send(("ok", result))
+                continue
             if request == "compile":
                 (backend.batch_executable if payload else backend.executable)(sig)
                 result: Any = None
@@ -95,6 +109,7 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
             elif request == "clear":
                 backend.clear_cache()
                 packs.clear()
+                programs.clear()
                 result = None
             else:
                 raise ValueError(f"unknown request {request!r}")
@@ -294,6 +309,14 @@ class IsolatedBackend(Backend):
         return lambda batches: self._request(
             "run_pack", None, (sigs, [None if b is None else [np.asarray(x) for x in b]
                                       for b in batches]))
+
+    def compile_program(self, program):
+        """A program (conformance.core.program) compiled and run in the child; each run
+        sends the program along, so a child started anew compiles it again."""
+        key = json.dumps(program.to_json(), sort_keys=True)
+        self._request("compile_program", None, (key, None))
+        return lambda inputs: self._request(
+            "run_program", None, (key, [np.asarray(x) for x in inputs]))
 
     def clear_cache(self) -> None:
         """Also in the child, if it is running (a dead child holds nothing)."""

@@ -17,7 +17,8 @@ plugin's documentation).
 """
 import pytest
 
-from conformance.apps.pytest_suite import run_example, run_invalid_rule, run_op_binding
+from conformance.apps.pytest_suite import (run_example, run_invalid_rule, run_module,
+                                           run_op_binding)
 
 pytestmark = pytest.mark.conformance
 
@@ -41,3 +42,8 @@ def test_invalid(conformance_invalid_rule, conformance_backend, conformance_opti
     """A program that breaks one rule of the spec is rejected."""
     run_invalid_rule(conformance_backend, conformance_invalid_rule, conformance_options,
                      conformance_hang_budget)
+
+
+def test_module(conformance_module, conformance_backend, conformance_options, record_property):
+    """A StableHLO module of --conformance-modules agrees with the spec op by op."""
+    run_module(conformance_backend, conformance_module, conformance_options, record_property)
