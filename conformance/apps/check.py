@@ -18,7 +18,10 @@ that asks for it (xla, interpreter, a vendor class) runs in a child process
 Arguments: ``--inputs FILE.npz`` (arrays ``arg0``, ``arg1``, ... or in order, each of
 the argument's shape for one case or with a leading batch axis), else drawn by the
 generators for each argument's type (special values, ``--batch`` cases; same
-``--seed``, same values).
+``--seed``, same values); an integer argument a while loop's operands depend on is
+drawn from -2 to 12 (trip counts 0, 1 and a few), so that the loop ends. Arguments on
+which the oracle cannot evaluate the module (a loop still running after 100,000 trips)
+leave it ``unjudged``, and the backend is not run on them.
 
 ``DIR/results.jsonl``: a ``run`` header (``command: check``), one ``module`` record per
 module and backend, an ``end`` record (conformance.core.results CheckRunHeader,
@@ -86,8 +89,37 @@ def inputs_for(program, seed: int, key: str, batch: int, npz: Path | None
     from conformance.checking.plan import stable_hash
     from conformance.generators import draw_array
     rng = np.random.default_rng([seed, stable_hash("check", key)])
-    return [draw_array(t.element_type, (batch, *t.shape), rng)
-            for _, t in program.arguments], batch
+    bounds = loop_arguments(program)
+    out = []
+    for name, t in program.arguments:
+        if name in bounds and t.element_type.is_integer:
+            # a loop's counter or bound: trip counts 0, 1 and a few, so the loop ends
+            # (drawn from the whole integer range, most loops would run 2^31 times)
+            out.append(rng.integers(-2, 13, (batch, *t.shape)).astype(t.element_type.dtype))
+        else:
+            out.append(draw_array(t.element_type, (batch, *t.shape), rng))
+    return out, batch
+
+
+def loop_arguments(program) -> set[str]:
+    """The arguments a while loop's operands depend on (through any ops)."""
+    producer = program.producer()
+    out: set[str] = set()
+    args = set(program.argument_names)
+    for o in program.operations:
+        if o.op != "while":
+            continue
+        stack, seen = list(o.operands), set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in args:
+                out.add(v)
+            elif v in producer:
+                stack += list(program.operations[producer[v][0]].operands)
+    return out
 
 
 def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:

@@ -131,10 +131,15 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
     inputs = [np.asarray(x) for x in inputs]
     with np.errstate(all="ignore"):
         try:
+            # the oracle first: arguments on which it cannot evaluate the module (a loop
+            # that does not end) never reach the backend
+            from conformance.oracles.programs import evaluate_program
+            oracle = evaluate_program(read.program, inputs, batch=batch)
             per_op: dict[str, str] = {}
             mine, judged, unsupported = op_by_op_findings(backend, read, inputs, batch,
                                                           per_op)
-            whole = check_program(backend, read.program, inputs, batch=batch)
+            whole = check_program(backend, read.program, inputs, batch=batch,
+                                  oracle=oracle)
         except OracleError as e:    # (a loop drawn values never end, ...): not judged
             return ModuleVerdict("unjudged", [], {}, message=f"the oracle cannot evaluate "
                                  f"it on these arguments: {str(e).splitlines()[0]}")
