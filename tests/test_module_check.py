@@ -215,3 +215,82 @@ def test_the_pytest_plugin_judges_a_folder_of_modules(module, tmp_path):
     props = [p for p in ET.parse(xml).getroot().iter("property")
              if p.get("name") == "conformance_module"]
     assert {json.loads(p.get("value"))["outcome"] for p in props} >= {"pass"}
+
+
+LOOP = """func.func @main(%x: tensor<f32>, %n: tensor<i32>) -> tensor<f32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %0:3 = stablehlo.while(%i = %c0, %b = %n, %v = %x) : tensor<i32>, tensor<i32>, tensor<f32>
+    cond {
+      %lt = stablehlo.compare LT, %i, %b : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %j = stablehlo.add %i, %c1 : tensor<i32>
+      %w = stablehlo.negate %v : tensor<f32>
+      stablehlo.return %j, %b, %w : tensor<i32>, tensor<i32>, tensor<f32>
+    }
+  func.return %0#2 : tensor<f32>
+}
+"""
+
+
+class NeverRun(OracleProgram):
+    """Fails the test if the check runs anything on it."""
+
+    name = "never-run"
+
+    def compile(self, signature):
+        raise AssertionError(f"the backend was run on {signature.op}")
+
+    def compile_program(self, program):
+        raise AssertionError("the backend was run on the whole module")
+
+
+def test_a_loops_bound_is_drawn_small_and_a_loop_the_oracle_cannot_finish_is_unjudged(
+        tmp_path, monkeypatch):
+    from conformance.apps.check import inputs_for, loop_arguments
+    path = tmp_path / "loop.mlir"
+    path.write_text(LOOP)
+    read = read_file(path)
+    assert loop_arguments(read.program) == {"arg0", "arg1"}
+    inputs, n = inputs_for(read.program, 0, "loop.mlir", 16, None)
+    assert n == 16 and inputs[1].min() >= -2 and inputs[1].max() <= 12
+    assert check_module(OracleProgram(), read, inputs, n).outcome == "pass"
+    # a bound the loop does not reach in the oracle's most trips (100,000; 1,000 here,
+    # to be quick): the oracle gives up first, and the backend is never run
+    import conformance.oracles.control_flow as control_flow
+    monkeypatch.setattr(control_flow, "MAX_TRIPS", 1000)
+    endless = [inputs[0][:1], np.array([2 ** 31 - 1], np.int32)]
+    v = check_module(NeverRun(), read, endless, 1)
+    assert v.outcome == "unjudged" and "oracle" in v.message and not v.diverges
+
+
+def test_expectations_waive_an_ops_own_finding_by_its_entry_and_a_whole_module_finding_only_by_a_program_entry(
+        module, tmp_path, capsys):
+    exp = tmp_path / "known.yaml"
+    out = tmp_path / "out"
+    argv = ["check", str(module), "--backend", "test_module_check:WrongExponential",
+            "--depth", "quick", "--out", str(out), "--force", "--expectations", str(exp)]
+    exp.write_text("expectations:\n"
+                   "- {op: exponential, element_type: f32, class: value, reason: f16 exp}\n"
+                   "- {op: exponential, element_type: f32, class: accuracy, reason: f16 exp}\n")
+    assert cli.main(argv) == 0, capsys.readouterr().out
+    exp.write_text("expectations:\n"
+                   "- {op: tanh, element_type: f32, class: value, reason: another op}\n"
+                   "- {op: tanh, element_type: f32, class: accuracy, reason: another op}\n")
+    assert cli.main(argv) == 1
+    assert "UNEXPECTED wrong-exp exponential f32" in capsys.readouterr().out
+    # the FMA contraction: the ops alone are right, so the add's entry does not waive it;
+    # a program entry does
+    fma = tmp_path / "fma.mlir"
+    fma.write_text(FMA_MODULE)
+    npz = tmp_path / "fma.npz"
+    np.savez(npz, arg0=np.full((3, 2), np.float32(1 + 2 ** -12)),
+             arg1=np.full((3, 2), np.float32(-(1 + 2 ** -11))))
+    argv = ["check", str(fma), "--backend", "planted_programs:FusesMultiplyAdd", "--inputs",
+            str(npz), "--out", str(out), "--force", "--expectations", str(exp)]
+    exp.write_text("expectations:\n- {op: add, element_type: f32, class: value, reason: x}\n")
+    assert cli.main(argv) == 1
+    exp.write_text("expectations:\n- {op: add, program: '*', element_type: f32, class: value, "
+                   "reason: an FMA contraction}\n")
+    assert cli.main(argv) == 0, capsys.readouterr().out

@@ -163,14 +163,30 @@ def read_modules(paths: Sequence[Path]):
     return [read_file(p) for p in paths]
 
 
+def _with_type_keys(findings: list[dict], program) -> list[dict]:
+    """Each finding with its op's type key (what expectations entries name)."""
+    from conformance.generators.programs import type_key
+    producer = program.producer()
+    for f in findings:
+        at = f.get("at") or f.get("value")
+        if at in producer:
+            f["type_key"] = type_key(program.operations[producer[at][0]].signature)
+    return findings
+
+
 def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
+    whole = dict(verdict.whole)
+    if whole.get("findings"):
+        whole["findings"] = _with_type_keys([dict(f) for f in whole["findings"]],
+                                            read.program)
     rec: dict[str, Any] = {
         "kind": "module", "id": read.source, "backend": backend.name,
         "outcome": verdict.outcome, "message": verdict.message,
         "judged_ops": verdict.judged_ops, "ops": len(read.program.operations),
         "unjudged": [u.to_json() for u in read.unjudged],
         "dropped_results": list(read.dropped_results), "first": verdict.first,
-        "op_by_op": [f.to_json() for f in verdict.op_by_op], "whole": verdict.whole,
+        "op_by_op": _with_type_keys([f.to_json() for f in verdict.op_by_op], read.program),
+        "whole": whole,
         "op_outcomes": verdict.op_outcomes, "seconds": round(seconds, 4),
         # every op's place in the module (texts cut: a weight constant can be large)
         "origins": {k: {**o.to_json(), "text": _cut(o.text)} for k, o in read.origins.items()},
@@ -221,6 +237,7 @@ def run(args) -> int:
     batch = args.batch or DEPTH_BATCH[args.depth]
     npz = Path(args.inputs) if args.inputs else None
     accept = set(args.accept_list)
+    expectations = getattr(args, "expectations_loaded", None)
     started = time.time()
     outcomes: collections.Counter = collections.Counter()
     failed = False
@@ -250,7 +267,19 @@ def run(args) -> int:
         if close is not None:
             close()
     from conformance.reports import render
-    index = render(out / "results.jsonl", out)
+    index = render(out / "results.jsonl", out, program_expectations=expectations,
+                   program_accept=tuple(accept))
+    if expectations is not None:
+        from conformance.apps.expectations import module_gate
+        from conformance.core.results import read_results
+        g = module_gate(list(read_results(out / "results.jsonl")), expectations, accept)
+        print(f"expectations {args.expectations}: {len(g.unexpected)} unexpected, "
+              f"{len(g.expected)} expected")
+        for item in g.unexpected:
+            print(f"  UNEXPECTED {item['backend']} {item['op'] or '(no op)'} "
+                  f"{item['element_type'] or ''} {item['class']}"
+                  f"{' (whole module)' if item.get('fusion') else ''} e.g. {item['ids'][0]}")
+        failed = not g.passed
     print(f"{sum(outcomes.values())} module checks: "
           + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
           + f"; results in {out / 'results.jsonl'}; report: {index}")

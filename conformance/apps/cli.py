@@ -486,6 +486,11 @@ def _parser() -> argparse.ArgumentParser:
     _kind(ck.add_argument("--accept", metavar="CLASSES",
                           help="comma list of divergence classes that do not fail the run "
                                "(e.g. subnormal_flush)"), "classes")
+    _kind(ck.add_argument("--expectations", metavar="FILE",
+                          help="known divergences (YAML, or a shipped file by name: jax-cpu): "
+                               "fail only on module findings it does not list (an op's own "
+                               "finding by the op's entry; one of the whole module only by "
+                               "a program entry, program: '*')"), "expectations")
     ck.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
                     help="seconds an isolated backend may take per compile or run")
     ck_iso = ck.add_mutually_exclusive_group()
@@ -1310,6 +1315,9 @@ def cmd_check(args) -> int:
         raise UsageError(f"--accept: unknown divergence class {unknown[0]!r}; known: "
                          f"{', '.join(c for c in CASE_OUTCOMES if c != 'pass')}")
     args.accept_list = accept
+    args.expectations_loaded = None
+    if args.expectations is not None:
+        args.expectations_loaded = _expectations(args.expectations, "--expectations")
     if args.inputs is not None and not Path(args.inputs).is_file():
         raise UsageError(f"--inputs {args.inputs}: no such file")
     out = output_dir(args.out, "--out")

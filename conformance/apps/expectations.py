@@ -680,6 +680,61 @@ def program_gate(records: Iterable[dict], expectations: Expectations | None,
                 {(b, op, key, None) for b, op, key, _ in exercised})
 
 
+#: the pattern a module's findings carry for program entries (``program: '*'`` names it)
+MODULE_PATTERN = "module"
+
+
+def module_findings(records: Iterable[dict], accept: Iterable[str] = ()
+                    ) -> tuple[list[dict], dict[str, dict]]:
+    """The distinct divergences of ``module`` records (conformance check), as program
+    findings: an op's finding on the backend's own values (check 1) is the op's own
+    (``fusion: false``: its single-op entry waives it); a finding of the whole module
+    that the op alone does not show needs a program entry (``program: '*'``). A module
+    whose check failed without an op (a crash of the whole module) has op ``''``."""
+    accept = set(accept)
+    found: dict[tuple, dict] = {}
+    info: dict[str, dict] = {}
+    for r in records:
+        kind = r.get("kind")
+        if kind == "run":
+            info = {b.get("name"): b for b in r.get("backends") or [] if isinstance(b, dict)}
+            continue
+        if kind != "module" or r.get("outcome") in ("pass", "unsupported", "unjudged", None):
+            continue
+        b = r.get("backend")
+        items = [(f.get("op"), f.get("type_key"), f.get("cls"), False)
+                 for f in r.get("op_by_op") or []]
+        whole = r.get("whole") or {}
+        items += [(f.get("op"), f.get("type_key"), f.get("cls"), f.get("fusion"))
+                  for f in whole.get("findings") or []]
+        if not items:
+            items = [("", None, r.get("outcome"), None)]
+        for op, key, cls, fusion in items:
+            if cls in accept:
+                continue
+            k = (b, op, key, cls, fusion)
+            item = found.setdefault(k, {"backend": b, "op": op, "element_type": key,
+                                        "rule": None, "class": cls, "fusion": fusion,
+                                        "patterns": [MODULE_PATTERN], "cases": 0,
+                                        "ids": []})
+            if r.get("id") not in item["ids"]:
+                item["cases"] += 1
+                item["ids"].append(r.get("id"))
+    return list(found.values()), info
+
+
+def module_gate(records: Iterable[dict], expectations: Expectations | None,
+                accept: Iterable[str] = ()) -> Gate:
+    """:func:`gate` for the records of ``conformance check``: each finding expected by
+    :func:`match_program` (the op's own entry, or a program entry), or unexpected. No
+    entry is stale here (single-op runs and programs runs judge them)."""
+    items, info = module_findings(records, accept)
+    expected, unexpected, _ = _split(items, lambda item: match_program(
+        expectations, item, info.get(item["backend"], {})) if expectations else None)
+    return Gate(unexpected, expected, [], list(expectations.entries if expectations else []),
+                info)
+
+
 def _exercised(e: Expectation, info: Mapping[str, dict], exercised: set[tuple],
                element_type: str | None = None, rule: str | None = None,
                at: Mapping[tuple, set] | None = None) -> bool:
