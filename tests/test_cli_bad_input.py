@@ -588,6 +588,9 @@ def plugin_bad_values(name: str, kwargs: dict, ws):
         "--conformance-expectations": bad_expectations(None, ws),
         "--conformance-timeout": st.sampled_from(["0", "-1", "-0.5", "nan", "inf", "1e9", "",
                                                   "x"]),
+        "--conformance-modules": st.one_of(st.sampled_from(["", ","]),
+                                           bad_module_paths(None, ws).filter(
+                                               lambda v: "," not in v)),
     }[name]
 
 

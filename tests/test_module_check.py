@@ -136,7 +136,7 @@ def test_the_command_exits_1_on_a_planted_bug_and_0_on_the_right_backend(module,
     assert rec["first"]["location"] == "model.mlir:4:8" and rec["program"]["operations"]
     assert end["outcomes"] == {rec["outcome"]: 1}
     code = cli.main(["check", str(module), "--backend", "test_module_check:OracleProgram",
-                     "--depth", "quick", "--out", str(out)])
+                     "--depth", "quick", "--out", str(out), "--force"])
     assert code == 0
 
 
@@ -294,3 +294,69 @@ def test_expectations_waive_an_ops_own_finding_by_its_entry_and_a_whole_module_f
     exp.write_text("expectations:\n- {op: add, program: '*', element_type: f32, class: value, "
                    "reason: an FMA contraction}\n")
     assert cli.main(argv) == 0, capsys.readouterr().out
+
+
+def test_a_diverging_module_leaves_a_minimal_reproducer_that_fails_while_it_diverges(
+        module, tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
+                                         env.get("PYTHONPATH", "")])
+    out = tmp_path / "out"
+    # an op's own bug: the op alone, on the backend's own operand values
+    assert cli.main(["check", str(module), "--backend", "test_module_check:WrongExponential",
+                     "--depth", "quick", "--out", str(out)]) == 1
+    rec = list(read_results(out / "results.jsonl"))[1]
+    repro = Path(rec["repro"])
+    assert (repro / "module.mlir").read_text().count('"stablehlo.') == 1
+    assert "exponential" in (repro / "module.mlir").read_text()
+    assert "model.mlir:4:8" in (repro / "what.txt").read_text()
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=repro, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = subprocess.run([sys.executable, "repro.py", "test_module_check:OracleProgram"],
+                          cwd=repro, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # a finding of the whole module only (a contraction): the module minimised around it
+    fma = tmp_path / "fma.mlir"
+    fma.write_text(FMA_MODULE)
+    npz = tmp_path / "fma.npz"
+    np.savez(npz, arg0=np.full((3, 2), np.float32(1 + 2 ** -12)),
+             arg1=np.full((3, 2), np.float32(-(1 + 2 ** -11))))
+    assert cli.main(["check", str(fma), "--backend", "planted_programs:FusesMultiplyAdd",
+                     "--inputs", str(npz), "--out", str(out), "--force"]) == 1
+    rec = list(read_results(out / "results.jsonl"))[1]
+    text = (Path(rec["repro"]) / "module.mlir").read_text()
+    assert "stablehlo.multiply" in text and "stablehlo.add" in text
+    assert "minimised" in (Path(rec["repro"]) / "what.txt").read_text()
+
+
+def test_a_killed_check_resumes_with_the_same_options_and_refuses_other_ones(
+        module, tmp_path, capsys):
+    other = tmp_path / "other.mlir"
+    other.write_text(MODULE.replace("exponential", "negate"))
+    out = tmp_path / "out"
+    argv = ["check", str(module), str(other), "--backend",
+            "test_module_check:WrongExponential", "--depth", "quick", "--out", str(out)]
+    assert cli.main(argv) == 1
+    lines = (out / "results.jsonl").read_text().splitlines()
+    head, first, second, end = (json.loads(x) for x in lines)
+    # killed after the first module: the header and its record are on disk
+    (out / "results.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    assert cli.main(argv + ["--resume"]) == 1
+    again = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in again] == ["run", "module", "module", "end"]
+    assert again[0]["resumed"] == 1
+    assert again[1] == first                              # kept as it was
+    assert again[2]["id"] == second["id"] and again[2]["outcome"] == second["outcome"]
+    capsys.readouterr()
+    # other options: refused in one line, nothing changed
+    before = (out / "results.jsonl").read_text()
+    assert cli.main(argv + ["--seed", "7", "--resume"]) == 2
+    assert cli.main(argv + ["--seed", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "seed" in err[0] and "--force" in err[1]
+    assert (out / "results.jsonl").read_text() == before

@@ -29,7 +29,12 @@ ModuleRecord, CheckEnd); the report from it (reports/modules.py): ``DIR/index.ht
 with a table of the modules, ``DIR/modules/module-N-NAME.html`` per module (its ops in
 order with location, text and each backend's outcome, the first diverging op
 highlighted, what could not be judged), ``summary.json`` and ``junit.xml`` (a
-``modules.BACKEND`` suite, a test case per module). Exit status: 0 when no module diverges (classes named in
+``modules.BACKEND`` suite, a test case per module). A diverging module leaves a
+minimal reproducer under ``DIR/modules/BACKEND/N-NAME/`` (the diverging op alone on the
+backend's own operand values, or the whole module minimised around a finding only the
+whole module shows: ``module.mlir``, ``inputs.npz``, ``expected.npz``, ``actual.npz``,
+``repro.py``, exit 1 while it diverges). ``--resume`` continues a killed check with
+the same options: the (module, backend) pairs it recorded are kept, the rest checked. Exit status: 0 when no module diverges (classes named in
 ``--accept`` aside), 1 otherwise, 2 for a bad option or a file that is not a module
 (one line naming it, before anything is written).
 """
@@ -208,12 +213,124 @@ def summary_line(rec: dict[str, Any]) -> str:
     if rec.get("message"):
         head += f": {rec['message']}"
     first = rec.get("first")
+    if rec.get("repro"):
+        head += f"\n  reproducer: python {rec['repro']}/repro.py"
     if first:
         head += (f"\n  first diverging op: {first['op']} at {first['location']} "
                  f"[{first['check']}, {first['class']}]: expected {first['expected']}, "
                  f"got {_line(first['actual'])} (case {first['case']}, element "
                  f"{first['index']})")
     return head
+
+
+REPRO_SCRIPT = '''"""Re-run this reproducer: python repro.py [BACKEND]
+
+The module (module.mlir; program.json is the same program as data) judged by
+`conformance check`'s three checks on inputs.npz; exit 1 while it diverges."""
+import json, sys
+from pathlib import Path
+import numpy as np
+from conformance.backends import get_backend
+from conformance.checking.modules import check_module
+from conformance.mlir.reader import read_file
+
+here = Path(__file__).parent
+read = read_file(here / "module.mlir")
+data = np.load(here / "inputs.npz")
+inputs = [data[n] for n in read.program.argument_names]
+backend = get_backend(sys.argv[1] if len(sys.argv) > 1 else {backend!r})
+verdict = check_module(backend, read, inputs, inputs[0].shape[0] if inputs else 1)
+print(json.dumps(verdict.to_json(), indent=1, default=str))
+sys.exit(0 if not verdict.diverges else 1)
+'''
+
+
+def minimal_program(backend, read, inputs, verdict):
+    """The smallest program that shows the module's first divergence, with its inputs
+    (one case): the diverging op alone on the backend's own operand values (check 1),
+    else the whole module minimised around its finding (conformance.checking.programs
+    .minimize: ops dropped or cut to arguments, shapes and values shrunk)."""
+    from conformance.core.program import single
+    first = verdict.first or {}
+    if first.get("check") == "op_by_op" and verdict.first_operands is not None:
+        o, operands = verdict.first_operands
+        return single(o.signature), operands, "the op alone, on the backend's own operands"
+    whole = verdict.whole_verdict
+    if whole is not None and whole.diverges and whole.findings:
+        from conformance.checking.programs import minimize
+        m = minimize(backend, read.program, inputs, whole)
+        return m.program, m.inputs, "the module minimised: " + (
+            "; ".join(m.shrunk) or f"{len(m.program.operations)} of "
+            f"{len(read.program.operations)} ops")
+    return None
+
+
+def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
+                           ) -> Path | None:
+    """``out/modules/BACKEND/N-NAME/``: module.mlir (the minimal program's StableHLO),
+    program.json, inputs.npz (one case), expected.npz (the oracle's), actual.npz (the
+    backend's), what.txt (what it is) and repro.py (exit 1 while it diverges)."""
+    import json
+    import re
+    from conformance.mlir.program_emit import program_text
+    from conformance.oracles.programs import evaluate_program
+    found = minimal_program(backend, read, inputs, verdict)
+    if found is None:
+        return None
+    program, xs, what = found
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(read.source).name)
+    d = out / "modules" / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend.name) / f"{index}-{name}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "module.mlir").write_text(program_text(program))
+    (d / "program.json").write_text(json.dumps(program.to_json(), indent=1))
+    np.savez(d / "inputs.npz", **dict(zip(program.argument_names, xs)))
+    first = verdict.first or {}
+    (d / "what.txt").write_text(
+        f"{read.source} on {backend.name}: {verdict.outcome}\n{what}\nfirst diverging op: "
+        f"{first.get('op')} at {first.get('location')} [{first.get('check')}, "
+        f"{first.get('class')}]\n{first.get('text') or ''}\n")
+    with np.errstate(all="ignore"):
+        try:
+            ov = evaluate_program(program, xs, batch=1)
+            np.savez(d / "expected.npz", **{r: ov.values[r] for r in program.results})
+            from conformance.backends.programs import compile_program, run_batch
+            got = run_batch(compile_program(backend, program), xs, 1)
+            np.savez(d / "actual.npz", **dict(zip(program.results, got)))
+        except Exception:  # noqa: BLE001 - the reproducer holds what could be computed
+            pass
+    (d / "repro.py").write_text(REPRO_SCRIPT.replace("{backend!r}", repr(backend.locator)))
+    return d
+
+
+#: outcomes that are no divergence
+NOT_DIVERGING = ("pass", "unsupported", "unjudged")
+
+#: header keys that must be equal for ``--resume``
+RESUME_KEYS = ("command", "modules", "seed", "depth", "batch", "inputs", "locators")
+
+
+def header(args, batch: int) -> dict[str, Any]:
+    """The header's fields that say which checks a results file holds."""
+    return {"kind": "run", "command": "check", "modules": [r.source for r in args.reads],
+            "seed": args.seed, "depth": args.depth, "batch": batch, "inputs": args.inputs,
+            "locators": list(args.backend_list)}
+
+
+def load_resume(path: Path, mine: dict[str, Any]) -> dict[tuple[str, str], dict]:
+    """The module records of an interrupted check with the same options, by (module,
+    backend); CheckError (one line) for a file of another run."""
+    from conformance.core.results import ResultsFormatError, read_results
+    try:
+        records = list(read_results(path))
+    except (OSError, ResultsFormatError, UnicodeDecodeError) as e:
+        raise CheckError(f"--resume: {path} cannot be read ({e})") from None
+    head = records[0] if records else {}
+    differ = [k for k in RESUME_KEYS if head.get(k) != mine.get(k)]
+    if differ:
+        raise CheckError(f"--resume: {path} holds another run (its {', '.join(differ)} "
+                         f"differ{'s' if len(differ) == 1 else ''}); use the same options, "
+                         f"or --force to start again")
+    return {(r["id"], r["backend"]): r for r in records if r.get("kind") == "module"}
 
 
 def _line(value: Any) -> str:
@@ -241,20 +358,37 @@ def run(args) -> int:
     started = time.time()
     outcomes: collections.Counter = collections.Counter()
     failed = False
+    kept = getattr(args, "kept", None) or {}
     with ResultsWriter(out / "results.jsonl") as w:
-        w.write({"kind": "run", "command": "check", "modules": [r.source for r in reads],
-                 "seed": args.seed, "depth": args.depth, "batch": batch,
-                 "inputs": args.inputs, "backends": [b.describe() for b in backends],
-                 "locators": list(args.backend_list), "out": str(out), "started": started})
+        w.write({**header(args, batch), "backends": [b.describe() for b in backends],
+                 "out": str(out), "started": started, "resumed": len(kept)})
         for read in reads:
             for u in read.unjudged:
                 print(f"{read.source}: not judged: {u}")
             inputs, n = inputs_for(read.program, args.seed, Path(read.source).name, batch,
                                    npz)
             for backend in backends:
+                if (read.source, backend.name) in kept:     # checked before the kill
+                    rec = kept[(read.source, backend.name)]
+                    w.write(rec)
+                    outcomes[rec["outcome"]] += 1
+                    print(summary_line(rec))
+                    failed |= rec["outcome"] not in NOT_DIVERGING and \
+                        rec["outcome"] not in accept
+                    continue
                 t0 = time.perf_counter()
                 verdict = check_module(backend, read, inputs, n)
                 rec = record(read, backend, verdict, time.perf_counter() - t0)
+                if verdict.diverges and not getattr(args, "no_minimize", False):
+                    try:
+                        where = save_module_reproducer(out, backend, read,
+                                                       reads.index(read), inputs, verdict)
+                    except Exception as e:  # noqa: BLE001 - the record says why
+                        rec["message"] = (rec.get("message") or "") + \
+                            f" (no reproducer: {type(e).__name__}: {e})"
+                        where = None
+                    if where is not None:
+                        rec["repro"] = str(where)
                 w.write(rec)
                 outcomes[rec["outcome"]] += 1
                 print(summary_line(rec))

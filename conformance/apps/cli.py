@@ -481,8 +481,14 @@ def _parser() -> argparse.ArgumentParser:
                           help="output folder (default: conformance-check); one that holds "
                                "the results of another run is refused unless --force"),
           "out_dir")
-    ck.add_argument("--force", action="store_true",
-                    help="overwrite the results in --out even if another run wrote them")
+    ck_again = ck.add_mutually_exclusive_group()
+    ck_again.add_argument("--resume", action="store_true",
+                          help="continue the interrupted check whose results.jsonl is in "
+                               "--out (same options): keep the modules it checked, check "
+                               "the rest")
+    ck_again.add_argument("--force", action="store_true",
+                          help="overwrite the results in --out even if another run wrote "
+                               "them")
     _kind(ck.add_argument("--accept", metavar="CLASSES",
                           help="comma list of divergence classes that do not fail the run "
                                "(e.g. subnormal_flush)"), "classes")
@@ -493,6 +499,8 @@ def _parser() -> argparse.ArgumentParser:
                                "a program entry, program: '*')"), "expectations")
     ck.add_argument("--timeout", type=_Seconds(MAX_TIMEOUT), default=120.0, metavar="SECONDS",
                     help="seconds an isolated backend may take per compile or run")
+    ck.add_argument("--no-minimize", action="store_true",
+                    help="save no reproducer of a diverging module")
     ck_iso = ck.add_mutually_exclusive_group()
     ck_iso.add_argument("--isolate", dest="isolate", action="store_true", default=None,
                         help="run every backend in a child process (default: those that "
@@ -1336,8 +1344,19 @@ def cmd_check(args) -> int:
             from conformance.apps.check import inputs_for
             for r in args.reads:
                 inputs_for(r.program, args.seed, "", 1, Path(args.inputs))
-    except (CheckError, ReadError) as e:
+        args.kept = {}
+        if not args.force and results.exists() and results.stat().st_size:
+            from conformance.apps.check import DEPTH_BATCH, header, load_resume
+            kept = load_resume(results, header(args, args.batch or DEPTH_BATCH[args.depth]))
+            args.kept = kept if args.resume else {}
+    except ReadError as e:
         raise UsageError(str(e)) from None
+    except CheckError as e:
+        text = str(e)
+        if text.startswith("--resume:") and not args.resume:   # another check's folder
+            text = f"--out {args.out}: holds the results of another check" + \
+                text[len("--resume: "):].split(" holds another run", 1)[-1]
+        raise UsageError(text) from None
     return run(args)
 
 

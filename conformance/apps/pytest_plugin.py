@@ -315,13 +315,16 @@ def _read_options(config: pytest.Config) -> Options:
     modules = None
     modules_text = config.getoption("conformance_modules")
     if modules_text is not None:
-        from conformance.apps.check import CheckError, module_paths
+        from conformance.apps.check import CheckError, module_paths, read_modules
+        from conformance.mlir.reader import ReadError
         items = _comma_list(modules_text, "--conformance-modules")
         if not items:
             raise pytest.UsageError("--conformance-modules: empty list")
-        try:
-            modules = tuple(str(p) for p in module_paths(items))
-        except CheckError as e:
+        try:        # every file must be a module: a usage error, as `conformance check`
+            paths = module_paths(items)
+            read_modules(paths)
+            modules = tuple(str(p) for p in paths)
+        except (CheckError, ReadError) as e:
             raise pytest.UsageError(f"--conformance-modules: {e}") from None
     return Options(backend=backend or DEFAULT_BACKEND, backend_explicit=backend is not None,
                    depth_name=depth, ops=ops, families=families,

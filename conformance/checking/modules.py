@@ -55,6 +55,11 @@ class ModuleVerdict:
     judged_ops: int = 0
     #: operation name -> its check-1 outcome (pass, a class, unsupported)
     op_outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: for reproducers (not serialised): the first check-1 finding's operation and its
+    #: operands' values (the backend's own) in the diverging case, each [1, ...]; the
+    #: whole module's ProgramVerdict
+    first_operands: tuple[Any, list] | None = None
+    whole_verdict: Any = None
 
     @property
     def diverges(self) -> bool:
@@ -68,13 +73,15 @@ class ModuleVerdict:
 
 
 def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray],
-                      batch: int, outcomes: dict[str, str] | None = None
+                      batch: int, outcomes: dict[str, str] | None = None,
+                      operands: list | None = None
                       ) -> tuple[list[Finding], int, list[str]]:
     """Check 1 (module docstring): the findings, how many operations were judged, and
     the ops the backend cannot run alone (Unsupported, with the reason: their values
     are then the oracle's, so that the ops after them are still judged). ``outcomes``,
     if given, gets each operation's outcome by name (pass, its worst class,
-    unsupported; an op after a failing one is absent)."""
+    unsupported; an op after a failing one is absent); ``operands``, if given, gets
+    (operation, its operands' values in the diverging case) of the first finding."""
     outcomes = {} if outcomes is None else outcomes
     from conformance import oracles
     from conformance.specs import load_spec
@@ -119,6 +126,9 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
             if f is not None:
                 f.at = r
                 mine.append(f)
+        if mine and operands is not None and not operands:
+            case = mine[0].case
+            operands.append((o, [np.asarray(x)[case:case + 1] for x in xs]))
         findings += mine
         outcomes[o.name] = worst([f.cls for f in mine]) if mine else "pass"
     return findings, judged, unsupported
@@ -136,8 +146,9 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
             from conformance.oracles.programs import evaluate_program
             oracle = evaluate_program(read.program, inputs, batch=batch)
             per_op: dict[str, str] = {}
+            first_operands: list = []
             mine, judged, unsupported = op_by_op_findings(backend, read, inputs, batch,
-                                                          per_op)
+                                                          per_op, first_operands)
             whole = check_program(backend, read.program, inputs, batch=batch,
                                   oracle=oracle)
         except OracleError as e:    # (a loop drawn values never end, ...): not judged
@@ -153,7 +164,8 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
     elif whole.outcome == "unsupported":
         message = f"the whole module: {whole.message}"
     return ModuleVerdict(outcome, mine, whole.to_json(), _first(read, mine, whole),
-                         message, judged, per_op)
+                         message, judged, per_op,
+                         first_operands[0] if first_operands else None, whole)
 
 
 def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | None:

@@ -322,6 +322,7 @@ class CheckRunHeader(Record):
     locators: list = _opt()
     out: str = _opt()
     started: float = _opt()
+    resumed: int = _opt()            # module records kept from an interrupted check
 
     @classmethod
     def variant(cls, d: Mapping[str, Any]) -> "type[Record]":
@@ -522,6 +523,7 @@ class ModuleRecord(Record):
     origins: dict = _opt()           # operation name -> {op, location, text}
     operations: list = _opt()        # [name, op] of every operation read, in order
     op_outcomes: dict = _opt()       # operation name -> its check-1 outcome
+    repro: str = _opt()              # the folder of its minimal reproducer
 
 
 @_kind
