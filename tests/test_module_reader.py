@@ -254,3 +254,24 @@ def test_a_region_constant_is_typed_by_its_value_and_evaluated_for_every_element
     assert out.tolist() == [True, False, False]
     with pytest.raises(RegionError):        # a region's values are rank 0
         parse_region("(f32) -> add(arg0, constant('dense<[1.0, 2.0]> : tensor<2xf32>'))")
+
+
+def test_token_and_tuple_values_are_named_not_judged_and_a_module_of_nothing_judged_is_unjudged(
+        tmp_path):
+    from conformance.checking.modules import check_module
+    from planted_programs import OracleProgram
+    text = """func.func @main(%a: tensor<2xf32>, %t: !stablehlo.token) -> (tensor<2xf32>, !stablehlo.token) {
+  %0 = stablehlo.tuple %a, %a : tuple<tensor<2xf32>, tensor<2xf32>>
+  %1 = stablehlo.get_tuple_element %0[1] : (tuple<tensor<2xf32>, tensor<2xf32>>) -> tensor<2xf32>
+  %2 = "stablehlo.outfeed"(%a, %t) {outfeed_config = ""} : (tensor<2xf32>, !stablehlo.token) -> !stablehlo.token
+  %3 = stablehlo.abs %1 : tensor<2xf32>
+  return %3, %2 : tensor<2xf32>, !stablehlo.token
+}
+"""
+    read = read_text(text, "tok.mlir")
+    assert [u.op for u in read.unjudged] == ["stablehlo.tuple", "stablehlo.get_tuple_element",
+                                             "stablehlo.outfeed", "stablehlo.abs"]
+    assert "token and tuple" in read.unjudged[0].reason
+    assert read.program.argument_names == ("arg0",) and not read.program.operations
+    v = check_module(OracleProgram(), read, [np.zeros((2, 2), np.float32)], 2)
+    assert v.outcome == "unjudged" and not v.diverges and "4 not judged" in v.message
