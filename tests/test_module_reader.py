@@ -42,6 +42,12 @@ def test_every_op_reads_back_from_its_canonical_text_as_the_same_signature(op):
     for binding in plan.select_bindings(spec, None)[:2]:
         for sig in plan.plan_binding(spec, binding, 0, "quick")[:2]:
             read = read_text(module_text(sig), op)
+            if sig.has_tuples:
+                # token and tuple values: named as not judged (a stated limitation)
+                assert read.unjudged and all(
+                    "token and tuple" in u.reason or "not judged" in u.reason
+                    for u in read.unjudged), read.unjudged
+                continue
             assert not read.unjudged, (sig, read.unjudged)
             got = [o.signature for o in read.program.operations if o.signature.op == op]
             if any(is_program(r) for r in sig.regions):

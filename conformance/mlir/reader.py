@@ -422,13 +422,12 @@ class _Reader:
         candidates = _candidates(operation.name)
         if not candidates:
             raise ReadError(f"{where}: no spec of the suite is the op {operation.name}")
-        if any(is_structured(_type(v.type, where)) for v in
-               list(operation.operands) + list(operation.results)):
-            raise ReadError(f"{where}: token and tuple values are not judged in modules yet "
-                            "(single-op runs judge these ops)")
         input_types = [_type(v.type, where) for v in operation.operands]
         bounded = any(op_syntax(c).dynamic_result for c, _ in candidates)
         result_types = [_type(r.type, where, bounded) for r in operation.results]
+        if any(is_structured(t) for t in input_types + result_types):
+            raise ReadError(f"{where}: token and tuple values are not judged in modules yet "
+                            "(single-op runs judge these ops)")
         mlir_attrs = attribute_map(operation)
         errors = []
         for spec_name, name_values in candidates:
