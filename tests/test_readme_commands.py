@@ -246,7 +246,7 @@ def _clone(dest: Path) -> Path:
 
 
 def _script(steps: list[str], full: bool) -> str:
-    out = ["cd \"$(dirname \"$0\")\""]
+    out = []                                 # (bash runs in the clone: cwd)
     for i, line in enumerate(steps):
         if not full and re.search(r"python -m pytest -n 2\s*$", line.split("#")[0].rstrip()):
             line = line.split("#")[0].rstrip() + " --collect-only -q"
