@@ -90,3 +90,15 @@ def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, 
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()
                                 if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
+
+
+def test_iree_cpu_entries_say_the_quick_run_saw_them():
+    """iree-cpu.yaml is the record of one quick run (seed 0): every entry says so
+    (`depth: quick`), so a default IREE run still waives what they match but calls none of
+    them stale (issue 31, item 9, for the other shipped files)."""
+    from conformance.apps.expectations import load_expectations
+    e = load_expectations("iree-cpu")
+    assert len(e.entries) > 200 and {x.depths for x in e.entries} == {("quick",)}
+    x = e.entries[0]
+    assert not x.judged_at("default") and x.judged_at("quick")
+    assert e.match("iree", {}, x.op, x.cls, x.element_types[0]) is x   # waives at any depth
