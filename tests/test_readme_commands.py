@@ -11,9 +11,9 @@ exists or is written by an earlier line; no placeholder (``[...]``, ``A|B``) is 
 Over the whole README and docs/, every ``conformance`` line names a real sub-command and
 real options of it, and every ``*.md`` file named is in the repository.
 
-Slow (``CONFORMANCE_README_COMMANDS=1``, about 15 to 40 minutes on 2 cores: a fresh
-venv, pip from the package index or pip's cache, the default run and the "Using it"
-runs): the lines run, in order, in one bash process (so that the venv's activation
+Slow (``CONFORMANCE_README_COMMANDS=1``: a fresh venv, pip from the package index or
+pip's cache, the default run and the "Using it" runs; the default run alone took 24 min
+and the quick run 13 min on the project's 2 cores shared at load 5 to 9): the lines run, in order, in one bash process (so that the venv's activation
 holds for the lines after it), in a copy of the working tree, with nothing of this
 environment (PATH without this venv, no PYTHONPATH or VIRTUAL_ENV). The one line that
 runs the test suite is given ``--collect-only -q`` (it must find pytest, xdist and the
