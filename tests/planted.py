@@ -121,6 +121,38 @@ class CrashesOnNegativeZero(OracleBackend):
         return run
 
 
+class LoudCrashOnNegativeZero(CrashesOnNegativeZero):
+    """As CrashesOnNegativeZero, and says so on stderr first (a native crash's last
+    words)."""
+
+    name = "loud-crashy"
+    isolate = True
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+
+        def run(inputs):
+            x = np.asarray(inputs[0])
+            if sig.op == "negate" and ((x == 0) & np.signbit(x)).any():
+                import os
+                os.write(2, b"planted: fatal error on -0.0\n")
+            return inner(inputs)
+        return run
+
+
+class ChattyOracle(OracleBackend):
+    """The oracle, in a child process that writes a warning to stderr and never
+    crashes."""
+
+    name = "chatty"
+    isolate = True
+
+    def compile(self, sig):
+        import os
+        os.write(2, b"planted: a harmless warning\n")
+        return super().compile(sig)
+
+
 class HangsOnNaN(OracleBackend):
     """Never returns when an f32 abs sees a NaN."""
 

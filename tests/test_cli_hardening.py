@@ -116,6 +116,35 @@ def test_a_campaign_with_an_empty_corpus_passes(tmp_path):
     assert "gate (the whole corpus): 0 unexpected" in text, text
 
 
+def test_a_campaign_whose_draws_hit_suite_errors_exits_3(tmp_path, monkeypatch):
+    """As `run`: internal errors of the suite and no divergence is exit 3, never 0; a
+    divergence still decides (1); a resumed campaign remembers its failed draws."""
+    from conformance.apps import runner
+
+    def broken(spec, binding, config):
+        raise ValueError("a generator bug")
+    monkeypatch.setattr(runner, "plan_binding", broken)
+    out = tmp_path / "camp"
+    args = ["fuzz", "--backend", "numpy", "--ops", "abs", "--types", "f32", "--depth",
+            "quick", "--no-invalid", "--out", str(out)]
+    code, text, err = call([*args, "--draws", "1"])
+    assert code == 3, text + err
+    assert "FAILED draw 0 (abs): internal error generating signatures: ValueError: a " \
+           "generator bug" in text, text
+    assert "internal errors of the suite: 1 draw(s)" in err, err
+    (log,) = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    assert log["failed"].startswith("internal error generating signatures")
+    code, text, err = call([*args, "--draws", "2"])      # resumed: still failed
+    assert code == 3, text + err
+    assert "draw(s) of earlier sessions failed" in text, text
+    # A divergence decides over a suite error, as for run.
+    monkeypatch.undo()
+    code, text, err = call(["fuzz", "--backend", PLANTED, "--ops", "add", "--types", "f32",
+                            "--depth", "quick", "--draws", "1", "--no-invalid", "--out",
+                            str(out)])
+    assert code == 1, text + err
+
+
 def test_fuzz_expectations_are_checked_before_anything_is_written(tmp_path):
     out = tmp_path / "camp"
     bad = tmp_path / "bad.yaml"
@@ -163,7 +192,9 @@ def test_programs_force_and_resume_exclude_each_other(tmp_path):
 
 @pytest.mark.parametrize("option, value", [("--count", str(10 ** 12)),
                                            ("--max-ops", str(10 ** 6)),
-                                           ("--batch", str(10 ** 9))])
+                                           ("--batch", str(10 ** 9)),
+                                           ("--start", str(10 ** 30)),
+                                           ("--start", str(2 ** 53))])
 def test_programs_sizes_are_bounded(tmp_path, option, value):
     out = tmp_path / "p"
     line = one_line_usage_error(*call([*PROGRAMS, "--out", str(out), option, value]))

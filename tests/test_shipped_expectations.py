@@ -71,6 +71,11 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     assert all(x.is_narrow() for x in e.entries)
     assert {x.op for x in e.entries if x.programs is not None} == {"add", "log", "reduce",
                                                                    "select"}
+    # depths: the default run's entries (not met by a quick run) say so; one entry is the
+    # quick run's alone; the rest, met at quick, are judged at every depth
+    depths = [x.depths for x in e.entries]
+    assert depths.count(("default",)) == 44 and depths.count(("quick",)) == 1
+    assert set(depths) == {None, ("default",), ("quick",)}
 
 
 def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, capsys):
@@ -81,6 +86,10 @@ def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, 
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()
                                 if line.startswith(("UNEXPECTED", "gate:", "divergences")))
+    # No entry is stale at quick: those the quick run does not meet say `depth: default`
+    # (5 STALE lines for these ops before: reduce and dot_general entries of the default run)
+    stale = [line for line in text.splitlines() if line.startswith("STALE")]
+    assert not stale and " 0 stale," in text, "\n".join(stale)
     gate = json.loads((out / "summary.json").read_text())["gate"]
     # the run met XLA's own divergences (not a run that diverged nowhere), each listed
     waived = {(m["op"], m["class"]) for m in gate["expected"]}
@@ -90,3 +99,15 @@ def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, 
     text = capsys.readouterr().out
     assert code == 0, "\n".join(line for line in text.splitlines()
                                 if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
+
+
+def test_iree_cpu_entries_say_the_quick_run_saw_them():
+    """iree-cpu.yaml is the record of one quick run (seed 0): every entry says so
+    (`depth: quick`), so a default IREE run still waives what they match but calls none of
+    them stale (issue 31, item 9, for the other shipped files)."""
+    from conformance.apps.expectations import load_expectations
+    e = load_expectations("iree-cpu")
+    assert len(e.entries) > 200 and {x.depths for x in e.entries} == {("quick",)}
+    x = e.entries[0]
+    assert not x.judged_at("default") and x.judged_at("quick")
+    assert e.match("iree", {}, x.op, x.cls, x.element_types[0]) is x   # waives at any depth

@@ -64,6 +64,9 @@ CAMPAIGN_FILES = ("campaign.json", "corpus/index.jsonl", "log.jsonl")
 
 #: Largest ``programs --count``, ``--max-ops`` and ``--batch`` accepted.
 MAX_PROGRAMS = 1_000_000
+#: Largest ``programs --start``: every program index (start + count - 1) stays an integer
+#: that a JSON reader holding numbers as doubles (the report's JavaScript) reads exactly.
+MAX_PROGRAM_START = 2 ** 53 - MAX_PROGRAMS
 MAX_PROGRAM_OPS = 100
 MAX_PROGRAM_BATCH = 4096
 #: ``conformance check``: value cases per module by depth (conformance.apps.check)
@@ -414,8 +417,8 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"programs (1 to {MAX_PROGRAMS}; default: the depth's)")
     pg.add_argument("--seed", type=_Int(0), default=0, metavar="S",
                     help="same seed, same programs")
-    pg.add_argument("--start", type=_Int(0), default=0, metavar="I",
-                    help="first program index (default 0)")
+    pg.add_argument("--start", type=_Int(0, MAX_PROGRAM_START), default=0, metavar="I",
+                    help=f"first program index (0 to {MAX_PROGRAM_START}; default 0)")
     _kind(pg.add_argument("--out", default="conformance-programs", metavar="DIR",
                           help="output folder (default: conformance-programs); one that "
                                "holds the results of another run (a `run`'s, a merge's, a "
@@ -1018,7 +1021,9 @@ def cmd_expectations(args) -> int:
 def cmd_fuzz(args) -> int:
     """``conformance fuzz``: see conformance.apps.fuzz. The exit code is the gate of the
     campaign's whole corpus (:func:`_corpus_gate`), not of this session's findings: a
-    campaign resumed after a crash fails as the uninterrupted one does."""
+    campaign resumed after a crash fails as the uninterrupted one does; with no
+    divergence to fail it, a campaign any of whose draws failed with a suite error (the
+    unit raised, or the runner recorded an internal error) exits 3, as ``run`` does."""
     from conformance.backends import get_backend
     from conformance.apps.fuzz import CampaignConfig, main_loop, parse_duration, summary_lines
     from conformance.apps.heartbeat import Heartbeat, campaign_status
@@ -1066,7 +1071,13 @@ def cmd_fuzz(args) -> int:
             executor.close()
     for line in summary_lines(result, out):
         print(line)
-    return _corpus_gate(result["entries"], expectations, backends)
+    code = _corpus_gate(result["entries"], expectations, backends)
+    failed = int(result.get("failed_total") or 0)
+    if code == EXIT_OK and failed:      # as run: suite errors and no divergence is never 0
+        print(f"internal errors of the suite: {failed} draw(s) of the campaign failed (see "
+              f"\"failed\" in {out / 'log.jsonl'})", file=sys.stderr)
+        return EXIT_INTERNAL
+    return code
 
 
 def _corpus_gate(entries: Sequence[dict], expectations, backends) -> int:

@@ -310,6 +310,7 @@ class _Sink:
         self.cases = 0
         self.new: list[str] = []
         self.known: list[str] = []
+        self.errors: list[str] = []     # the runner's internal_error records (suite bugs)
 
     def write(self, record: dict[str, Any]) -> None:
         c = self.c
@@ -318,6 +319,8 @@ class _Sink:
         check_record(record)            # the schema a results file holds (ValueError)
         if record.get("kind") == "signature":
             self.cases += int(record.get("cases") or 0)
+        elif record.get("kind") == "internal_error":
+            self.errors.append(f"internal error {record.get('what')}: {record.get('error')}")
         for f in findings_of(record):
             if f.key in c.corpus:
                 if f.key not in self.known:
@@ -392,6 +395,21 @@ class Campaign:
         tmp.write_text(json.dumps({"format": FORMAT_VERSION, **self.state,
                                    "corpus": len(self.corpus)}, indent=1))
         os.replace(tmp, self.state_path)
+
+    def _finish_sink(self, k: int, op: str, r: int, seed: int, sink: "_Sink",
+                     seconds: float, wall: float | None = None) -> None:
+        """Draw ``k`` ran to its end: done, and failed (a suite error) when the runner
+        recorded internal errors of the suite in it (its findings are kept all the same)."""
+        failed = None
+        if sink.errors:
+            failed = sink.errors[0] + (f" (and {len(sink.errors) - 1} more)"
+                                       if len(sink.errors) > 1 else "")
+            if not self.book.is_done(k):
+                self.failed.append(k)
+                self.say(f"FAILED draw {k} ({op}): {failed} (a suite error: logged in "
+                         f"log.jsonl, counted done)")
+        self._finish_draw(k, op, r, seed, sink.cases, sink.new, sink.known, seconds,
+                          failed=failed, wall=wall)
 
     def _finish_draw(self, k: int, op: str, r: int, seed: int, cases: int,
                      new: list[str], known: list[str], seconds: float,
@@ -492,6 +510,7 @@ class Campaign:
                 "corpus": len(self.corpus), "entries": list(self.corpus.entries.values()),
                 "next_draw": self.book.next_draw,
                 "done_above": sorted(self.book.above), "failed": list(self.failed),
+                "failed_total": int(self.state.get("failed", 0)),
                 "lost": sorted(set(self.lost) - {k for k in self.lost
                                                  if self.book.is_done(k)}),
                 "elapsed": time.monotonic() - self.started,
@@ -527,8 +546,7 @@ class Campaign:
                     self.state["cases"] = int(self.state["cases"]) + sink.cases
                     self.session_known.update(sink.known)
                     return self.signal_name or "time"
-                self._finish_draw(k, op, r, seed, sink.cases, sink.new, sink.known,
-                                  time.monotonic() - t0)
+                self._finish_sink(k, op, r, seed, sink, time.monotonic() - t0)
         finally:
             for b in backends:
                 close = getattr(b, "close", None)
@@ -610,8 +628,7 @@ class Campaign:
             sink = _Sink(self, k, seed, folder, stoppable=False)
             for record in res.records:
                 sink.write(record)
-            self._finish_draw(k, op, r, seed, sink.cases, sink.new, sink.known, seconds,
-                              wall=self._wall())
+            self._finish_sink(k, op, r, seed, sink, seconds, wall=self._wall())
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -634,6 +651,10 @@ def summary_lines(result: dict[str, Any], out: Path) -> list[str]:
         lines.append(f"{len(result['failed'])} draw(s) failed with a suite error (counted "
                      f"done; see \"failed\" in {out / 'log.jsonl'}): "
                      + ", ".join(map(str, result["failed"][:10])))
+    before = int(result.get("failed_total") or 0) - len(result.get("failed") or ())
+    if before > 0:
+        lines.append(f"{before} draw(s) of earlier sessions failed with a suite error (see "
+                     f"\"failed\" in {out / 'log.jsonl'})")
     if result.get("lost"):
         lines.append(f"{len(result['lost'])} draw(s) lost with their worker, not done (a "
                      f"resume runs them): " + ", ".join(map(str, result["lost"][:10])))

@@ -115,13 +115,13 @@ are parametrised from the filter options.
 """
 from __future__ import annotations
 
-import tempfile
 import types as _pytypes
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
+from conformance.apps import backend_logs
 from conformance.apps.pytest_suite import (DEFAULT_BACKEND, DEFAULT_DATABASE, DEFAULT_DEPTH,
                                            DEFAULT_TIMEOUT, DEPTH_NAMES, MAX_TIMEOUT,
                                            PROFILE_CHOICES, CheckResult, ConformanceFailure,
@@ -213,6 +213,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 _OPTIONS_KEY = pytest.StashKey[Options]()
 _BACKEND_KEY = pytest.StashKey[Any]()
 _BUDGET_KEY = pytest.StashKey[Any]()
+_LOGS_KEY = pytest.StashKey[Path]()              # the session's own backend log folder
+_KEPT_LOGS_KEY = pytest.StashKey[list]()         # log folders kept (a crash's stderr)
 
 
 def in_ci() -> bool:
@@ -425,17 +427,45 @@ def load_backend(config: pytest.Config):
     from conformance.backends import BackendLoadError, get_backend
     from conformance.checking.isolation import prepare_backends
     options = options_of(config)
+    own = None
     try:
         backend = get_backend(options.backend)
         # A backend that crashes or hangs costs a failed test, never the session: as
         # `conformance run` does, it runs in a child process unless it says otherwise.
-        # The child's stderr goes to the repro folder, or a folder of its own.
-        logs = options.repro_dir or Path(tempfile.mkdtemp(prefix="conformance-backend-"))
-        backend = prepare_backends([backend], logs, options.isolate, options.timeout)[0]
+        # The child's stderr goes to the repro folder, or a folder of the session's own
+        # (removed at its end unless it holds a crash's stderr: backend_logs).
+        own = None if options.repro_dir else backend_logs.new_folder()
+        backend = prepare_backends([backend], options.repro_dir or own, options.isolate,
+                                   options.timeout)[0]
     except BackendLoadError as e:
+        backend_logs.release(own, keep_output=True)
         raise pytest.UsageError(f"--conformance-backend: {e}") from None
+    except BaseException:
+        backend_logs.release(own, keep_output=True)
+        raise
     config.stash[_BACKEND_KEY] = backend
+    if own is not None:
+        config.stash[_LOGS_KEY] = own
     return backend
+
+
+def release_backend(config: pytest.Config) -> None:
+    """The session is over: stop the isolated backend's child process, then remove the
+    session's own log folder unless it holds a crash's stderr (kept: named in the
+    summary; on an xdist worker, sent to the controller)."""
+    backend = config.stash.get(_BACKEND_KEY, None)
+    close = getattr(backend, "close", None)
+    if close is not None:
+        close()
+    folder = config.stash.get(_LOGS_KEY, None)
+    if folder is None:
+        return
+    del config.stash[_LOGS_KEY]
+    kept = backend_logs.release(folder, backend)
+    if kept is not None:
+        config.stash.setdefault(_KEPT_LOGS_KEY, []).append(str(kept))
+        if hasattr(config, "workeroutput"):
+            config.workeroutput["conformance_kept_logs"] = [str(kept)]
 
 
 def hang_budget(config: pytest.Config):
@@ -451,11 +481,16 @@ def hang_budget(config: pytest.Config):
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The isolated backend's child process ends with the session."""
-    backend = config.stash.get(_BACKEND_KEY, None)
-    close = getattr(backend, "close", None)
-    if close is not None:
-        close()
+    """The isolated backend's child process ends with the session (at the latest)."""
+    release_backend(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """(xdist, on the controller) a worker's kept log folder, for the summary."""
+    kept = getattr(node, "workeroutput", {}).get("conformance_kept_logs")
+    if kept:
+        node.config.stash.setdefault(_KEPT_LOGS_KEY, []).extend(kept)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -571,6 +606,8 @@ def _record_expectations(item: pytest.Item, call: pytest.CallInfo, report) -> No
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     config = session.config
+    if getattr(config.stash.get(_BACKEND_KEY, None), "log_path", None):
+        release_backend(config)     # isolated: its logs are final once its child stopped
     options = options_of(config)
     state = config.stash.get(_GATE_KEY, None)
     if options.expectations is None or state is None or hasattr(config, "workerinput"):
@@ -595,6 +632,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             described = {"name": getattr(backend, "name", "?"), "describe": f"failed: {e}"}
         terminalreporter.write_line(
             "conformance backend: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+    kept = config.stash.get(_KEPT_LOGS_KEY, None)
+    if kept and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(backend_logs.kept_line(kept), yellow=True)
     options = options_of(config)
     state = config.stash.get(_GATE_KEY, None)
     if options.expectations is None or state is None or hasattr(config, "workerinput"):

@@ -137,6 +137,7 @@ class IsolatedBackend(Backend):
         self._conn = None
         self._info: dict[str, Any] = {}
         self._log_mark = 0
+        self.crashes = 0        # answers lost to the child dying or corrupting its heap
         self._start()
         self.name = self._info.get("name", locator)
 
@@ -167,6 +168,7 @@ class IsolatedBackend(Backend):
         except (EOFError, OSError):
             code = self._exit_code()
             self._kill()
+            self.crashes += 1
             raise BackendCrash(f"the backend's process died while {what} "
                                f"({_describe_exit(code)}){self._last_words()}") from None
 
@@ -238,6 +240,7 @@ class IsolatedBackend(Backend):
         except (BrokenPipeError, OSError):
             code = self._exit_code()
             self._kill()
+            self.crashes += 1
             raise BackendCrash(f"the backend's process died ({_describe_exit(code)})"
                                f"{self._last_words()}") from None
         reply = self._receive(self.timeout, f"{'compiling' if request == 'compile' else 'running'}"
@@ -245,6 +248,7 @@ class IsolatedBackend(Backend):
         corrupt = self._heap_corruption()
         if corrupt is not None:
             self._kill()
+            self.crashes += 1
             raise BackendCrash(f"the backend's process reported heap corruption ({corrupt}); "
                                "its answer and any later one are not trusted, so the process "
                                f"was restarted{self._log_link()}")
