@@ -870,8 +870,9 @@ def _sum_member(g, x, e, a, et: ElementType) -> "tuple[np.ndarray, np.ndarray]":
     largest finite magnitude) and the smallest allowed. An infinite ``a`` where a partial
     sum of some tree can overflow that way (always towards ``e``'s sign: k is not
     bounded), NaN where both ways; a part of ``e`` that is infinite or NaN gives that
-    part itself for every ``k >= 1``. Non-finite leaves are not judged here (every tree
-    gives the oracle's value). ``e ⊕ e != e`` where this runs: ``e`` is not ±0.
+    part itself for every ``k >= 1``; a part with a non-finite leaf the leaves' infinity
+    (NaN beside the other infinity or a NaN) in every tree, the other part still judged.
+    ``e ⊕ e != e`` where this runs: ``e`` is not ±0.
 
     Returns (in the set, explained by flushing subnormals instead): the second mask holds
     elements outside the set that lie in it with every subnormal leaf and init value read
@@ -912,10 +913,8 @@ def _lattice(leaves, real, n, ew, aw, et: ElementType, slack: float) -> np.ndarr
     p = int(_finfo(et).nmant) + 1
     thr = overflow_threshold(et)
     parts = list(zip(_parts(leaves), _parts(ew), _parts(aw)))
-    finite = np.ones(aw.shape, bool)
     reach = []          # per part: can some tree overflow to +inf, to -inf?
     for lv, ev, av in parts:
-        finite &= np.isfinite(lv).all(axis=-1)
         grow = 1 + gamma(n + 1, u)
         # k copies of e reach either infinity of e's sign, for k large enough
         reach.append(((ev > 0) | (np.maximum(lv, 0).sum(axis=-1) * grow >= thr),
@@ -932,7 +931,7 @@ def _lattice(leaves, real, n, ew, aw, et: ElementType, slack: float) -> np.ndarr
     kf = np.maximum(np.floor(np.minimum(kstar, 2.0 ** 62)), kmin)
     member = np.zeros(aw.shape, bool)
     for k in (kf, kf + 1, kmin):
-        ok = finite.copy()
+        ok = np.ones(aw.shape, bool)
         for (lv, ev, av), (up, down) in zip(parts, reach):
             s = lv.sum(axis=-1)
             efin = np.isfinite(ev)
@@ -956,6 +955,13 @@ def _lattice(leaves, real, n, ew, aw, et: ElementType, slack: float) -> np.ndarr
             # a non-finite part of e: that part itself once it is in the tree
             same = (av == ev) | (np.isnan(av) & np.isnan(ev))
             close = np.where(efin, close, np.where(k >= 1, same, close))
+            # a non-finite leaf in this part: every tree gives the leaves' infinity (NaN
+            # for both infinities or a NaN), whatever k
+            bad = ~np.isfinite(lv).all(axis=-1)
+            if bad.any():
+                snf = np.where(np.isfinite(lv), 0.0, lv).sum(axis=-1)
+                close = np.where(bad, np.where(np.isnan(snf), np.isnan(av), av == snf),
+                                 close)
             ok &= close
         member |= ok
     return member
