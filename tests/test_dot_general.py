@@ -819,3 +819,17 @@ def test_overflow_that_no_bf16_pass_gives_stays_a_divergence():
         return o
     counts = classes(_Bf16Pass(bug=overflow, name="overflow"), sig, batches=1, inputs=stacked)
     assert "precision" not in counts and counts.get("value", 0) == 1, counts
+
+
+def test_only_f32_operands_are_read_as_a_bf16_pass_reads_them():
+    from conformance.checking.verdicts.contraction import bf16_operands
+    assert np.isinf(bf16_operands(np.array([3.4e38], np.float32))).all()
+    assert bf16_operands(np.array([3.0e38], np.float32))[0] == np.float32(
+        ml_dtypes.bfloat16(3.0e38))
+    c = bf16_operands(np.array([3.4e38 + 1j], np.complex64))
+    assert np.isinf(c.real).all() and c.imag[0] == 1
+    # f64 (and f16, integers) unchanged: no backend reads f64 DEFAULT through bf16, and an
+    # f64 NaN bug beside a huge operand must stay nan
+    for x in (np.array([1e300, 1 + 2 ** -40]), np.array([3.4e38 + 0j]),
+              np.array([65504.0], np.float16), np.array([7], np.int32)):
+        assert np.array_equal(bf16_operands(x), x)

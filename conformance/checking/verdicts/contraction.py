@@ -351,14 +351,15 @@ def reduced_precision(attributes: dict[str, Any]) -> bool:
 
 
 def bf16_operands(x: np.ndarray) -> np.ndarray:
-    """``x`` with every float (complex: every part) rounded to bf16 and back, as a bf16
-    pass reads its operands: beyond bf16's largest finite value (above f32's 3.3961e38 and
-    up to f32's max) a value becomes an infinity. Types no wider than bf16's precision
-    (and integers) unchanged."""
+    """``x`` with every f32 (complex<f32>: every part) rounded to bf16 and back, as a
+    bf16 pass for DEFAULT f32 reads its operands: beyond bf16's largest finite value
+    (above 3.3961e38, up to f32's max) a value becomes an infinity. Other types
+    unchanged: a bf16 pass stands in for f32 (TPU's DEFAULT); f64 beyond 3.4e38 read as
+    an infinity is no reduced precision any backend uses, and would hide real NaN bugs
+    (XLA's batch-group NaN spreading on f64 convolutions)."""
     x = np.asarray(x)
     et = element_type(x.dtype)
-    if not (et.is_float or et.is_complex) or \
-            ml_dtypes.finfo(et.component.dtype).nmant <= ml_dtypes.finfo(ml_dtypes.bfloat16).nmant:
+    if not (et.is_float or et.is_complex) or et.component.name != "f32":
         return x
     comp = et.component.dtype
     with np.errstate(all="ignore"):
