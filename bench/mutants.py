@@ -2155,6 +2155,39 @@ class ReduceAccumulatorStartsAtZero(Mutant):
         return _reduce_case([-1.0, -2.0], -np.inf, [0], "maximum(arg0, arg1)")
 
 
+class ReduceWindowSumInitNegated(Mutant):
+    """reduce_window sums whose init constant is materialised with its sign flipped (a
+    sign bug in the constant folding of the init value, which leaves a zero alone): R - e
+    instead of R + e. Only the rows whose init value is no identity (not ±0) meet it,
+    which the suite masked before issue 32 (item 2)."""
+
+    ops, family, batched = ("reduce_window",), "reduction", False
+
+    def applies(self, sig):
+        n = len(sig.result_leaves)
+        return any((et_in(sig, k).is_float or et_in(sig, k).is_complex)
+                   for k in _reduce_results(sig, "add") if k < n)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        n = len(sig.result_leaves)
+        new = list(inputs)
+        for k in _reduce_results(sig, "add"):
+            if et_in(sig, k).is_float or et_in(sig, k).is_complex:
+                e = np.asarray(inputs[n + k])
+                new[n + k] = np.where(e == 0, e, -e).astype(e.dtype)    # ±0 kept
+        return _evaluate(sig, new)
+
+    @classmethod
+    def witness(cls):
+        sig = Signature.make("reduce_window", ["tensor<3xf32>", "tensor<f32>"],
+                             ["tensor<2xf32>"],
+                             {"window_dimensions": [2], "window_strides": [1],
+                              "base_dilations": [1], "window_dilations": [1],
+                              "padding": "dense<[[0, 0]]> : tensor<1x2xi64>"},
+                             regions=("(f32, f32) -> add(arg0, arg1)",))
+        return Case(sig, (fp([1.0, 2.0, 3.0], "f32"), fp(10.0, "f32")))
+
+
 class ReduceSumDemotesToBf16(Mutant):
     """f32 sum reductions whose operand is demoted to bf16 by a mixed-precision pass
     (the accumulator stays f32): every addend loses 16 bits."""

@@ -418,6 +418,10 @@ class Model:
     operands: tuple[Operand, ...]
     pairs: tuple[tuple[int, int], ...]      # operand index pairs (element-wise ops)
     targets: tuple[Target, ...]
+    #: the YAML's ``coverage: live:``, over the signature: where a nonempty signature's
+    #: results still do not depend on its inputs through the op's main computation
+    #: (reduce_window's windows on padding only), it is false (:func:`live`)
+    live: "str | None" = None
 
     def items(self) -> dict[str, list[str]]:
         """The universe: what this binding's plan should meet, per kind."""
@@ -494,7 +498,7 @@ def _model(spec: OpSpec, binding: dict[str, str]) -> Model:
                 raise ValueError(f"{spec.name}: coverage target {t['name']}: {names[k].et.name} "
                                  f"has no class {v!r} in scheme {names[k].scheme!r}")
         targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
-    return Model(spec.name, tuple(operands), pairs, tuple(targets))
+    return Model(spec.name, tuple(operands), pairs, tuple(targets), section.get("live"))
 
 
 # ---------------------------------------------------------------------------
@@ -531,6 +535,16 @@ def nonempty(sig: Signature) -> bool:
     return min(sizes) > 0
 
 
+def live(spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> bool:
+    """Do the signature's results depend on its inputs through the op's main computation?
+    Every tensor holds elements (:func:`nonempty`) and the spec's ``coverage: live:``
+    expression, where it has one, holds (a reduce_window window touches the operand)."""
+    if not nonempty(sig):
+        return False
+    m = model(spec, binding)
+    return m.live is None or meets_where(spec, sig, binding, m.live)
+
+
 def _operand_types(spec: OpSpec, sig: Signature, m: Model) -> list[TensorType]:
     groups = spec.split_inputs(list(sig.input_types))
     out = []
@@ -553,10 +567,12 @@ def richness(spec: OpSpec, sig: Signature, m: Model) -> tuple[int, bool]:
     return max(t.size for t in types), not m.pairs or len({t.shape for t in types}) == 1
 
 
-def _rank(spec: OpSpec, sig: Signature, m: Model) -> tuple[bool, bool, bool]:
-    """(False, False, False) for a rich signature; smaller is richer."""
+def _rank(spec: OpSpec, sig: Signature, m: Model, binding: Mapping[str, str]
+          ) -> tuple[bool, bool, bool]:
+    """(False, False, False) for a rich signature (a :func:`live` one); smaller is
+    richer."""
     size, flat = richness(spec, sig, m)
-    return (not nonempty(sig), size < RICH, not flat)
+    return (not live(spec, sig, binding), size < RICH, not flat)
 
 
 def schedule(spec: OpSpec, binding: Mapping[str, str],
@@ -566,12 +582,14 @@ def schedule(spec: OpSpec, binding: Mapping[str, str],
     zero-sized input, at least :data:`RICH` elements, no broadcast input of an
     element-wise op), then the draws in their order; the first draw, where chosen, first. From ``n + 2`` draws, or
     ``4n + 16`` where those have no rich signature or none for a target (each draw costs
-    about a millisecond: a quick run plans some 1000 bindings)."""
+    about a millisecond: a quick run plans some 1000 bindings), then ``16n + 64`` and
+    ``64n + 256`` where those have none either (reduce_window's draws put most windows on
+    padding only: one in a hundred of its f8E5M2 draws sums several operand elements)."""
     m = model(spec, binding)
-    small, large = n + 2, 4 * n + 16
-    chosen, complete = _choose(spec, binding, m, list(dict.fromkeys(draw(small))), n)
-    if not complete:
-        chosen, _ = _choose(spec, binding, m, list(dict.fromkeys(draw(large))), n)
+    for size in (n + 2, 4 * n + 16, 16 * n + 64, 64 * n + 256):
+        chosen, complete = _choose(spec, binding, m, list(dict.fromkeys(draw(size))), n)
+        if complete:
+            break
     return chosen
 
 
@@ -583,16 +601,18 @@ def _choose(spec: OpSpec, binding: Mapping[str, str], m: Model, pool: list[Signa
     def pick(cands: list[Signature]) -> None:
         cands = [s for s in cands if s not in chosen]
         if cands and len(chosen) < n:
-            chosen.append(min(cands, key=lambda s: (_rank(spec, s, m), cands.index(s))))
+            chosen.append(min(cands, key=lambda s: (_rank(spec, s, m, binding),
+                                                    cands.index(s))))
 
     for t in m.signature_targets:
-        if any(meets_where(spec, s, binding, t.where) and nonempty(s) for s in chosen):
+        if any(meets_where(spec, s, binding, t.where) and live(spec, s, binding)
+               for s in chosen):
             continue
         found = [s for s in pool if meets_where(spec, s, binding, t.where)]
-        complete &= any(nonempty(s) for s in found)
+        complete &= any(live(spec, s, binding) for s in found)
         pick(found)
-    if not any(_rank(spec, s, m) == (False, False, False) for s in chosen):
-        complete &= any(_rank(spec, s, m) == (False, False, False) for s in pool)
+    if not any(_rank(spec, s, m, binding) == (False, False, False) for s in chosen):
+        complete &= any(_rank(spec, s, m, binding) == (False, False, False) for s in pool)
         pick(pool)
     for s in pool:
         if len(chosen) >= n:

@@ -28,8 +28,8 @@ from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.expressions import CONDITIONS, condition
 
-from .registry import (BATCHED, REGISTRY, OracleError, OracleFn, load_family, oracle_for,
-                       register)
+from .registry import (BATCHED, REGISTRY, Membership, OracleError, OracleFn, load_family,
+                       oracle_for, register)
 
 
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
@@ -140,6 +140,8 @@ class RuleMasks(dict):
     - :meth:`allowed` -> ``'any'`` (masked), ``'permutation'`` or ``'set'``;
     - :meth:`alternatives` -> name -> list of alternatives, each a list of one array per
       result, of the batched results' shapes;
+    - :meth:`tests` -> name -> :class:`Membership`, alternatives given by a test of the
+      backend's values (:meth:`member` applies them), where the set has no finite list;
     - :meth:`anywhere` -> a mask of elements where a ``set`` rule bounds nothing (its
       ``any:`` entry), or None;
     - :meth:`for_result` -> the mask of one result: a ``per_result`` rule's own mask
@@ -184,13 +186,15 @@ class RuleMasks(dict):
             return r.allowed if r is not None else "any"
         return "set"
 
-    def _evaluate(self, rule: str) -> tuple[dict, Any]:
+    def _evaluate(self, rule: str) -> tuple[dict, Any, dict]:
         if rule not in self._cache:
-            alts, anywhere = {}, None
+            alts, anywhere, tests = {}, None, {}
             with np.errstate(all="ignore"):
                 for name, text in self.rules[rule].alternatives.items():
                     value = ex.evaluate(text, self._env)
-                    if name == "any" and self.rules[rule].per_result:
+                    if isinstance(value, Membership):
+                        tests[name] = value
+                    elif name == "any" and self.rules[rule].per_result:
                         anywhere = [_to_result_shape(m, shape) for m, shape in
                                     zip(_per_result(value, len(self._shapes),
                                                     f"{rule}.allowed.any"), self._shapes)]
@@ -200,7 +204,7 @@ class RuleMasks(dict):
                             else np.broadcast_to(m, self._shapes[0])
                     else:
                         alts[name] = self._candidates(value, f"{rule}.allowed.{name}")
-            self._cache[rule] = (alts, anywhere)
+            self._cache[rule] = (alts, anywhere, tests)
         return self._cache[rule]
 
     def _candidates(self, value, where: str) -> list[list[np.ndarray]]:
@@ -228,6 +232,27 @@ class RuleMasks(dict):
         if self.allowed(rule) != "set":
             return {}
         return self._evaluate(rule)[0]
+
+    def tests(self, rule: str) -> "dict[str, Membership]":
+        """A ``set`` rule's alternatives given by a test (:class:`Membership`: a set with
+        no finite list of members), by name."""
+        if self.allowed(rule) != "set":
+            return {}
+        return self._evaluate(rule)[2]
+
+    def member(self, rule: str, actual: Sequence[np.ndarray]
+               ) -> "dict[str, tuple[list[np.ndarray], list[np.ndarray]]]":
+        """Per test of ``rule``: per result, the elements of ``actual`` (batched results)
+        that lie in its set, and those that lie outside but that flushing the element's
+        own subnormal inputs explains (:class:`Membership`), broadcast to the results'
+        shapes."""
+        out = {}
+        for name, test in self.tests(rule).items():
+            masks, flushed = test(actual)
+            flushed = flushed or [np.zeros(shape, bool) for shape in self._shapes]
+            out[name] = ([np.broadcast_to(m, s) for m, s in zip(masks, self._shapes)],
+                         [np.broadcast_to(m, s) for m, s in zip(flushed, self._shapes)])
+        return out
 
     def anywhere(self, rule: str, i: int | None = None) -> np.ndarray | None:
         """Where a ``set`` rule bounds nothing: over result ``i`` (a ``per_result``
@@ -328,4 +353,4 @@ def _to_result_shape(mask: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray
 
 __all__ = ["evaluate", "evaluate_case", "evaluate_batch", "implementation_defined", "RuleMasks",
            "register", "condition", "CONDITIONS", "REGISTRY", "OracleError", "OracleFn",
-           "oracle_for", "broadcast_ready"]
+           "oracle_for", "broadcast_ready", "Membership"]

@@ -439,6 +439,39 @@ def all_zero_terms(lhs, rhs, lb, rb, lc, rc, lead: int = 1) -> "list[np.ndarray]
     return [(n == 0) & (k > 0) for n in counts]
 
 
+def underflowing_parts(lhs, rhs, lb, rb, lc, rc, lead: int = 1, et: "ElementType | None" = None
+                       ) -> "list[np.ndarray]":
+    """Per (batched) result element and per part (one array for real types; real and
+    imaginary part for complex): every real product of that part (``a·b``; complex:
+    ``ar·br``, ``ai·bi`` for the real part, ``ar·bi``, ``ai·br`` for the imaginary part)
+    rounds to a zero at the operands' type, as the sum of their magnitudes is at most half
+    the smallest subnormal. The signs of those rounded zeros (and, where the products are
+    fused into the sum, the sign of the unrounded sum) decide the zero's sign: either is
+    legal. A complex part is judged on its own real products: (6.7e-282 - 8.3e-131i) ·
+    (2.5e-220 - 6.1e-63i) has an imaginary part of -4e-344 (a zero) beside a real part
+    of 5e-193, so the moduli (Σ|a|·|b|, :func:`magnitudes`) do not show it. ``et``: the
+    operands' element type where ``lhs`` and ``rhs`` are already widened."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    src = et or element_type(lhs.dtype)
+    if not (src.is_float or src.is_complex):        # integer products never underflow
+        return [np.zeros(Layout(lhs.shape, rhs.shape, lb, rb, lc, rc, lead).result_shape,
+                         bool)]
+    eta = float(ml_dtypes.finfo(src.component.dtype).smallest_subnormal)
+
+    def mag(x):
+        with np.errstate(invalid="ignore"):
+            m = np.abs(np.asarray(x).astype(np.float64))
+        return np.where(np.isfinite(m), m, 0.0)
+    c = lambda a, b: contract(a, b, lb, rb, lc, rc, lead=lead, exact=False)  # noqa: E731
+    with np.errstate(all="ignore"):
+        if np.iscomplexobj(lhs):
+            ar, ai, br, bi = mag(lhs.real), mag(lhs.imag), mag(rhs.real), mag(rhs.imag)
+            sums = [c(ar, br) + c(ai, bi), c(ar, bi) + c(ai, br)]
+        else:
+            sums = [c(mag(lhs), mag(rhs))]
+    return [s <= eta / 2 for s in sums]
+
+
 @condition("contraction_out_of_range")
 def _out_of_range(lhs, rhs, lb, rb, lc, rc, result):
     return out_of_range_mask(lhs, rhs, lb, rb, lc, rc,
@@ -470,7 +503,9 @@ def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":
         s = magnitudes(lhs, rhs, lb, rb, lc, rc, lead=1)
         wide = contract(np.asarray(lhs), np.asarray(rhs), lb, rb, lc, rc, lead=1)
     wparts = [wide.real, wide.imag] if np.iscomplexobj(wide) else [wide]
-    return [(q == 0) & (z | (s <= eta / 2) | (w != 0)) for z, q, w in zip(zero, parts, wparts)]
+    under = underflowing_parts(lhs, rhs, lb, rb, lc, rc)
+    return [(q == 0) & (z | (s <= eta / 2) | u | (w != 0))
+            for z, q, w, u in zip(zero, parts, wparts, under)]
 
 
 @condition("contraction_zero_terms")

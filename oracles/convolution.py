@@ -323,8 +323,10 @@ def _zero_parts(lhs, rhs, attr_values, result) -> list[np.ndarray]:
     """Per part of the result (one for real types; real and imaginary for complex): zero
     results whose sign an order may change: every real product of that part over the
     window is a zero of either sign (padding and dilation holes included; without the init
-    value a sum of -0 products is -0), or the exact sum is nonzero but rounds to zero (the
-    products rounded at the element type may underflow to zeros of either sign)."""
+    value a sum of -0 products is -0), or every real product of that part rounds to a zero
+    at the element type (contraction.underflowing_parts: their signs, or the sign of a
+    fused sum, decide), or the exact sum is nonzero but rounds to zero (the products
+    rounded at the element type may underflow to zeros of either sign)."""
     lhs, rhs, r = np.asarray(lhs), np.asarray(rhs), np.asarray(result)
     parts = [r.real, r.imag] if np.iscomplexobj(r) else [r]
     g = geometry(lhs.shape, rhs.shape, _attrs(attr_values), lead=1)
@@ -334,10 +336,16 @@ def _zero_parts(lhs, rhs, attr_values, result) -> list[np.ndarray]:
     a, b, exact = _wide(lhs, rhs)
     v, k, lb, rb, lc, rc = operands(a, b, g)
     zero = contraction.all_zero_terms(v, k, lb, rb, lc, rc, lead=1)
+    # every real product of the part underflows to a zero at the operands' type (dot_general's
+    # rule too): the exact sum may be a nonzero below float64's range, which the sums
+    # below cannot see
+    under = contraction.underflowing_parts(v, k, lb, rb, lc, rc, lead=1,
+                                           et=element_type(lhs.dtype))
     with np.errstate(all="ignore"):
         c = from_groups(contraction.contract(v, k, lb, rb, lc, rc, lead=1, exact=exact), g)
     sums = [c.real, c.imag] if np.iscomplexobj(c) else [c]
-    return [(from_groups(z, g) | (w != 0)) & (q == 0) for z, w, q in zip(zero, sums, parts)]
+    return [(from_groups(z, g) | from_groups(u, g) | (w != 0)) & (q == 0)
+            for z, u, w, q in zip(zero, under, sums, parts)]
 
 
 @condition("convolution_zero_terms")

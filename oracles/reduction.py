@@ -57,7 +57,7 @@ from conformance.specs.regions import Arg, Call, parse as parse_region
 
 from . import regions
 from ._kernels import as_u64, int_values, wrap
-from .registry import register
+from .registry import Membership, register
 
 __all__ = ["GEOMETRIES", "LEAVES", "geometry", "components", "evaluate_tree", "leaves_with_init",
            "granularity", "finite_magnitudes"]
@@ -821,6 +821,210 @@ def init_unbounded(spec_geometry, inputs, init_values, body) -> list[np.ndarray]
     open_ = init_dependent(spec_geometry, inputs, init_values, body, each=True)
     return [m & ~np.logical_and.reduce([idem_k[k] for k in ks])
             for m, ks in zip(open_, _groups(len(r0), independent))]
+
+
+def _judged(body: str, xs: Sequence[np.ndarray]) -> list[bool]:
+    """Per result: does :func:`init_multiples` judge it with any number of init values?
+    An add (float, complex or integer) or an xor (integer or boolean) of (arg k, arg
+    N+k), where every result is one op of its own arguments (they never meet)."""
+    ops = components(body)
+    independent = all(op is not None for op in ops)
+    out = []
+    for k, x in enumerate(xs):
+        et = element_type(np.asarray(x).dtype)
+        op = ops[k] if k < len(ops) else None
+        out.append(independent and (
+            (op == "add" and (et.is_float or et.is_complex or et.is_integer))
+            or (op == "xor" and (et.is_integer or et.is_boolean))))
+    return out
+
+
+@condition("reduction_init_unjudged")
+def init_unjudged(spec_geometry, inputs, init_values, body) -> list[np.ndarray]:
+    """Per result: where the number of init values is open, the results it gives are no
+    finite set (:func:`init_unbounded`) and no test judges them (:func:`init_multiples`
+    judges sums and xors): a float or integer product with an init value other than 1,
+    and bodies whose results meet. Masked."""
+    masks = init_unbounded(spec_geometry, inputs, init_values, body)
+    judged = _judged(body, [np.asarray(x) for x in inputs])
+    return [m & ~j for m, j in zip(masks, judged)]
+
+
+def _rel(m, u: float) -> np.ndarray:
+    """The relative error of a sum of ``m`` terms in any tree, at unit roundoff ``u``,
+    plus the float64 reference's own (conformance/checking/verdicts/reduction.py)."""
+    return gamma(np.maximum(m - 1, 0), u) + u + gamma(m + 1, 2.0 ** -53)
+
+
+def _sum_member(g, x, e, a, et: ElementType) -> "tuple[np.ndarray, np.ndarray]":
+    """Per (batched) result element: is ``a`` a sum, in some tree, of the element's leaves
+    (the operand's elements of its window: reduce_window's padding and holes count as
+    init values) and ``k`` copies of the init value ``e`` for some ``k >= 0`` (``k >= 1``
+    without leaves)? Per part (complex addition is per part), with one ``k`` for both
+    parts: ``|a - (S + k·e)| <= rel(n + k)·(Σ|leaf| + k|e|)`` (Higham's bound for ``n + k``
+    terms; 0 where every partial sum of every tree is representable: all terms multiples
+    of the smallest power of two ``G`` dividing one of them and the magnitudes' sum at most
+    ``2^p·G``); a zero is -0 only where every term is -0 (every leaf and, unless ``k =
+    0``, ``e``), as an IEEE sum of terms that are not all -0 is never -0. The ``k``
+    tried are the two integers around ``(a - S)/e`` (on the part of ``e`` with the
+    largest finite magnitude) and the smallest allowed. An infinite ``a`` where a partial
+    sum of some tree can overflow that way (always towards ``e``'s sign: k is not
+    bounded), NaN where both ways; a part of ``e`` that is infinite or NaN gives that
+    part itself for every ``k >= 1``; a part with a non-finite leaf the leaves' infinity
+    (NaN beside the other infinity or a NaN) in every tree, the other part still judged.
+    ``e ⊕ e != e`` where this runs: ``e`` is not ±0.
+
+    Returns (in the set, explained by flushing subnormals instead): the second mask holds
+    elements outside the set that lie in it with every subnormal leaf and init value read
+    as zero, within ``tiny·(n + k)`` more (FTZ: a flushed partial sum moves the sum by
+    less than ``tiny``), and only where a leaf or the init value of the element's own is
+    finer than ``tiny`` (the developers' guide: the element's own evidence)."""
+    xw, ew = to_wide(np.asarray(x)), to_wide(np.asarray(e))
+    leaves = g.leaves(xw, ew)                             # out_shape + (size,)
+    # reduce_window: the positions of the padding and of the base dilation's holes hold
+    # init values; they join the init values whose number is open (XLA skips them: a
+    # window on padding only gives e once), so the leaves are the operand's elements
+    real = g.leaves(np.ones(np.shape(x), bool), np.zeros(np.shape(e), bool)).astype(bool)
+    leaves = np.where(real, leaves, np.zeros((), leaves.dtype))
+    n = real.sum(axis=-1)
+    ew = np.broadcast_to(_lead_shaped(ew, leaves[..., 0], g), leaves.shape[:-1])
+    aw = to_wide(np.asarray(a))
+    tiny = float(_finfo(et).smallest_normal)
+    with np.errstate(all="ignore"):
+        member = _lattice(leaves, real, n, ew, aw, et, 0.0)
+        fine = np.zeros(aw.shape, bool)
+        for lv, ev in zip(_parts(leaves), _parts(ew)):
+            fine |= (granularity(lv) < tiny).any(axis=-1) | (granularity(ev) < tiny)
+        flush = np.zeros(aw.shape, bool)
+        if (fine & ~member).any():
+            def flushed(v):
+                parts = [np.where(np.abs(q) < tiny, 0.0, q) for q in _parts(v)]
+                return parts[0] + 1j * parts[1] if np.iscomplexobj(v) else parts[0]
+            flush = fine & ~member & _lattice(flushed(leaves), real, n, flushed(ew), aw, et,
+                                              tiny)
+    return member, flush
+
+
+def _lattice(leaves, real, n, ew, aw, et: ElementType, slack: float) -> np.ndarray:
+    """:func:`_sum_member`'s test on (already widened) leaves, init values and results;
+    ``slack`` per term added to the bound (FTZ)."""
+    kmin = np.where(n >= 1, 0.0, 1.0)
+    u = unit_roundoff(et)
+    p = int(_finfo(et).nmant) + 1
+    thr = overflow_threshold(et)
+    parts = list(zip(_parts(leaves), _parts(ew), _parts(aw)))
+    reach = []          # per part: can some tree overflow to +inf, to -inf?
+    for lv, ev, av in parts:
+        grow = 1 + gamma(n + 1, u)
+        # k copies of e reach either infinity of e's sign, for k large enough
+        reach.append(((ev > 0) | (np.maximum(lv, 0).sum(axis=-1) * grow >= thr),
+                      (ev < 0) | (np.maximum(-lv, 0).sum(axis=-1) * grow >= thr)))
+    # the k around (a - S)/e, on the part of e with the largest finite magnitude
+    kstar = np.full(aw.shape, np.nan)
+    best = np.zeros(aw.shape)
+    for lv, ev, av in parts:
+        m = np.where(np.isfinite(ev), np.abs(ev), 0.0)
+        take = m > best
+        kstar = np.where(take, (av - lv.sum(axis=-1)) / np.where(take, ev, 1.0), kstar)
+        best = np.maximum(best, m)
+    kstar = np.where(np.isfinite(kstar), kstar, kmin)
+    kf = np.maximum(np.floor(np.minimum(kstar, 2.0 ** 62)), kmin)
+    member = np.zeros(aw.shape, bool)
+    for k in (kf, kf + 1, kmin):
+        ok = np.ones(aw.shape, bool)
+        for (lv, ev, av), (up, down) in zip(parts, reach):
+            s = lv.sum(axis=-1)
+            efin = np.isfinite(ev)
+            evf = np.where(efin, ev, 0.0)
+            mag = np.abs(lv).sum(axis=-1) + k * np.abs(evf)
+            gran = np.minimum(granularity(lv).min(axis=-1, initial=np.inf),
+                              np.where(k > 0, granularity(evf), np.inf))
+            exact = ((mag <= np.ldexp(1.0, p) * gran) | (mag == 0)) & (slack == 0)
+            tol = np.where(exact, 0.0, _rel(n + k, u) * mag + slack * (n + k))
+            center = s + k * evf
+            close = np.abs(av - center) <= tol
+            all_neg = (~real | (np.signbit(lv) & (lv == 0))).all(axis=-1) & \
+                ((k == 0) | (np.signbit(evf) & (evf == 0)))
+            zero = av == 0
+            close = np.where(zero, close & ((np.signbit(av) == all_neg) | (slack > 0)),
+                             close)
+            # an infinity where a partial sum can overflow that way; NaN where both
+            # ways (inf - inf)
+            close = np.where(np.isinf(av), np.where(av > 0, up, down), close)
+            close = np.where(np.isnan(av), up & down, close)
+            # a non-finite part of e: that part itself once it is in the tree
+            same = (av == ev) | (np.isnan(av) & np.isnan(ev))
+            close = np.where(efin, close, np.where(k >= 1, same, close))
+            # a non-finite leaf in this part: every tree gives the leaves' infinity (NaN
+            # for both infinities or a NaN), whatever k
+            bad = ~np.isfinite(lv).all(axis=-1)
+            if bad.any():
+                snf = np.where(np.isfinite(lv), 0.0, lv).sum(axis=-1)
+                close = np.where(bad, np.where(np.isnan(snf), np.isnan(av), av == snf),
+                                 close)
+            ok &= close
+        member |= ok
+    return member
+
+
+def _int_sum_member(r, e, a, et: ElementType) -> np.ndarray:
+    """``a`` is ``R + k·e`` modulo ``2^bits`` for some ``k``: ``a - R`` a multiple of the
+    lowest set bit ``d`` of ``e`` (k·e runs through every multiple of ``d``, the
+    leafless ``k >= 1`` included)."""
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF if et.bits >= 64 else (1 << et.bits) - 1)
+    ra, aa = as_u64(np.asarray(r)), as_u64(np.asarray(a))
+    eb = np.broadcast_to(as_u64(np.asarray(e)), ra.shape) & mask
+    d = eb & (~eb + np.uint64(1))
+    diff = (aa - ra) & mask
+    return (eb != 0) & ((diff & (d - np.uint64(1))) == 0)
+
+
+@alternative("reduction_init_multiples")
+def init_multiples(spec_geometry, inputs, init_values, body) -> Membership:
+    """The results of an associative and commutative body with any number ``k`` of init
+    values, ``R ⊕ e^k``, where that is no finite set (``e ⊕ e != e``), as a test of the
+    backend's values (:class:`~conformance.oracles.registry.Membership`), per result:
+
+    - a float or complex sum: :func:`_sum_member` (some tree of the leaves and ``k``
+      copies of ``e`` within the rounding bound of ``n + k`` terms);
+    - an integer sum: ``a - R`` a multiple of ``e``'s lowest set bit, modulo 2^bits;
+    - an xor: ``R`` or ``R xor e``;
+    - any other result: nothing (its elements are masked: :func:`init_unjudged`)."""
+    g, xs, es = _batched(spec_geometry, inputs, init_values)
+    body = _retyped_body(body, xs)
+    judged = _judged(body, xs)
+    ops = components(body)
+
+    def test(actual):
+        r0 = None
+        out = []
+        flushes = {}
+        for k, a in enumerate(actual):
+            a = np.asarray(a)
+            if k >= len(xs) or not judged[k] or a.shape != tuple(g.out_shape):
+                out.append(np.zeros(a.shape, bool))
+                continue
+            et = element_type(xs[k].dtype)
+            if ops[k] == "add" and (et.is_float or et.is_complex):
+                m, f = _sum_member(g, xs[k], es[k], a, et)
+                out.append(m)
+                flushes[k] = f
+                continue
+            if r0 is None:
+                r0 = evaluate_tree(body, g, xs, es, with_init=False)
+            r = np.asarray(r0[k])
+            ev = np.broadcast_to(_lead_shaped(np.asarray(es[k]), r, g), r.shape)
+            if ops[k] == "add":
+                out.append(_int_sum_member(r, ev, a, et))
+            elif et.is_boolean:
+                out.append((a == r) | (a == (r ^ ev)))
+            else:
+                ra, aa = as_u64(r), as_u64(a)
+                out.append((aa == ra) | (aa == (ra ^ as_u64(ev))))
+        return out, [flushes.get(k, np.zeros(np.shape(a), bool))
+                     for k, a in enumerate(actual)]
+
+    return Membership(test)
 
 
 @alternative("reduction_without_init")

@@ -16,7 +16,7 @@ from conformance.core.types import TensorType
 from conformance.specs import import_family_module
 
 __all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family",
-           "BATCHED", "register_batched"]
+           "BATCHED", "register_batched", "Membership"]
 
 OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
                     "tuple[np.ndarray, ...] | np.ndarray"]
@@ -25,6 +25,29 @@ REGISTRY: dict[str, OracleFn] = {}
 
 class OracleError(Exception):
     """The oracle cannot evaluate this case (unknown op, missing result types, ...)."""
+
+
+class Membership:
+    """An allowed set given by a test instead of by its members: what an ``allowed:``
+    alternative returns where the spec allows no finite set (a sum with any number of
+    init values). ``test(actual)`` takes the backend's batched results (one array per
+    result) and gives, per result, a bool mask of the elements that lie in the set; the
+    comparator passes an element of the rule's mask where it does (RuleMasks.tests).
+    ``test`` may instead give ``(in_set, flushed)``: the second list of masks holds
+    elements outside the set that the element's own subnormal inputs explain (read as
+    zero, FTZ), which the comparator classes ``subnormal_flush``."""
+
+    def __init__(self, test: Callable[[Sequence[np.ndarray]], Any]):
+        self.test = test
+
+    def __call__(self, actual: Sequence[np.ndarray]
+                 ) -> "tuple[list[np.ndarray], list[np.ndarray] | None]":
+        out = self.test(actual)
+        if isinstance(out, tuple):
+            inside, flushed = out
+            return ([np.asarray(m, bool) for m in inside],
+                    [np.asarray(m, bool) for m in flushed])
+        return [np.asarray(m, bool) for m in out], None
 
 
 def register(*ops: str) -> Callable[[OracleFn], OracleFn]:

@@ -616,6 +616,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                                                            f"(inputs: {input_names})")
         if "type" in opts:
             _check_expr(path, f"coverage.operands.{name}.type", opts["type"], set(tvars))
+    if coverage.get("live") is not None:
+        _check_expr(path, "coverage.live", coverage["live"], value_names | set(tvars))
     target_names = set()
     for i, t in enumerate(coverage.get("targets") or []):
         key = f"coverage.targets[{i}]"

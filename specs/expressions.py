@@ -171,6 +171,34 @@ def _power_overflows(a, b) -> np.ndarray:
     return np.frompyfunc(one, 2, 1)(a_obj, b_obj).astype(bool)
 
 
+def _window_reaches(shape, window_dimensions, window_strides, base_dilations,
+                    window_dilations, padding, at_least: int = 1) -> bool:
+    """Does some window of a windowed op (reduce_window; convolution's spatial
+    dimensions) hold at least ``at_least`` elements of the operand, rather than only
+    padding and the holes of the base dilation? Per dimension (the dimensions are
+    independent, so the fullest window is the product of each dimension's fullest): the
+    operand's element ``i`` sits at ``lo + i·base_dilation`` of the padded extent
+    (negative padding cuts), window ``o`` covers ``o·stride + j·window_dilation`` for
+    ``j`` below its size. A dimension without windows or elements holds none."""
+    from conformance.core.dense import parse_dense
+    pad = np.asarray(parse_dense(padding) if isinstance(padding, str) else padding,
+                     np.int64).reshape(-1, 2)
+    most = 1
+    for s, w, st, b, wd, (lo, hi) in zip(shape, window_dimensions, window_strides,
+                                         base_dilations, window_dilations, pad.tolist()):
+        if s == 0 or w == 0:
+            return False
+        extent = lo + (s - 1) * b + 1 + hi
+        span = (w - 1) * wd + 1
+        if extent < span:
+            return False
+        elements = {lo + i * b for i in range(s)} & set(range(extent))
+        windows = (extent - span) // st + 1
+        most *= max(sum(o * st + j * wd in elements for j in range(w))
+                    for o in range(windows))
+    return most >= at_least
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     # types and shapes
     "shape": _tensor_shape,
@@ -220,6 +248,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "custom_call_api_versions": lambda name: _custom_calls().api_version_choices(name),
     "custom_call_backend_config": lambda name: _custom_calls().backend_config_of(name),
     "same_shape": _same(lambda x: tuple(_tensor_shape(x))),
+    # windowed ops: does some window touch the operand (coverage: live:)
+    "window_reaches": _window_reaches,
     "same_element_type": _same(lambda x: _as_type(x).name),
     # collections
     "all": all, "any": any, "len": len, "min": min, "max": max, "range": range,

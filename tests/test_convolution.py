@@ -514,3 +514,99 @@ def test_every_constraint_has_an_invalid_case(rule):
         assert not all(rejected), rule        # the gap is still there
     else:
         assert all(rejected), rule
+
+
+# ---------------------------------------------------------------------------
+# Zero parts whose real products all underflow (issue 32 item 5): the sign is open
+# ---------------------------------------------------------------------------
+
+def _window_case(lhs_values, rhs_values) -> "tuple":
+    """A 1-D complex<f64> convolution whose one result element is the dot product of
+    ``lhs_values`` with ``rhs_values`` (N=1, C=1, O=1, the window as long as the input),
+    in the layout of the XLA witness (feature dimensions first)."""
+    from conformance.core.case import Case
+    n = len(lhs_values)
+    attrs = {"window_strides": [1], "padding": dense_text(np.array([[0, 0]], np.int64)),
+             "lhs_dilation": [1], "rhs_dilation": [1], "window_reversal": ["false"],
+             "input_batch_dimension": 2, "input_feature_dimension": 0,
+             "input_spatial_dimensions": [1], "kernel_input_feature_dimension": 0,
+             "kernel_output_feature_dimension": 2, "kernel_spatial_dimensions": [1],
+             "output_batch_dimension": 1, "output_feature_dimension": 0,
+             "output_spatial_dimensions": [2], "feature_group_count": 1,
+             "batch_group_count": 1, "precision_config": ["DEFAULT", "DEFAULT"]}
+    lhs = np.array(lhs_values, np.complex128).reshape(1, n, 1)
+    rhs = np.array(rhs_values, np.complex128).reshape(1, n, 1)
+    case = Case.make("convolution", [lhs, rhs], ["tensor<1x1x1xcomplex<f64>>"], attrs)
+    assert violations(case.signature) == [], violations(case.signature)
+    return case
+
+
+class _PerPart(Backend):
+    """A complex<f64> dot product per window, part by part, from the exact products:
+
+    - ``fused``: each part's exact sum rounded once (a fused multiply-add accumulation:
+      the spec's bound allows it; an exact sum of zero is +0);
+    - ``negated_real``: the products rounded, the real part computed as
+      ``-(Σ ai·bi - Σ ar·br)`` (a sign-of-zero bug: an exact zero real part is -0).
+    """
+
+    isolate = False
+
+    def __init__(self, change: str):
+        self.change, self.name = change, f"per-part-{change}"
+        super().__init__()
+
+    def compile(self, sig):
+        from fractions import Fraction as Fr
+
+        def run(inputs):
+            a, b = (np.asarray(x).reshape(-1) for x in inputs)
+            if self.change == "fused":
+                re = sum((Fr(x.real) * Fr(y.real) - Fr(x.imag) * Fr(y.imag)
+                          for x, y in zip(a, b)), Fr(0))
+                im = sum((Fr(x.real) * Fr(y.imag) + Fr(x.imag) * Fr(y.real)
+                          for x, y in zip(a, b)), Fr(0))
+                out = complex(float(re), float(im))
+            else:
+                with np.errstate(all="ignore"):
+                    rr = sum(float(x.real * y.real) for x, y in zip(a, b))
+                    ii = sum(float(x.imag * y.imag) for x, y in zip(a, b))
+                    im = sum(float(x.real * y.imag) + float(x.imag * y.real)
+                             for x, y in zip(a, b))
+                out = complex(-(ii - rr), im)
+            return [np.array([out], np.complex128).reshape(1, 1, 1)]
+        return run
+
+
+#: XLA's witness (jax, seed 2, default): the imaginary part's real products are
+#: 6.7e-282·(-6.1e-63) and (-8.3e-131)·2.5e-220, both below half the smallest subnormal,
+#: beside a zero term: rounded one by one and summed they give +0 in every order, fused
+#: into the sum -0 (the exact sum is -4e-344); the real part is 5.1e-193
+UNDERFLOW = ([6.65123728e-282 - 8.28149811e-131j, 0j], [2.50374929e-220 - 6.11324104e-63j, 0j])
+
+
+def test_a_part_whose_products_all_underflow_may_be_either_zero():
+    case = _window_case(*UNDERFLOW)
+    from conformance.checking import checker
+    (expected,) = oracles.evaluate(case.op, list(case.inputs), case.signature.attributes,
+                                   result_types=case.signature.result_types)
+    assert expected.imag.item() == 0 and not np.signbit(expected.imag.item())
+    fused = checker.check_case(_PerPart("fused"), case)
+    assert np.signbit(np.asarray(fused.actual[0]).imag.item())      # the -0 XLA gives
+    assert fused.cls == "pass", (fused.cls, fused.message)
+    assert checker.check_case(get_backend("jax"), case).cls == "pass"
+
+
+def test_a_zero_sign_bug_on_normal_products_still_fails():
+    from conformance.checking import checker
+    # (1 + i)(1 + i) = 0 + 2i: the real part is an exact cancellation of normal products,
+    # +0 in every order, fused or not
+    bad = checker.check_case(_PerPart("negated_real"), _window_case([1 + 1j, 0j], [1 + 1j, 0j]))
+    assert bad.cls == "signed_zero", (bad.cls, bad.message)
+    # one product of the part underflows, the other two cancel: still +0 in every order
+    bad = checker.check_case(_PerPart("negated_real"),
+                             _window_case([1 + 1j, 1e-300 + 0j], [1 + 1j, 1e-300 + 0j]))
+    assert bad.cls == "signed_zero", (bad.cls, bad.message)
+    # and the fused backend passes there too
+    assert checker.check_case(_PerPart("fused"),
+                              _window_case([1 + 1j, 0j], [1 + 1j, 0j])).cls == "pass"

@@ -139,7 +139,9 @@ def test_every_named_target_is_met_at_quick_depth():
     in a sorted dimension under a NaN-last comparator, an unordered start_index_map."""
     # scatter draws a map of two or more dimensions too seldom for every binding's pool;
     # most bindings meet it
-    allowed_misses = {"unordered_scatter_dims_to_operand_dims"}
+    # fft plans two signatures per binding at quick for three complex transforms: the
+    # forward and the inverse one there, IRFFT at default (tests/test_live_plans.py)
+    allowed_misses = {"unordered_scatter_dims_to_operand_dims", "fft_inverse_real"}
     missed, met = [], set()
     for spec in all_specs():
         for b in spec.type_bindings():

@@ -746,3 +746,90 @@ def test_real_operands_with_a_complex_result_allow_either_imaginary_zero_and_a_n
     a, b = np.array([[[-np.inf]]], np.float32), np.array([[[-919.5]]], np.float32)
     nan = np.array([[complex(np.inf, np.nan)]], np.complex64)
     assert set(classes(_Fixed(nan), sig, batches=1, inputs=[a, b])) == {"pass"}
+
+
+# ---------------------------------------------------------------------------
+# A bf16 pass at the top of the range (issue 32 item 4): DEFAULT precision may read an
+# f32 operand above bf16's largest finite value as an infinity
+# ---------------------------------------------------------------------------
+
+class _Bf16Pass(Backend):
+    """DEFAULT f32 as some accelerators compute it: the operands rounded to bf16 (an
+    f32 beyond 3.3961e38 becomes an infinity), products and sums in f32; ``bug``
+    changes the result afterwards."""
+
+    isolate = False
+
+    def __init__(self, bug=None, name="bf16-pass"):
+        self.bug, self.name = bug, name
+        super().__init__()
+
+    def compile(self, sig):
+        from conformance.checking.verdicts.contraction import bf16_operands
+        a = sig.attributes
+        dims = [a[k] for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                               "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+        (rt,) = sig.result_types
+
+        def run(inputs):
+            lhs, rhs = (bf16_operands(np.asarray(x)) for x in inputs)
+            with np.errstate(all="ignore"):
+                out = contraction.to_result(contraction.contract(lhs, rhs, *dims), rt)
+            return [self.bug(out) if self.bug else out]
+        return run
+
+
+def _top_of_range(precision):
+    sig = dg_sig((2, 2), (2, 1), "f32", [], [], [1], [0], precision)
+    big = np.float32(3.4e38)            # above bf16's largest finite value: inf in bf16
+    lhs = np.array([[[big, 1.0], [big, big]]], np.float32)
+    rhs = np.array([[[0.5], [-1.0]]], np.float32)
+    # row 0: 1.7e38 - 1 (finite; the bf16 pass: inf); row 1: 1.7e38 - 3.4e38 = -1.7e38
+    # (finite; the bf16 pass: inf - inf = NaN)
+    return sig, [lhs, rhs]
+
+
+def test_default_precision_through_bf16_at_the_top_of_the_range_is_precision():
+    sig, stacked = _top_of_range(("DEFAULT", "DEFAULT"))
+    expected = oracles.evaluate_batch(sig, stacked, SPEC)[0]
+    assert np.isfinite(expected).all()
+    got = _Bf16Pass().compile(sig)([x[0] for x in stacked])[0]
+    assert np.isinf(got[0, 0]) and np.isnan(got[1, 0])
+    counts = classes(_Bf16Pass(), sig, batches=1, inputs=stacked)
+    assert counts == {"precision": 1}, counts
+
+
+def test_overflow_that_no_bf16_pass_gives_stays_a_divergence():
+    # HIGHEST: no reduced precision at all
+    sig, stacked = _top_of_range(("HIGHEST", "HIGHEST"))
+    counts = classes(_Bf16Pass(), sig, batches=1, inputs=stacked)
+    assert counts.get("value", 0) + counts.get("nan", 0) == 1, counts
+    # DEFAULT, but the infinity has the wrong sign
+    sig, stacked = _top_of_range(("DEFAULT", "DEFAULT"))
+    counts = classes(_Bf16Pass(bug=lambda o: -o, name="negated"), sig, batches=1,
+                     inputs=stacked)
+    assert "precision" not in counts and counts.get("value", 0) == 1, counts
+    # DEFAULT, an operand that bf16 holds (3.0e38 rounds to 2.99e38): an infinity is wrong
+    lhs = np.array([[[3.0e38, 1.0], [1.0, 1.0]]], np.float32)
+    stacked = [lhs, stacked[1]]
+
+    def overflow(o):
+        o = o.copy()
+        o[0, 0] = np.float32(np.inf)
+        return o
+    counts = classes(_Bf16Pass(bug=overflow, name="overflow"), sig, batches=1, inputs=stacked)
+    assert "precision" not in counts and counts.get("value", 0) == 1, counts
+
+
+def test_only_f32_operands_are_read_as_a_bf16_pass_reads_them():
+    from conformance.checking.verdicts.contraction import bf16_operands
+    assert np.isinf(bf16_operands(np.array([3.4e38], np.float32))).all()
+    assert bf16_operands(np.array([3.0e38], np.float32))[0] == np.float32(
+        ml_dtypes.bfloat16(3.0e38))
+    c = bf16_operands(np.array([3.4e38 + 1j], np.complex64))
+    assert np.isinf(c.real).all() and c.imag[0] == 1
+    # f64 (and f16, integers) unchanged: no backend reads f64 DEFAULT through bf16, and an
+    # f64 NaN bug beside a huge operand must stay nan
+    for x in (np.array([1e300, 1 + 2 ** -40]), np.array([3.4e38 + 0j]),
+              np.array([65504.0], np.float16), np.array([7], np.int32)):
+        assert np.array_equal(bf16_operands(x), x)

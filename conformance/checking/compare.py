@@ -277,6 +277,8 @@ def _allowed_set(rules: RuleMasks, rule: str, masks: Sequence[np.ndarray], class
                  passed) -> dict:
     """Elements of ``rule`` pass when the backend gave the oracle's value or one of the
     rule's alternatives (bit for bit, any NaN equals any NaN); ``passed`` gathers them.
+    Alternatives given by a test (RuleMasks.tests: a set without a finite list of
+    members) are tried last, on the backend's values.
     Returns the rule's record: how many elements took each alternative (the first that
     matches, in the spec's order; ``any`` for those the rule leaves unbounded) and how
     many lay outside the set (divergences of their own class)."""
@@ -286,6 +288,7 @@ def _allowed_set(rules: RuleMasks, rule: str, masks: Sequence[np.ndarray], class
     if not any(o.any() for o in open_):
         return {"alternatives": chosen, "outside": 0}
     alternatives = rules.alternatives(rule)
+    members = None          # the rule's tests (RuleMasks.member), run once, where needed
     for i, o in enumerate(open_):
         anywhere = rules.anywhere(rule, i)
         left = o.copy()
@@ -304,6 +307,18 @@ def _allowed_set(rules: RuleMasks, rule: str, masks: Sequence[np.ndarray], class
             if hit.any():
                 chosen[name] = chosen.get(name, 0) + int(np.count_nonzero(hit))
                 left &= ~hit
+        if left.any() and rules.tests(rule):
+            if members is None:
+                members = rules.member(rule, [np.asarray(x) for x in actual])
+            for name, (masks, flushed) in members.items():
+                hit = left & np.broadcast_to(masks[i], left.shape)
+                if hit.any():
+                    chosen[name] = chosen.get(name, 0) + int(np.count_nonzero(hit))
+                    left &= ~hit
+                # outside the set, explained by the element's own subnormal inputs
+                fl = left & np.broadcast_to(flushed[i], left.shape)
+                if fl.any():
+                    classes[i][fl] = SUBNORMAL_FLUSH
         passed[i] |= (masks[i] & (classes[i] == PASS)) | (o & ~left)
         outside += int(np.count_nonzero(left))
     return {"alternatives": chosen, "outside": outside}

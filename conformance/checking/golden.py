@@ -142,6 +142,10 @@ def _allowed(example: Example, actual: Sequence[np.ndarray]
                     c = np.asarray(cand[i])[0]
                     if c.shape == a.shape and c.dtype == a.dtype:
                         passed[i] |= m & same_bits_or_nan(a, c)
+            if rules.tests(rule) and all(np.shape(x) == np.shape(e) and x.dtype == e.dtype
+                                         for x, e in zip(actual, expected)):
+                for masks, _ in rules.member(rule, [x[None] for x in actual]).values():
+                    passed[i] |= m & np.asarray(masks[i])[0]
     return expected, actual, passed
 
 

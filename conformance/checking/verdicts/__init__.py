@@ -31,8 +31,8 @@ from typing import Any, Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.checking.compare import (BOUND, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE, BatchVerdict,
-                                reduce_to_cases, compare_batch)
+from conformance.checking.compare import (BOUND, NAN, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE,
+                                          BatchVerdict, reduce_to_cases, compare_batch)
 from conformance.core.case import Signature
 from conformance.oracles import RuleMasks
 from conformance.core.types import TensorType, element_type, type_of
@@ -201,7 +201,10 @@ flush_allowance = _registrar(FLUSH_ALLOWANCES, "flush allowance")
 #: (class code, one float64 array per result): a looser bound within which a finite
 #: difference beyond the bound (class ``bound``, or ``value`` beyond a bound of 0) gets
 #: that class instead, where the spec leaves the precision itself open (dot_general's
-#: precision_config below HIGHEST: ``precision``). Optional.
+#: precision_config below HIGHEST: ``precision``); optionally a third item, (results,
+#: bounds) of the reduced precision itself (the oracle on the operands a bf16 pass reads),
+#: within whose bound an element whose value or oracle value is not finite gets that
+#: class too (an operand that a bf16 pass turns into an infinity). Optional.
 LOOSER_BOUNDS: dict[str, Callable[[Judgement], "tuple[int, list[np.ndarray]] | None"]] = {}
 
 looser_bound = _registrar(LOOSER_BOUNDS, "looser bound")
@@ -278,6 +281,25 @@ def _difference(a: np.ndarray, e: np.ndarray) -> np.ndarray:
     return np.hypot(*parts)
 
 
+def _all_finite(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if np.iscomplexobj(x):
+        return np.isfinite(x.real) & np.isfinite(x.imag)
+    return np.isfinite(x.astype(np.float64)) if x.dtype.kind == "f" or \
+        element_type(x.dtype).is_float else np.ones(x.shape, bool)
+
+
+def _matched_difference(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """:func:`_difference` with the same infinity, or NaN beside NaN, in a part counting
+    0 (real results too): finite where every non-finite part is matched."""
+    aw, ew = np.asarray(a).astype(np.complex128), np.asarray(e).astype(np.complex128)
+    parts = []
+    for x, y in ((aw.real, ew.real), (aw.imag, ew.imag)):
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        parts.append(np.where(same, 0.0, x - y))
+    return np.hypot(*parts)
+
+
 @verdict_kind("bound")
 def bounded(j: Judgement) -> BatchVerdict:
     """Exact comparison, except that a finite difference no larger than the named
@@ -312,13 +334,24 @@ def bounded(j: Judgement) -> BatchVerdict:
                             j.reevaluate, allowance=allowance, rules_on=j.rules_on,
                             moves_values=j.spec.moves_values)
     if looser is not None and verdict.type_message is None:
-        code, wide = looser
+        code, wide, *rest = looser
+        reduced = rest[0] if rest else None
         for i, cls in enumerate(verdict.element_classes):
             if i not in diffs:
                 continue
             lim = np.broadcast_to(np.asarray(wide[i], np.float64), cls.shape)
             d = diffs[i]
             cls[((cls == BOUND) | (cls == VALUE)) & np.isfinite(d) & (d <= lim)] = code
+            if reduced is not None:
+                # what the reduced precision itself gives where it leaves the finite range
+                ya = np.asarray(reduced[0][i])
+                wa = np.broadcast_to(np.asarray(reduced[1][i], np.float64), cls.shape)
+                a, e = np.asarray(j.actual[i]), np.asarray(j.expected[i])
+                with np.errstate(all="ignore"):
+                    da = _matched_difference(a, ya)
+                    top = ~_all_finite(ya) | ~_all_finite(e)
+                cls[((cls == BOUND) | (cls == VALUE) | (cls == NAN)) & top
+                    & np.isfinite(da) & (da <= wa)] = code
         verdict.case_classes = np.zeros(j.batch, np.int8)
         for cls in verdict.element_classes:
             verdict.case_classes = np.maximum(verdict.case_classes, reduce_to_cases(cls))

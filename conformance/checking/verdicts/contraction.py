@@ -64,7 +64,7 @@ from conformance.checking.verdicts import (Judgement, bound_function, flush_allo
                                            looser_bound, unit_roundoff)
 
 __all__ = ["TERMS", "PAIRS", "pair_count", "limits", "granularity_floor", "contraction_bound", "contraction_flush",
-           "contraction_looser", "reduced_precision", "LOWEST_PRECISION_U"]
+           "contraction_looser", "reduced_precision", "LOWEST_PRECISION_U", "bf16_operands"]
 
 _U64 = 2.0 ** -53
 #: the unit roundoff of the lowest precision a precision_config below HIGHEST may use (bf16)
@@ -350,10 +350,42 @@ def reduced_precision(attributes: dict[str, Any]) -> bool:
     return bool(pc) and any(p != "HIGHEST" for p in pc)
 
 
+def bf16_operands(x: np.ndarray) -> np.ndarray:
+    """``x`` with every f32 (complex<f32>: every part) rounded to bf16 and back, as a
+    bf16 pass for DEFAULT f32 reads its operands: beyond bf16's largest finite value
+    (above 3.3961e38, up to f32's max) a value becomes an infinity. Other types
+    unchanged: a bf16 pass stands in for f32 (TPU's DEFAULT); f64 beyond 3.4e38 read as
+    an infinity is no reduced precision any backend uses, and would hide real NaN bugs
+    (XLA's batch-group NaN spreading on f64 convolutions)."""
+    x = np.asarray(x)
+    et = element_type(x.dtype)
+    if not (et.is_float or et.is_complex) or et.component.name != "f32":
+        return x
+    comp = et.component.dtype
+    with np.errstate(all="ignore"):
+        def rnd(v):
+            return np.asarray(v).astype(ml_dtypes.bfloat16).astype(comp)
+        if et.is_complex:
+            out = np.empty(x.shape, x.dtype)
+            out.real, out.imag = rnd(x.real), rnd(x.imag)
+            return out
+        return rnd(x)
+
+
 @looser_bound("contraction")
 def contraction_looser(j: Judgement):
     """With a precision_config below HIGHEST: (``precision``, the bound at bf16's
-    precision, K + 2 terms, no exactness, times 2); None with HIGHEST on both."""
+    precision, K + 2 terms, no exactness, times 2, and what a bf16 pass gives at the top
+    of the range); None with HIGHEST on both.
+
+    The third item: the oracle on the operands rounded to bf16 (:func:`bf16_operands`)
+    and that same looser bound around it. Near the largest finite value a bf16 pass turns
+    an operand into an infinity (or rounds a sum past the largest finite value, or back
+    below it), so its result is an infinity or NaN where the exact one is finite (or
+    finite where the exact one overflows): an element whose value lies within the looser
+    bound of that result (the same infinity, NaN for NaN) where it or the oracle's is
+    not finite is ``precision`` too; its own operands decide (the rounded operands are
+    its own)."""
     if not reduced_precision(j.sig.attributes):
         return None
     s, k, _ = _terms(j)
@@ -363,4 +395,15 @@ def contraction_looser(j: Judgement):
         rt = element_type(np.asarray(e).dtype)
         wide.append(2 * limits(s, np.asarray(k) + 2, np.asarray(e), et, rt, None,
                                u=LOWEST_PRECISION_U))
-    return PRECISION, wide
+    pass_ = None
+    rounded = [bf16_operands(x) for x in j.inputs]
+    if j.reevaluate is not None and any(not np.array_equal(r, np.asarray(x), equal_nan=True)
+                                        for r, x in zip(rounded, j.inputs)):
+        with np.errstate(all="ignore"):
+            ya = [np.asarray(y) for y in j.reevaluate(rounded)]
+            ja = dataclasses.replace(j, inputs=rounded, expected=ya, memo={})
+            sa, ka, _ = _terms(ja)
+            wa = [2 * limits(sa, np.asarray(ka) + 2, y, et, element_type(y.dtype), None,
+                             u=LOWEST_PRECISION_U) for y in ya]
+        pass_ = (ya, wa)
+    return PRECISION, wide, pass_
