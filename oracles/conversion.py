@@ -139,21 +139,47 @@ def _exact_order(x: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def _step(r: np.ndarray, up: bool) -> np.ndarray:
-    """The next value of ``r``'s (sign-magnitude) float type above (``up``) or below
-    each element (across zero: the smallest subnormal of the other sign)."""
+    """The next value of ``r``'s float type above (``up``) or below each element (across
+    zero: the smallest subnormal of the other sign). Formats without -0 (FNUZ) step
+    from -smallest to +0, never to their NaN (the sign-bit-only pattern); f8E8M0FNU
+    (no sign) steps through its bits; past the largest finite value a format without
+    infinities stays there (its NaN, where it has one, is the overflow the caller
+    allows), and below f8E8M0FNU's smallest value too."""
     et = element_type(r.dtype)
     bits = r.view(et.bits_dtype).astype(np.uint64)
     one = np.uint64(1)
-    sign_bit = np.uint64(1 << (et.bits - 1))
-    negative = (bits & sign_bit) != 0
-    zero = (bits & (sign_bit - one)) == 0
-    # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
     with np.errstate(over="ignore"):
+        if not et.has_sign:
+            top = _max_finite_bits(et)
+            stepped = np.where(up, np.minimum(bits + one, top),
+                               np.where(bits == 0, bits, bits - one)) if bits.size else bits
+            return np.asarray(stepped, np.uint64).astype(et.bits_dtype).view(r.dtype)
+        sign_bit = np.uint64(et.sign_bit)
+        negative = (bits & sign_bit) != 0
+        zero = (bits & (sign_bit - one)) == 0
+        # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
         if up:
-            stepped = np.where(negative, np.where(zero, one, bits - one), bits + one)
+            from_negative = bits - one
+            if not et.has_negative_zero:        # -smallest up is +0, not the NaN 0x80
+                from_negative = np.where(from_negative == sign_bit, np.uint64(0),
+                                         from_negative)
+            stepped = np.where(negative, np.where(zero, one, from_negative), bits + one)
         else:
             stepped = np.where(negative, bits + one, np.where(zero, sign_bit | one, bits - one))
+        if not et.has_inf:      # beyond ±max: the NaN where there is one (f4/f6: ±max)
+            top = np.uint64(_max_finite_bits(et))
+            past = ((bits & (sign_bit - one)) == top) & (negative != up)
+            nan = np.uint64(_nan_bits(et)) if et.has_nan else bits
+            stepped = np.where(past, nan, stepped)
     return stepped.astype(et.bits_dtype).view(r.dtype)
+
+
+def _nan_bits(et: ElementType) -> int:
+    return int(np.array([np.nan], np.float32).astype(et.dtype).view(et.bits_dtype)[0])
+
+
+def _max_finite_bits(et: ElementType) -> int:
+    return int(np.array([ml_dtypes.finfo(et.dtype).max], et.dtype).view(et.bits_dtype)[0])
 
 
 def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:

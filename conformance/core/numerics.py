@@ -103,7 +103,11 @@ def ordinal(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    sign_bit = np.uint64(1 << (et.bits - 1))
+    if not et.has_sign:             # f8E8M0FNU: the bits are the ordinal
+        return bits.astype(np.int64)
+    # (FNUZ formats: the sign-bit-only pattern is their NaN, which maps to 0 like a zero
+    # and is masked by the callers; -smallest is then one step from +0, as it should be)
+    sign_bit = np.uint64(et.sign_bit)
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
     return np.where((bits & sign_bit) != 0, -mag, mag)
 
@@ -114,7 +118,9 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    sign_bit = np.uint64(1 << (et.bits - 1))
+    if not et.has_sign:             # f8E8M0FNU: ascending bits, its NaN (0xFF) last
+        return bits.astype(np.int64)
+    sign_bit = np.uint64(et.sign_bit)
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
     return np.where((bits & sign_bit) != 0, -mag - 1, mag)
 
