@@ -149,10 +149,10 @@ def _step(r: np.ndarray, up: bool) -> np.ndarray:
     bits = r.view(et.bits_dtype).astype(np.uint64)
     one = np.uint64(1)
     with np.errstate(over="ignore"):
-        if not et.has_sign:
-            top = _max_finite_bits(et)
-            stepped = np.where(up, np.minimum(bits + one, top),
-                               np.where(bits == 0, bits, bits - one)) if bits.size else bits
+        if not et.has_sign:     # f8E8M0FNU: past either end is its NaN (no inf, no 0)
+            nan = np.uint64(_nan_bits(et))
+            edge = bits == (np.uint64(_max_finite_bits(et)) if up else np.uint64(0))
+            stepped = np.where(edge | (bits == nan), nan, bits + one if up else bits - one)
             return np.asarray(stepped, np.uint64).astype(et.bits_dtype).view(r.dtype)
         sign_bit = np.uint64(et.sign_bit)
         negative = (bits & sign_bit) != 0
@@ -201,6 +201,12 @@ def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
         positive = (xw > 0) if xw is not None else (x.astype(object) > 0).astype(bool)
         finite = np.where(positive, big, -big).astype(r.dtype)
         keep = positive if mode == "down" else ~positive
+        if not element_type(r.dtype).has_sign:
+            # f8E8M0FNU: zero and negative values lie below its smallest value 2^-127,
+            # their neighbours are that (up) and the NaN (down, nothing is below)
+            finite = np.where(positive, big, float(ml_dtypes.finfo(r.dtype).smallest_normal)
+                              ).astype(r.dtype)
+            keep = positive if mode == "down" else ~positive
         out = np.where(overflow_nan & keep, finite, out)
     return out.astype(r.dtype)
 
