@@ -519,7 +519,7 @@ def _raw(array: np.ndarray, et: ElementType) -> np.ndarray:
     flat = np.ascontiguousarray(array).reshape(-1)
     if et.is_boolean:
         return flat.astype(np.bool_).view(np.uint8)
-    if et.bits == 4:
+    if et.bits == 4 and et.is_integer:
         return flat.astype(np.int8 if et.is_signed else np.uint8)
     if et.is_complex:
         return flat.view(et.component.bits_dtype)
@@ -611,8 +611,8 @@ def _from_storage(data: bytes, shape: tuple[int, ...], et: ElementType) -> np.nd
         if raw.size * 8 >= n > raw.size:               # bit-packed (older MLIR)
             raw = np.unpackbits(raw, bitorder="little")[:n]
         return raw.astype(bool).reshape(shape)
-    if et.bits == 4:
-        raw = np.frombuffer(data, np.uint8).astype(np.uint64) & np.uint64(0xF)
+    if et.bits < 8:         # si4/ui4 and f4/f6: one element per byte
+        raw = np.frombuffer(data, np.uint8).astype(np.uint64) & np.uint64((1 << et.bits) - 1)
         return from_bit_patterns(raw, et).reshape(shape)
     storage = et.component.bits_dtype.newbyteorder("<")
     raw = np.frombuffer(data, storage).astype(et.component.bits_dtype)

@@ -115,6 +115,8 @@ def _fallback(et: ElementType, scheme: str, cls: str):
         vals = [v for v in range(max(lo, -20), min(hi, 20) + 1)] + [lo + 1, hi - 1, hi // 2 + 1]
         cands.append(np.array(vals, dtype=object).astype(
             np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype))
+    if et.is_float and et.bits <= 8:    # the small formats: any of their values
+        cands.append(_every_value(et))
     pool = np.concatenate([np.asarray(c).astype(et.dtype) for c in cands])
     code = classes_of(et, scheme).index(cls)
     hit = np.nonzero(classify(pool, et, scheme) == code)[0]
@@ -400,11 +402,13 @@ def _rounding_codes(x: np.ndarray, et: ElementType, names) -> np.ndarray:
     a = np.abs(np.where(ordinary, w, 0.0))
     fl = np.floor(a)
     frac = a - fl
-    codes[ordinary & (frac == 0)] = names.index("integral")
     half = ordinary & (frac == 0.5)
     even = np.fmod(fl, 2) == 0
-    codes[half & even] = names.index("tie_even")
-    codes[half & ~even] = names.index("tie_odd")
+    # (a class the format has no value of is not among the names, and never occurs)
+    for label, cond in (("integral", ordinary & (frac == 0)), ("tie_even", half & even),
+                        ("tie_odd", half & ~even)):
+        if label in names:
+            codes[cond] = names.index(label)
     return codes
 
 
