@@ -63,7 +63,9 @@ def test_every_element_type_round_trips_exactly(interp, et):
         assert same_bits(interp.run(Case.make("convert", [v], [t]))[0], v), v.shape
 
 
-@pytest.mark.parametrize("name", ["bf16", "f16", "f8E4M3FN", "f8E5M2", "si4", "ui4"])
+@pytest.mark.parametrize("name", ["bf16", "f16", "f8E4M3FN", "f8E5M2", "si4", "ui4", "f4E2M1FN",
+                                  "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FNUZ",
+                                  "f8E4M3B11FNUZ", "f8E5M2FNUZ", "f8E8M0FNU"])
 def test_attribute_conversion_is_exact_for_every_value(interp, name):
     """Every value of the narrow types, in the printed list form (chunks of <= 100
     elements: decimals rounded exactly, specials as hex) and the raw hex form."""
