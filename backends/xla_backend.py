@@ -13,8 +13,11 @@ Outcomes:
   XLA's ``UNIMPLEMENTED`` status, which is the platform saying it does not support
   the case: ``Unsupported``, with XLA's message;
 - any compile error for an invalid signature is the right answer (a rejection);
-- an input element type that the device cannot hold is ``Unsupported`` at compile
-  time (PJRT CPU holds all 19 StableHLO element types).
+- an input or result element type that the device cannot hold is ``Unsupported`` at
+  compile time (before compiling a valid program, after compiling an invalid one):
+  jaxlib 0.10.2's PJRT CPU holds every element type of the seed spec and of the current
+  one except f6E2M3FN and f6E3M2FN ("Unknown NumPy dtype"; compiling a constant of
+  them aborts XLA).
 
 Batches run the same loaded executable once per case (the program under test is
 never changed to add a batch dimension), with the per-call work cut to a transfer

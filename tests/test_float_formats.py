@@ -271,3 +271,34 @@ def test_nan_into_a_format_without_nan_may_give_anything(dst):
         bits[..., 0] = 0x5
         return [bits.view(r.dtype)]
     assert _verdict(sig, [x], arbitrary) == ["pass"]
+
+
+# ---------------------------------------------------------------------------
+# Backends: what jaxlib cannot hold is Unsupported, with the measured reason
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend_name", ["jax", "xla"])
+def test_a_format_the_device_cannot_hold_is_unsupported(backend_name):
+    """jaxlib 0.10.2 has no transfer of the f6 formats (and compiling a constant of one
+    aborts XLA): a signature with one as input or result is declined, naming op and type,
+    before anything is compiled; f4E2M1FN runs."""
+    from conformance.backends import Unsupported, get_backend
+    from conformance.core.case import Case
+    backend = get_backend(backend_name)
+    held = {n: not (backend.cannot_hold(element_type(n).dtype) if backend_name == "jax"
+                    else backend.pjrt.cannot_transfer(element_type(n).dtype))
+            for n in ("f6E2M3FN", "f4E2M1FN")}
+    assert held["f4E2M1FN"]
+    out_f6 = Case.make("convert", [np.array([1.0, 2.0], np.float32)], ["tensor<2xf6E2M3FN>"])
+    in_f6 = Case.make("negate", [np.array([1.0, -2.0]).astype(ml_dtypes.float6_e2m3fn)],
+                      ["tensor<2xf6E2M3FN>"])
+    for case in (out_f6, in_f6):
+        if held["f6E2M3FN"]:
+            backend.run(case)
+        else:
+            with pytest.raises(Unsupported, match=rf"cannot hold f6E2M3FN arrays "
+                                                  rf"\({case.signature.op}\)"):
+                backend.run(case)
+    f4 = Case.make("add", [np.array([1.0, -6.0]).astype(ml_dtypes.float4_e2m1fn)] * 2,
+                   ["tensor<2xf4E2M1FN>"])
+    assert backend.run(f4)[0].astype(np.float64).tolist() == [2.0, -6.0]

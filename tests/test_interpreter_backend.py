@@ -1,7 +1,7 @@
 """The interpreter backend: jaxlib's StableHLO reference interpreter (eval_module).
 
 Covers: the short name and isolation flag, hand-written module text, bit-exact
-numpy <-> DenseElementsAttr conversion for all 19 element types (list, splat and
+numpy <-> DenseElementsAttr conversion for every element type (list, splat and
 raw-hex printed forms, NaN payloads, signed zeros, subnormals, integer extremes),
 ops against the oracle (with the interpreter's known divergences written down),
 rejections, diagnostics, the context recycling that bounds memory, and the inputs
