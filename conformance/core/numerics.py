@@ -139,7 +139,12 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
         return bits.astype(np.int64)
     sign_bit = np.uint64(et.sign_bit)
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
-    return np.where((bits & sign_bit) != 0, -mag - 1, mag)
+    key = np.where((bits & sign_bit) != 0, -mag - 1, mag)
+    if not et.has_negative_zero:
+        # FNUZ: the sign-bit-only pattern is the one NaN, and its sign bit is set: a
+        # negative NaN, first in totalOrder (as XLA orders it), not where -0 would be
+        key = np.where(bits == sign_bit, -np.int64(et.sign_bit) - 1, key)
+    return key
 
 
 def eps(et: "ElementType | str") -> float:
