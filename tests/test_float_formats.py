@@ -302,3 +302,48 @@ def test_a_format_the_device_cannot_hold_is_unsupported(backend_name):
     f4 = Case.make("add", [np.array([1.0, -6.0]).astype(ml_dtypes.float4_e2m1fn)] * 2,
                    ["tensor<2xf4E2M1FN>"])
     assert backend.run(f4)[0].astype(np.float64).tolist() == [2.0, -6.0]
+
+
+def test_a_nan_valued_result_in_a_format_without_nan_may_be_anything():
+    """sqrt(-1) in f4E2M1FN has no value to give (no NaN): any passes there; a wrong
+    value where the result is a number still fails."""
+    sig = Signature.make("sqrt", ["tensor<2xf4E2M1FN>"], ["tensor<2xf4E2M1FN>"])
+    x = np.array([[-1.0, 4.0], [-4.0, 1.0]]).astype(ml_dtypes.float4_e2m1fn)
+
+    def arbitrary_for_negatives(sig, inputs, out):
+        (r,) = out
+        w = np.asarray(inputs[0]).astype(np.float64)
+        return [np.where(w < 0, np.float64(3.0), r.astype(np.float64)).astype(r.dtype)]
+    assert _verdict(sig, [x], arbitrary_for_negatives) == ["pass", "pass"]
+
+    def wrong_root(sig, inputs, out):
+        (r,) = out
+        return [np.where(np.asarray(inputs[0]).astype(np.float64) == 4.0, np.float64(3.0),
+                         r.astype(np.float64)).astype(r.dtype)]
+    assert _verdict(sig, [x], wrong_root) == ["value", "pass"]
+
+
+def test_totalorder_puts_the_fnuz_nan_first():
+    """The FNUZ NaN is the sign-bit-only pattern: a negative NaN, below -max."""
+    d = ml_dtypes.float8_e4m3fnuz
+    nan, low = np.array([0x80], np.uint8).view(d), np.array([0xFF], np.uint8).view(d)
+    (lt,) = oracles.evaluate("compare", [nan, low], {"comparison_direction": "LT",
+                                                     "compare_type": "TOTALORDER"})
+    assert lt.tolist() == [True]
+
+
+@pytest.mark.parametrize("exponent_bits,mantissa_bits,bits_in,bits_out", [
+    (4, 3, 0x0D, 0x00),     # 2^-7 * 1.625: below an IEEE e4 type's normal range (2^-6)
+    (4, 3, 0x8D, 0x00),     # and its negative: +0 (FNUZ has no -0)
+    (4, 3, 0x10, 0x10),     # 2^-6: kept
+    (4, 0, 0x81, 0x00),     # -smallest, mantissa rounded away: +0, not the NaN 0x80
+    (2, 3, 0x7F, 0x80),     # 240 past an e2 type's range: what infinity gives, NaN
+])
+def test_reduce_precision_on_fnuz_reads_the_encoding_with_its_own_bias(
+        exponent_bits, mantissa_bits, bits_in, bits_out):
+    d = ml_dtypes.float8_e4m3fnuz
+    x = np.array([bits_in], np.uint8).view(d)
+    (r,) = oracles.evaluate("reduce_precision", [x], {"exponent_bits": exponent_bits,
+                                                      "mantissa_bits": mantissa_bits},
+                            result_types=["tensor<1xf8E4M3FNUZ>"])
+    assert r.view(np.uint8).tolist() == [bits_out]
