@@ -640,7 +640,9 @@ _FLOAT_TOKENS: dict[str, dict[str, int]] = {}
 
 
 def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
-    sign = np.uint64(1 << (et.bits - 1))
+    # (f8E8M0FNU has no sign bit: all its bits are the magnitude's)
+    sign = np.uint64(et.sign_bit)
+    magnitude = int(sign) - 1 if et.has_sign else (1 << et.bits) - 1
     out = np.zeros(len(tokens), np.uint64)
     decimal = [i for i, t in enumerate(tokens) if not t.startswith("0x")]
     for i, t in enumerate(tokens):
@@ -656,7 +658,7 @@ def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             guess = d.astype(et.dtype).view(et.bits_dtype).astype(np.int64)
-        guess &= np.int64(int(sign) - 1)
+        guess &= np.int64(magnitude)
         top = _max_finite_bits(et)
         cands = np.clip(np.stack([guess - 1, guess, guess + 1]), 0, top).astype(np.uint64)
         vals = from_bit_patterns(cands, et).astype(np.float64)

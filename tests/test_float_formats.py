@@ -347,3 +347,16 @@ def test_reduce_precision_on_fnuz_reads_the_encoding_with_its_own_bias(
                                                       "mantissa_bits": mantissa_bits},
                             result_types=["tensor<1xf8E4M3FNUZ>"])
     assert r.view(np.uint8).tolist() == [bits_out]
+
+
+def test_printed_decimals_read_back_into_the_new_formats():
+    """The interpreter's results come back printed; a decimal reads back with each
+    format's own sign (f8E8M0FNU has none: 2.0 is 0x80, not a negative 2^-127 ...)."""
+    from conformance.backends.jaxlib_support import _convert_float_tokens
+    e8m0 = _convert_float_tokens(["2.0", "1.7014118346046923e+38", "5.877471754111438e-39",
+                                  "0xFF"], element_type("f8E8M0FNU"))
+    assert [int(b) for b in e8m0] == [0x80, 0xFE, 0x00, 0xFF]
+    fnuz = _convert_float_tokens(["-1.0", "1.0", "-0.0009765625"], element_type("f8E4M3FNUZ"))
+    assert [int(b) for b in fnuz] == [0xC0, 0x40, 0x81]
+    f4 = _convert_float_tokens(["-6.0", "0.5", "-0.0"], element_type("f4E2M1FN"))
+    assert [int(b) for b in f4] == [0xF, 0x1, 0x8]
