@@ -360,3 +360,16 @@ def test_printed_decimals_read_back_into_the_new_formats():
     assert [int(b) for b in fnuz] == [0xC0, 0x40, 0x81]
     f4 = _convert_float_tokens(["-6.0", "0.5", "-0.0"], element_type("f4E2M1FN"))
     assert [int(b) for b in f4] == [0xF, 0x1, 0x8]
+
+
+def test_element_types_pickle_after_their_traits_are_read():
+    """Signatures travel pickled to isolated backends: a trait read (and cached) on an
+    element type must not make it unpicklable (an ml_dtypes.finfo kept on it did)."""
+    import pickle
+    for name in NEW:
+        et = element_type(name)
+        (et.has_subnormals, et.has_inf, et.has_nan, et.has_sign, et.has_zero,
+         et.has_negative_zero, et.sign_bit)
+        assert pickle.loads(pickle.dumps(et)) == et
+    sig = Signature.make("negate", ["tensor<2xf8E8M0FNU>"], ["tensor<2xf8E8M0FNU>"])
+    assert pickle.loads(pickle.dumps(sig)) == sig

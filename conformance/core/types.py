@@ -85,10 +85,6 @@ class ElementType:
 
     # -- what a float format has (spec "Types": the FN, FNUZ and MX formats lack some) --
     @cached_property
-    def _finfo(self):
-        return ml_dtypes.finfo(self.component.dtype)
-
-    @cached_property
     def has_inf(self) -> bool:
         """Whether the (real part's) float format has infinities (f8E4M3FN, the FNUZ
         formats, f4E2M1FN, the f6 formats and f8E8M0FNU have none)."""
@@ -135,7 +131,9 @@ class ElementType:
         """Whether the float format has subnormals (f8E8M0FNU has no mantissa)."""
         if not (self.is_float or self.is_complex):
             return False
-        return float(self._finfo.smallest_subnormal) < float(self._finfo.smallest_normal)
+        # (no finfo kept on the instance: signatures travel pickled to isolated backends)
+        fi = ml_dtypes.finfo(self.component.dtype)
+        return float(fi.smallest_subnormal) < float(fi.smallest_normal)
 
     @cached_property
     def sign_bit(self) -> int:
