@@ -27,7 +27,9 @@ from them are new records (342 with a new type in their key), the draws that pic
 type from a class (invalid programs, sort's and scatter's other operands) pick among
 more, and convert's boundaries add each destination's overflow threshold and half its
 smallest subnormal, so 46 old-type signature records change their counts, no class
-appears or goes for an old type::
+appears or goes for an old type; the scheduler's third, larger pool of draws (for
+bindings whose first two have no rich signature) gives scatter i1 a rich signature with an
+unordered scatter_dims_to_operand_dims in place of a zero-sized one::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
