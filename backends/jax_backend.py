@@ -85,36 +85,8 @@ class JaxBackend(Backend):
                               f"{', '.join(map(str, inferred))}; the invalid case declares "
                               f"{', '.join(map(str, sig.result_types))}, which jax cannot express")
 
-    def cannot_hold(self, dtype) -> str | None:
-        """Why arrays of ``dtype`` cannot go to this device and back (None if they can),
-        measured once per dtype: jaxlib 0.10.2 has no transfer of the f6 formats ("Unknown
-        NumPy dtype"), and compiling a program that holds one can abort the process
-        (a constant of the type: "Check failed" in xla::Array), so a signature with such
-        an input or result is declined before anything is traced."""
-        dtype = np.dtype(dtype)
-        held = getattr(self, "_holdable", None)
-        if held is None:
-            held = self._holdable = {}
-        if dtype not in held:
-            jax = self._jax
-            try:
-                back = np.asarray(jax.device_put(np.zeros((1,), dtype), self.device))
-                held[dtype] = None if back.dtype == dtype else \
-                    f"comes back from {self.platform} as {back.dtype}"
-            except Exception as e:  # noqa: BLE001 - the platform's refusal is the reason
-                held[dtype] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
-        return held[dtype]
-
-    def _refuse_unheld(self, sig: Signature) -> None:
-        for t in (*sig.input_leaves, *sig.result_leaves):
-            why = self.cannot_hold(t.element_type.dtype)
-            if why is not None:
-                raise Unsupported(f"jax on {self.platform} cannot hold {t.element_type} "
-                                  f"arrays ({sig.op}): {why}")
-
     def _compiled(self, sig: Signature, batched: bool):
         jax = self._jax
-        self._refuse_unheld(sig)
         fn = self._function(sig)
         if getattr(fn, "per_process", False):          # a collective (issue 18)
             return self._on_grid(sig, fn, batched)
@@ -185,11 +157,6 @@ class JaxBackend(Backend):
         (backends/programs.py); a result type jax infers otherwise is Unsupported."""
         from .programs import jax_function
         jax = self._jax
-        for t in (*program.argument_types, *program.result_types):
-            why = self.cannot_hold(t.element_type.dtype)
-            if why is not None:
-                raise Unsupported(f"jax on {self.platform} cannot hold {t.element_type} "
-                                  f"arrays (program): {why}")
         fn = jax_function(program)
         specs = [jax.ShapeDtypeStruct(t.shape, t.element_type.dtype)
                  for t in program.argument_types]

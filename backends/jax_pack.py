@@ -23,7 +23,6 @@ class JaxPack:
         self.signatures = list(signatures)
         fns = []
         for sig in self.signatures:
-            backend._refuse_unheld(sig)
             fn = jax.vmap(backend._function(sig))
             backend._check_types(sig, fn, 1)
             fns.append((fn, len(sig.input_leaves)))

@@ -519,7 +519,7 @@ def _raw(array: np.ndarray, et: ElementType) -> np.ndarray:
     flat = np.ascontiguousarray(array).reshape(-1)
     if et.is_boolean:
         return flat.astype(np.bool_).view(np.uint8)
-    if et.bits == 4 and et.is_integer:
+    if et.bits == 4:
         return flat.astype(np.int8 if et.is_signed else np.uint8)
     if et.is_complex:
         return flat.view(et.component.bits_dtype)
@@ -611,8 +611,8 @@ def _from_storage(data: bytes, shape: tuple[int, ...], et: ElementType) -> np.nd
         if raw.size * 8 >= n > raw.size:               # bit-packed (older MLIR)
             raw = np.unpackbits(raw, bitorder="little")[:n]
         return raw.astype(bool).reshape(shape)
-    if et.bits < 8:         # si4/ui4 and f4/f6: one element per byte
-        raw = np.frombuffer(data, np.uint8).astype(np.uint64) & np.uint64((1 << et.bits) - 1)
+    if et.bits == 4:
+        raw = np.frombuffer(data, np.uint8).astype(np.uint64) & np.uint64(0xF)
         return from_bit_patterns(raw, et).reshape(shape)
     storage = et.component.bits_dtype.newbyteorder("<")
     raw = np.frombuffer(data, storage).astype(et.component.bits_dtype)
@@ -640,9 +640,7 @@ _FLOAT_TOKENS: dict[str, dict[str, int]] = {}
 
 
 def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
-    # (f8E8M0FNU has no sign bit: all its bits are the magnitude's)
-    sign = np.uint64(et.sign_bit)
-    magnitude = int(sign) - 1 if et.has_sign else (1 << et.bits) - 1
+    sign = np.uint64(1 << (et.bits - 1))
     out = np.zeros(len(tokens), np.uint64)
     decimal = [i for i, t in enumerate(tokens) if not t.startswith("0x")]
     for i, t in enumerate(tokens):
@@ -658,7 +656,7 @@ def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             guess = d.astype(et.dtype).view(et.bits_dtype).astype(np.int64)
-        guess &= np.int64(magnitude)
+        guess &= np.int64(int(sign) - 1)
         top = _max_finite_bits(et)
         cands = np.clip(np.stack([guess - 1, guess, guess + 1]), 0, top).astype(np.uint64)
         vals = from_bit_patterns(cands, et).astype(np.float64)

@@ -29,11 +29,11 @@ class XlaPack:
         from .programs import program_text_or_unsupported
         self.signatures = list(signatures)
         for sig in self.signatures:
-            for t in (*sig.input_leaves, *sig.result_leaves):
+            for t in sig.input_leaves:
                 why = backend.pjrt.cannot_transfer(t.element_type.dtype)
                 if why is not None:
                     raise Unsupported(f"{backend.platform} cannot hold {t.element_type} "
-                                      f"arrays ({sig.op}): {why}")
+                                      f"arrays: {why}")
         text = program_text_or_unsupported(pack_program(self.signatures))
         self.pjrt = backend.pjrt
         try:

@@ -115,8 +115,6 @@ def _fallback(et: ElementType, scheme: str, cls: str):
         vals = [v for v in range(max(lo, -20), min(hi, 20) + 1)] + [lo + 1, hi - 1, hi // 2 + 1]
         cands.append(np.array(vals, dtype=object).astype(
             np.uint64 if et.name == "ui64" else np.int64).astype(et.dtype))
-    if et.is_float and et.bits <= 8:    # the small formats: any of their values
-        cands.append(_every_value(et))
     pool = np.concatenate([np.asarray(c).astype(et.dtype) for c in cands])
     code = classes_of(et, scheme).index(cls)
     hit = np.nonzero(classify(pool, et, scheme) == code)[0]
@@ -138,10 +136,8 @@ def _float_codes(w: np.ndarray, et: ElementType, names: Sequence[str]) -> np.nda
     with np.errstate(invalid="ignore"):
         conds = [np.isnan(w), w == np.inf, w == -np.inf, (w == 0) & ~np.signbit(w),
                  (w == 0) & np.signbit(w), (a > 0) & (a < tiny), a == big]
-    conds.append(a == float(fi.smallest_subnormal))
-    labels = ["nan", "+inf", "-inf", "+0", "-0", "subnormal", "extreme", "smallest"]
-    # (-1: a format none of whose values is ordinary in the scheme, f4E2M1FN's rounding)
-    codes = np.full(w.shape, names.index("ordinary") if "ordinary" in names else -1, np.int16)
+    labels = ["nan", "+inf", "-inf", "+0", "-0", "subnormal", "extreme"]
+    codes = np.full(w.shape, names.index("ordinary"), np.int16)
     for cond, label in reversed(list(zip(conds, labels))):
         if label in names:
             codes[cond] = names.index(label)
@@ -160,19 +156,15 @@ def _float_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
         pool = special_values(et)
         pool = pool[np.isnan(_wide(pool))]
         return pool[rng.integers(0, len(pool), n)]
-    if not et.has_sign:
-        sign = np.ones(n)
     if cls == "extreme":
         return (sign * float(fi.max)).astype(et.dtype)
-    if cls == "smallest":           # a format without zero (f8E8M0FNU): its lower end
-        return (sign * float(fi.smallest_subnormal)).astype(et.dtype)
     if cls == "subnormal":
         mant = rng.integers(1, 1 << fi.nmant, n, dtype=np.uint64, endpoint=False)
         # half of them the smallest or the largest subnormal
         edge = rng.integers(0, 4, n)
         mant = np.where(edge == 0, np.uint64(1),
                         np.where(edge == 1, np.uint64((1 << fi.nmant) - 1), mant))
-        bits = mant | np.where(sign < 0, np.uint64(et.sign_bit), np.uint64(0))
+        bits = mant | np.where(sign < 0, np.uint64(1 << (et.bits - 1)), np.uint64(0))
         return from_bit_patterns(bits, et)
     # ordinary (and the rounding scheme's refinements, made by the caller): the operand's
     # own distribution, then its finite non-special values kept
@@ -270,50 +262,8 @@ def _generic_names(et: ElementType) -> tuple[str, ...]:
         return ("0", "max", "ordinary")
     if et.is_complex:
         return ("zero", "nan", "inf", "subnormal", "extreme", "ordinary")
-    return _present(et, _FLOAT_CLASSES, _generic_candidates)
-
-
-#: The generic float classes, of which each format has those it has values of: the FNUZ
-#: formats have no -0 and no infinities, f4E2M1FN and the f6 formats neither infinities
-#: nor NaN, f8E8M0FNU (powers of two, no sign) no zero, no subnormals, no infinities,
-#: and ``smallest`` (its lower end, 2^-127) in place of the zeros.
-_FLOAT_CLASSES = ("+0", "-0", "+inf", "-inf", "nan", "subnormal", "extreme", "smallest",
-                  "ordinary")
-
-
-def _generic_candidates(x: np.ndarray, et: ElementType, names) -> np.ndarray:
-    return _float_codes(_wide(x), et, names)
-
-
-def _every_value(et: ElementType) -> np.ndarray:
-    """Every bit pattern of a float format of at most 16 bits, as values."""
-    return from_bit_patterns(np.arange(1 << et.bits, dtype=np.uint64), et)
-
-
-def _present(et: ElementType, candidates: Sequence[str], codes_of) -> tuple[str, ...]:
-    """The classes among ``candidates`` that some value of ``et`` falls in (every value
-    of a format of at most 16 bits is classified; wider formats have every class but
-    ``smallest``, which only a format without zero uses)."""
-    if et.bits > 16:
-        return tuple(c for c in candidates if c != "smallest"
-                     and (c not in ("+inf", "-inf") or et.has_inf))
-    with np.errstate(all="ignore"):
-        codes = codes_of(_every_value(et), et, candidates)
-    seen = set(np.unique(codes).tolist())
-    keep = [c for i, c in enumerate(candidates) if i in seen]
-    if et.has_zero and "smallest" in keep:      # (a subnormal: that class has it)
-        keep.remove("smallest")
-    return tuple(keep)
-
-
-def absent(et: "ElementType | str", cls: str, scheme: str = "generic") -> bool:
-    """Whether ``cls`` is a class of ``scheme`` for some float format but not for ``et``
-    (a coverage target at -0 does not apply to an FNUZ format)."""
-    et = element_type(et)
-    if not et.is_float:
-        return False
-    return cls not in classes_of(et, scheme) and (
-        cls in _FLOAT_CLASSES or cls in ("integral", "tie_even", "tie_odd"))
+    inf = ("+inf", "-inf") if _has_inf(et) else ()
+    return ("+0", "-0", *inf, "nan", "subnormal", "extreme", "ordinary")
 
 
 def _generic_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
@@ -384,31 +334,25 @@ def _rounding_names(et: ElementType) -> tuple[str, ...]:
     base = _generic_names(et)
     if not et.is_float:
         return base
-    names = tuple(n for n in base if n != "ordinary") + ("integral", "tie_even", "tie_odd",
-                                                        "ordinary")
-    return _present(et, names, lambda x, e, ns: _rounding_codes(x, e, ns))
+    return tuple(n for n in base if n != "ordinary") + ("integral", "tie_even", "tie_odd",
+                                                       "ordinary")
 
 
 def _rounding_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
     if not et.is_float:
         return _generic_classify(x, et)
-    return _rounding_codes(x, et, _rounding_names(et))
-
-
-def _rounding_codes(x: np.ndarray, et: ElementType, names) -> np.ndarray:
+    names = _rounding_names(et)
     w = _wide(x)
     codes = _float_codes(w, et, names)
-    ordinary = codes == (names.index("ordinary") if "ordinary" in names else -1)
+    ordinary = codes == names.index("ordinary")
     a = np.abs(np.where(ordinary, w, 0.0))
     fl = np.floor(a)
     frac = a - fl
+    codes[ordinary & (frac == 0)] = names.index("integral")
     half = ordinary & (frac == 0.5)
     even = np.fmod(fl, 2) == 0
-    # (a class the format has no value of is not among the names, and never occurs)
-    for label, cond in (("integral", ordinary & (frac == 0)), ("tie_even", half & even),
-                        ("tie_odd", half & ~even)):
-        if label in names:
-            codes[cond] = names.index(label)
+    codes[half & even] = names.index("tie_even")
+    codes[half & ~even] = names.index("tie_odd")
     return codes
 
 
@@ -550,13 +494,10 @@ def _model(spec: OpSpec, binding: dict[str, str]) -> Model:
             if k not in names:
                 raise ValueError(f"{spec.name}: coverage target {t['name']}: {k!r} is not a "
                                  f"tracked input ({', '.join(names)})")
-            if v not in names[k].classes and absent(names[k].et, v, names[k].scheme):
-                break           # the format has no such value: the target does not apply
             if v not in names[k].classes:
                 raise ValueError(f"{spec.name}: coverage target {t['name']}: {names[k].et.name} "
                                  f"has no class {v!r} in scheme {names[k].scheme!r}")
-        else:
-            targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
+        targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
     return Model(spec.name, tuple(operands), pairs, tuple(targets), section.get("live"))
 
 
@@ -641,10 +582,9 @@ def schedule(spec: OpSpec, binding: Mapping[str, str],
     zero-sized input, at least :data:`RICH` elements, no broadcast input of an
     element-wise op), then the draws in their order; the first draw, where chosen, first. From ``n + 2`` draws, or
     ``4n + 16`` where those have no rich signature or none for a target (each draw costs
-    about a millisecond: a quick run plans some 1300 bindings), then ``16n + 64`` and
+    about a millisecond: a quick run plans some 1000 bindings), then ``16n + 64`` and
     ``64n + 256`` where those have none either (reduce_window's draws put most windows on
-    padding only: one in a hundred of its f8E5M2 draws sums several operand elements;
-    clamp f8E3M4 at seed 12345 and scatter i1 at seed 0 need the third pool)."""
+    padding only: one in a hundred of its f8E5M2 draws sums several operand elements)."""
     m = model(spec, binding)
     for size in (n + 2, 4 * n + 16, 16 * n + 64, 64 * n + 256):
         chosen, complete = _choose(spec, binding, m, list(dict.fromkeys(draw(size))), n)

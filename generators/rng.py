@@ -126,13 +126,9 @@ def _float_pair(et, kind, rng):
     x, y = _round(x, et), _round(min(y, big), et)
     if not x < y:
         x, y = _round(0.0, et), _round(1.0, et)
-    if not x < y:       # f8E8M0FNU: no zero, no negative values
-        x, y = _round(0.5, et), _round(1.0, et)
     if kind == 4 and rng.integers(0, 2):
         # one representable value: [x, the next value up) (x > 0)
-        up = (np.asarray(x, et.dtype).view(et.bits_dtype) + np.uint8(1).astype(et.bits_dtype)
-              ).view(et.dtype)
-        y = up if x < up else y     # (not past the largest value)
+        y = (np.asarray(x, et.dtype).view(f"u{et.bits // 8}") + 1).view(et.dtype)
     return x, y
 
 

@@ -305,9 +305,7 @@ def near_points(et: ElementType, points: Sequence[float], n: int,
     fi = ml_dtypes.finfo(et.dtype)
     base = round_to(np.clip(p, -float(fi.max), float(fi.max)), et)
     bits = bit_patterns(base).astype(np.int64) + step
-    inside = (bits >= 0) & (bits < (1 << et.bits))      # not past the format's patterns
-    bits = np.where(inside, bits, bit_patterns(base).astype(np.int64))
-    moved = from_bit_patterns(bits.astype(np.uint64), et).reshape(n)
+    moved = from_bit_patterns(np.maximum(bits, 0).astype(np.uint64), et).reshape(n)
     with np.errstate(invalid="ignore"):
         wide = moved.astype(np.float64)
     ok = np.isfinite(wide) & (np.signbit(wide) == np.signbit(base.astype(np.float64)))

@@ -16,8 +16,6 @@ says which elements the comparator must mask.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -285,9 +283,8 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     (``allowed:``) the returned :class:`RuleMasks` evaluates when the comparator asks.
     """
     spec = spec or load_spec(sig.op)
-    unrepresentable = _nan_without_nan(sig, stacked, spec)
     if not spec.implementation_defined:
-        return RuleMasks.of(unrepresentable)
+        return RuleMasks()
     load_family(sig.op)     # its family module registers the conditions its rules name
     if expected is None:
         expected = evaluate_batch(sig, stacked, spec)
@@ -330,44 +327,7 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
             m = np.asarray(m).astype(bool)
             if m.any():
                 masks[rule.id] = _to_result_shape(m, out_shape)
-    masks.update(unrepresentable)
     return masks
-
-
-#: The rule of every element-wise op whose float result type has no NaN (f4E2M1FN,
-#: f6E2M3FN, f6E3M2FN of the current spec): where the operation's value is NaN (0/0,
-#: sqrt(-1), log(-1)), no value of the type stands for it and the spec says nothing of
-#: what to give (convert of a NaN into such a type: TBD, #180). It allows anything.
-NAN_WITHOUT_NAN = "nan_result_in_format_without_nan"
-
-
-def _nan_without_nan(sig: Signature, stacked: Sequence[np.ndarray],
-                     spec: OpSpec) -> dict[str, np.ndarray]:
-    """``{NAN_WITHOUT_NAN: mask}`` where an element-wise op's result type has no NaN and
-    the op, evaluated in f32 on the same (exactly widened) inputs, gives NaN; {} else."""
-    narrow = [t for t in sig.result_leaves
-              if t.element_type.is_float and not t.element_type.has_nan]
-    if not spec.elementwise or not narrow or len(sig.result_leaves) != 1:
-        return {}
-    from conformance.core.types import element_type as _et
-    f32 = _et("f32")
-
-    def wide(t):
-        return TensorType(t.shape, f32) if t.element_type.is_float and \
-            not t.element_type.has_nan else t
-    try:
-        wsig = dataclasses.replace(sig, input_types=tuple(wide(t) for t in sig.input_types),
-                                   result_types=tuple(wide(t) for t in sig.result_types))
-        wstacked = [np.asarray(x).astype(np.float32)
-                    if _et(np.asarray(x).dtype).is_float and not _et(np.asarray(x).dtype).has_nan
-                    else x for x in stacked]
-        with np.errstate(all="ignore"):
-            (r,) = evaluate_batch(wsig, wstacked, spec)
-    except (OracleError, ValueError, TypeError):
-        return {}
-    with np.errstate(invalid="ignore"):
-        m = np.isnan(np.asarray(r).astype(np.float64))
-    return {NAN_WITHOUT_NAN: m} if m.any() else {}
 
 
 def _per_result(value, n: int, where: str) -> list[np.ndarray]:

@@ -139,47 +139,21 @@ def _exact_order(x: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def _step(r: np.ndarray, up: bool) -> np.ndarray:
-    """The next value of ``r``'s float type above (``up``) or below each element (across
-    zero: the smallest subnormal of the other sign). Formats without -0 (FNUZ) step
-    from -smallest to +0, never to their NaN (the sign-bit-only pattern); f8E8M0FNU
-    (no sign) steps through its bits; past the largest finite value a format without
-    infinities stays there (its NaN, where it has one, is the overflow the caller
-    allows), and below f8E8M0FNU's smallest value too."""
+    """The next value of ``r``'s (sign-magnitude) float type above (``up``) or below
+    each element (across zero: the smallest subnormal of the other sign)."""
     et = element_type(r.dtype)
     bits = r.view(et.bits_dtype).astype(np.uint64)
     one = np.uint64(1)
+    sign_bit = np.uint64(1 << (et.bits - 1))
+    negative = (bits & sign_bit) != 0
+    zero = (bits & (sign_bit - one)) == 0
+    # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
     with np.errstate(over="ignore"):
-        if not et.has_sign:     # f8E8M0FNU: past either end is its NaN (no inf, no 0)
-            nan = np.uint64(_nan_bits(et))
-            edge = bits == (np.uint64(_max_finite_bits(et)) if up else np.uint64(0))
-            stepped = np.where(edge | (bits == nan), nan, bits + one if up else bits - one)
-            return np.asarray(stepped, np.uint64).astype(et.bits_dtype).view(r.dtype)
-        sign_bit = np.uint64(et.sign_bit)
-        negative = (bits & sign_bit) != 0
-        zero = (bits & (sign_bit - one)) == 0
-        # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
         if up:
-            from_negative = bits - one
-            if not et.has_negative_zero:        # -smallest up is +0, not the NaN 0x80
-                from_negative = np.where(from_negative == sign_bit, np.uint64(0),
-                                         from_negative)
-            stepped = np.where(negative, np.where(zero, one, from_negative), bits + one)
+            stepped = np.where(negative, np.where(zero, one, bits - one), bits + one)
         else:
             stepped = np.where(negative, bits + one, np.where(zero, sign_bit | one, bits - one))
-        if not et.has_inf:      # beyond ±max: the NaN where there is one (f4/f6: ±max)
-            top = np.uint64(_max_finite_bits(et))
-            past = ((bits & (sign_bit - one)) == top) & (negative != up)
-            nan = np.uint64(_nan_bits(et)) if et.has_nan else bits
-            stepped = np.where(past, nan, stepped)
     return stepped.astype(et.bits_dtype).view(r.dtype)
-
-
-def _nan_bits(et: ElementType) -> int:
-    return int(np.array([np.nan], np.float32).astype(et.dtype).view(et.bits_dtype)[0])
-
-
-def _max_finite_bits(et: ElementType) -> int:
-    return int(np.array([ml_dtypes.finfo(et.dtype).max], et.dtype).view(et.bits_dtype)[0])
 
 
 def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
@@ -201,12 +175,6 @@ def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
         positive = (xw > 0) if xw is not None else (x.astype(object) > 0).astype(bool)
         finite = np.where(positive, big, -big).astype(r.dtype)
         keep = positive if mode == "down" else ~positive
-        if not element_type(r.dtype).has_sign:
-            # f8E8M0FNU: zero and negative values lie below its smallest value 2^-127,
-            # their neighbours are that (up) and the NaN (down, nothing is below)
-            finite = np.where(positive, big, float(ml_dtypes.finfo(r.dtype).smallest_normal)
-                              ).astype(r.dtype)
-            keep = positive if mode == "down" else ~positive
         out = np.where(overflow_nan & keep, finite, out)
     return out.astype(r.dtype)
 
@@ -292,76 +260,45 @@ def bitcast_parts_reversed(operand, result):
 # reduce_precision
 # ---------------------------------------------------------------------------
 
-def _float_layout(et: ElementType) -> tuple[int, int, int]:
-    """(exponent bits, stored mantissa bits, exponent bias) of a float type's encoding.
-    The bias is read off the smallest normal value, 2^(first normal field - bias): the
-    IEEE-style formats' 2^(e-1) - 1, the FNUZ formats' 2^(e-1) (f8E4M3B11FNUZ: 11),
-    f8E8M0FNU's 127 (its field 0 is 2^-127: no zero, no subnormals)."""
+def _float_layout(et: ElementType) -> tuple[int, int]:
+    """(exponent bits, stored mantissa bits) of a float type."""
     fi = ml_dtypes.finfo(et.dtype)
-    m = int(fi.nmant)
-    e = et.bits - (1 if et.has_sign else 0) - m
-    first_normal = 1 if et.has_subnormals or et.has_zero else 0
-    bias = first_normal - int(np.log2(float(fi.smallest_normal)))
-    return e, m, bias
+    return et.bits - 1 - int(fi.nmant), int(fi.nmant)
 
 
 @register("reduce_precision")
 def reduce_precision(inputs, attrs, types):
-    """The spec's three steps on the operand's own encoding (module docstring). A format
-    without infinities overflows to what an infinity converts to in it (the FN and FNUZ
-    formats and f8E8M0FNU: their NaN; f4/f6: the largest value of that sign), and
-    underflows to what a zero of that sign converts to (FNUZ: +0; f8E8M0FNU: NaN)."""
     (x,), out = inputs, types[0]
     et = out.element_type
-    e_src, m_src, src_bias = _float_layout(et)
+    e_src, m_src = _float_layout(et)
     e_bits, m_bits = int(attrs["exponent_bits"]), int(attrs["mantissa_bits"])
     bits = bit_patterns(x)
     width = et.bits
-    sign_mask = U64(et.sign_bit)
-    sign = bits & sign_mask
-    negative = sign != 0
-
-    def image(value: float) -> np.ndarray:
-        """Per element: the bits of ``value`` with the element's sign, in the format."""
-        pos, neg = (bit_patterns(round_to(np.array([v]), et).reshape(1))[0]
-                    for v in (value, -value))
-        return np.where(negative, neg, pos).astype(U64)
-    overflow_bits = image(np.inf)
-    zero_bits = image(0.0)
+    sign = bits & U64(1 << (width - 1))
+    inf_bits = bit_patterns(round_to(np.array(np.inf), et).reshape(1))[0] \
+        & ~U64(1 << (width - 1))
     if m_bits < m_src:
         shift = m_src - m_bits
         last = (bits >> U64(shift)) & U64(1)
-        rounded = bits + U64((1 << (shift - 1)) - 1) + last
-        rounded = rounded & ~U64((1 << shift) - 1) & U64((1 << width) - 1)
+        bits = bits + U64((1 << (shift - 1)) - 1) + last
+        bits = bits & ~U64((1 << shift) - 1) & U64((1 << width) - 1)
         # A carry out of the exponent field (f8E4M3FN's top binade is finite) overflows.
-        carried = ((rounded & sign_mask) != sign) | (rounded >> U64(width) != 0)
-        # A magnitude rounded to nothing is a zero of the format (FNUZ: +0, not the NaN
-        # that the sign-bit-only pattern is); one carried into the NaN pattern at the top
-        # of a format without infinities (f8E4M3FN's 0x7F) overflows.
-        to_zero = (rounded & ~sign_mask) == 0
-        if not et.has_inf and et.has_nan:
-            nan_bits = bit_patterns(round_to(np.array([np.nan]), et).reshape(1))[0]
-            carried |= (rounded == nan_bits) & ~to_zero & ~np.isnan(x.astype(np.float64))
-        bits = np.where(carried, overflow_bits, np.where(to_zero & et.has_zero, zero_bits,
-                                                          rounded))
-    # The other type is IEEE-style (bias 2^(e-1) - 1): its normal range, in values, is
-    # narrower than the operand's when it has fewer exponent bits or the operand's bias
-    # is not the IEEE one (the FNUZ formats reach one binade lower, f8E4M3B11FNUZ more)
-    if e_bits < e_src or src_bias != (1 << (e_src - 1)) - 1:
+        carried = (bits & U64(1 << (width - 1))) != sign
+        bits = np.where(carried, sign | inf_bits, bits)
+    if e_bits < e_src:
+        src_bias = (1 << (e_src - 1)) - 1
         max_exp = (1 << (e_bits - 1)) - 1
         exp_field = (bits >> U64(m_src)) & U64((1 << e_src) - 1)
-        overflow = exp_field.astype(np.int64) > src_bias + max_exp
-        underflow = exp_field.astype(np.int64) <= src_bias - max_exp
-        finite = ~np.isnan(from_bit_patterns(bits, et).astype(np.float64))
-        zero = (bits & ~sign_mask) == 0 if et.has_zero else np.zeros(bits.shape, bool)
-        bits = np.where(overflow & finite & ~zero, overflow_bits, bits)
-        bits = np.where(underflow & ~zero, zero_bits, bits)
+        overflow = exp_field > U64(src_bias + max_exp)
+        underflow = exp_field <= U64(src_bias - max_exp)
+        bits = np.where(overflow, sign | inf_bits, bits)
+        bits = np.where(underflow, sign, bits)
     r = from_bit_patterns(bits, et)
     nan = np.isnan(x.astype(np.float64))
     if m_bits == 0:
         # No NaN is left in a type without mantissa bits: steps 2 and 3 give infinity
         # with the original sign (the module's docstring).
-        keep = from_bit_patterns(overflow_bits, et)
+        keep = from_bit_patterns(bit_patterns(x) & U64(1 << (width - 1)) | inf_bits, et)
     else:
         keep = x
     return np.where(nan, keep, r).astype(et.dtype).reshape(out.shape)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.core.literals import from_bit_patterns
 from conformance.core.numerics import round_to
+
 from conformance.core.types import TensorType, element_type
 from conformance.specs.expressions import condition
 
@@ -181,8 +181,14 @@ def bits_for(algorithm: str, state: np.ndarray, result: TensorType
     out = out.astype(np.uint64)
     if et.bits < 8:
         out = out & np.uint64((1 << et.bits) - 1)
-        # (si4/ui4 sign- or zero-extended, f4/f6 their bit patterns in a byte)
-        return new, from_bit_patterns(out, et).reshape(result.shape)
+        bits = out.astype(np.uint8)
+        value = bits.view(et.dtype) if et.dtype.itemsize == 1 else bits.astype(et.dtype)
+        if et.is_signed:
+            value = np.where(bits >= 1 << (et.bits - 1), bits.astype(np.int16) - (1 << et.bits),
+                             bits.astype(np.int16)).astype(et.dtype)
+        else:
+            value = bits.astype(et.dtype)
+        return new, value.reshape(result.shape)
     return new, out.astype(unsigned).view(et.dtype).reshape(result.shape)
 
 

@@ -154,22 +154,6 @@ def _fits(x, t) -> np.ndarray:
     return (r == f) | (np.isnan(f) & np.isnan(r))
 
 
-def _exact_integers(t) -> int:
-    t = t.component
-    if t.is_integer or t.is_boolean:
-        return t.int_max + 1
-    if not t.has_zero:
-        return 0
-    fi = ml_dtypes.finfo(t.dtype)
-    return min(2 ** (int(fi.nmant) + 1), int(float(fi.max))) + 1
-
-
-def _overflow_threshold(t) -> float:
-    fi = ml_dtypes.finfo(t.dtype)
-    big = float(fi.max)
-    return big + float(fi.eps) * 2.0 ** np.floor(np.log2(big)) / 2
-
-
 def _power_overflows(a, b) -> np.ndarray:
     """Per element: is the exact integer a**b (b >= 0) outside a's type?"""
     et = _element_type(np.asarray(a).dtype)
@@ -233,19 +217,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "complex_type": lambda t: _complex_type(_as_type(t)).name,
     # A float type's finite range and precision (boundaries of value generation).
     "finite_max": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).max),
-    # what a float format has (conformance/core/types.py: the FNUZ and MX formats of the
-    # current spec lack some of these)
-    "has_nan": lambda t: _as_type(t).has_nan,
-    "has_inf": lambda t: _as_type(t).has_inf,
-    "has_zero": lambda t: _as_type(t).has_zero,
-    "has_sign": lambda t: _as_type(t).has_sign,
-    "smallest_subnormal": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).smallest_subnormal),
-    # where rounding to nearest leaves the finite range: the largest finite value plus
-    # half its ulp (f4E2M1FN: 7, between 6 and the 8 it does not have)
-    "overflow_threshold": lambda t: _overflow_threshold(_as_type(t)),
-    # how many integers from 0 up the type holds exactly (si4: 8, f8E5M2: 9, f4E2M1FN: 5,
-    # f8E8M0FNU: none, it has no zero)
-    "exact_integers": lambda t: _exact_integers(_as_type(t)),
     "smallest_normal": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).smallest_normal),
     "smallest_subnormal": lambda t: float(
         ml_dtypes.finfo(_as_type(t).dtype).smallest_subnormal),

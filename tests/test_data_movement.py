@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from conformance.checking import golden
 
 from conformance import oracles
-from conformance.backends import Unsupported, get_backend
+from conformance.backends import get_backend
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case, Signature
 from conformance.mlir.emitter import module_text, parse, verifier_rejects
@@ -339,11 +339,7 @@ def test_jax_backend_agrees_with_the_oracle(op):
         if _jax_bug_broadcast(sig):
             continue
         case = Case(sig, case_inputs(sig, rng, spec))
-        try:
-            got = jax_backend.run(case)
-        except Unsupported as e:        # the f6 formats: jaxlib 0.10.2 cannot hold them
-            assert "cannot hold f6" in str(e), e
-            continue
+        got = jax_backend.run(case)
         want = oracles.evaluate_case(case)
         assert all(_agree(g, w) for g, w in zip(got, want)), sig.key()
         checked += 1

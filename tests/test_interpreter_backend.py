@@ -1,7 +1,7 @@
 """The interpreter backend: jaxlib's StableHLO reference interpreter (eval_module).
 
 Covers: the short name and isolation flag, hand-written module text, bit-exact
-numpy <-> DenseElementsAttr conversion for every element type (list, splat and
+numpy <-> DenseElementsAttr conversion for all 19 element types (list, splat and
 raw-hex printed forms, NaN payloads, signed zeros, subnormals, integer extremes),
 ops against the oracle (with the interpreter's known divergences written down),
 rejections, diagnostics, the context recycling that bounds memory, and the inputs
@@ -63,9 +63,7 @@ def test_every_element_type_round_trips_exactly(interp, et):
         assert same_bits(interp.run(Case.make("convert", [v], [t]))[0], v), v.shape
 
 
-@pytest.mark.parametrize("name", ["bf16", "f16", "f8E4M3FN", "f8E5M2", "si4", "ui4", "f4E2M1FN",
-                                  "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FNUZ",
-                                  "f8E4M3B11FNUZ", "f8E5M2FNUZ", "f8E8M0FNU"])
+@pytest.mark.parametrize("name", ["bf16", "f16", "f8E4M3FN", "f8E5M2", "si4", "ui4"])
 def test_attribute_conversion_is_exact_for_every_value(interp, name):
     """Every value of the narrow types, in the printed list form (chunks of <= 100
     elements: decimals rounded exactly, specials as hex) and the raw hex form."""

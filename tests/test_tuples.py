@@ -152,24 +152,16 @@ def _bit_pattern_constants():
 
 @pytest.mark.parametrize("backend", ["interpreter", "xla", "jax"])
 def test_constant_keeps_every_bit_pattern(backend):
-    from conformance.backends import Unsupported
     b = get_backend(backend)
-    wrong, unsupported = [], set()
+    wrong = []
     for name, value in _bit_pattern_constants():
         case = _constant(value)
-        (want,) = oracles.evaluate_case(case)
-        assert _same_bits(want, value)
-        try:
-            (got,) = b.run(case)
-        except Unsupported as e:
-            # jaxlib 0.10.2 cannot hold the f6 formats (jax, xla): declined, named
-            assert "cannot hold" in str(e) and "(constant)" in str(e), e
-            unsupported.add(name.partition("-")[0])
-            continue
+        (got,) = b.run(case)
         if not _same_bits(got, value):
             wrong.append(name)
+        (want,) = oracles.evaluate_case(case)
+        assert _same_bits(want, value)
     assert wrong == []
-    assert unsupported <= {"f6E2M3FN", "f6E3M2FN"}
 
 
 def test_constant_signatures_draw_values_with_special_values():

@@ -56,8 +56,6 @@ def from_bit_patterns(bits: np.ndarray, et: ElementType) -> np.ndarray:
         if et.is_signed:
             return bits.view(np.int64).astype(et.dtype)
         return bits.astype(et.dtype)
-    if et.bits < 8:     # f4/f6 in a byte: only the format's bits (ml_dtypes reads more)
-        bits = bits & np.uint64((1 << et.bits) - 1)
     return bits.astype(et.bits_dtype).view(et.dtype)
 
 

@@ -53,28 +53,11 @@ def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
         out.imag = round_to(np.imag(x).astype(np.float64), et.component)
         return out
     x = x.astype(np.float64)
-    if not et.has_sign:
-        return _round_to_e8m0(x, et)
     if et.name in ("f64", "f32", "f16"):
         with np.errstate(over="ignore"):
             return x.astype(et.dtype)   # numpy rounds these directly, correctly
     with np.errstate(over="ignore", invalid="ignore"):
         return _round_to_odd_f32(x).astype(et.dtype)
-
-
-def _round_to_e8m0(x: np.ndarray, et: ElementType) -> np.ndarray:
-    """float64 to f8E8M0FNU (2^-127 ... 2^127, no sign, no zero, NaN 0xFF), to nearest
-    with ties up (its one significand bit is always 1: APFloat and ml_dtypes round a tie
-    away from zero). Below 2^-127 gives 2^-127, the nearest value (no zero to flush to);
-    zero, negative values, NaN and values past the largest's half-way point give NaN.
-    (ml_dtypes rounds float32 subnormals up a binade: 5.9e-39 to 2^-126.)"""
-    with np.errstate(all="ignore"):
-        frac, exp = np.frexp(np.where(np.isfinite(x) & (x > 0), x, 1.0))  # x = frac * 2^exp
-        k = exp.astype(np.int64) - 1 + (frac >= 0.75)      # 2*frac in [1, 2): tie 1.5 up
-        biased = np.maximum(k + 127, 0)
-        bad = ~(np.isfinite(x) & (x > 0)) | (biased > 254)
-        bits = np.where(bad, 255, biased).astype(np.uint8)
-    return bits.view(et.dtype)
 
 
 def is_subnormal(x: np.ndarray) -> np.ndarray:
@@ -120,11 +103,7 @@ def ordinal(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    if not et.has_sign:             # f8E8M0FNU: the bits are the ordinal
-        return bits.astype(np.int64)
-    # (FNUZ formats: the sign-bit-only pattern is their NaN, which maps to 0 like a zero
-    # and is masked by the callers; -smallest is then one step from +0, as it should be)
-    sign_bit = np.uint64(et.sign_bit)
+    sign_bit = np.uint64(1 << (et.bits - 1))
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
     return np.where((bits & sign_bit) != 0, -mag, mag)
 
@@ -135,16 +114,9 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    if not et.has_sign:             # f8E8M0FNU: ascending bits, its NaN (0xFF) last
-        return bits.astype(np.int64)
-    sign_bit = np.uint64(et.sign_bit)
+    sign_bit = np.uint64(1 << (et.bits - 1))
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
-    key = np.where((bits & sign_bit) != 0, -mag - 1, mag)
-    if not et.has_negative_zero:
-        # FNUZ: the sign-bit-only pattern is the one NaN, and its sign bit is set: a
-        # negative NaN, first in totalOrder (as XLA orders it), not where -0 would be
-        key = np.where(bits == sign_bit, -np.int64(et.sign_bit) - 1, key)
-    return key
+    return np.where((bits & sign_bit) != 0, -mag - 1, mag)
 
 
 def eps(et: "ElementType | str") -> float:

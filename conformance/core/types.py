@@ -80,86 +80,13 @@ class ElementType:
     @cached_property
     def bits_dtype(self) -> np.dtype:
         """Unsigned integer dtype that holds this type's bit pattern (int4 in a uint8)."""
-        return np.dtype({1: np.uint8, 4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16,
+        return np.dtype({1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16,
                          32: np.uint32, 64: np.uint64, 128: np.uint64}[self.bits])
-
-    # -- what a float format has (spec "Types": the FN, FNUZ and MX formats lack some) --
-    @cached_property
-    def has_inf(self) -> bool:
-        """Whether the (real part's) float format has infinities (f8E4M3FN, the FNUZ
-        formats, f4E2M1FN, the f6 formats and f8E8M0FNU have none)."""
-        if not (self.is_float or self.is_complex):
-            return False
-        with np.errstate(over="ignore", invalid="ignore"):
-            return bool(np.isinf(np.float64(np.array(np.inf).astype(self.component.dtype))))
-
-    @cached_property
-    def has_nan(self) -> bool:
-        """Whether the float format has a NaN (f4E2M1FN and the f6 formats have none)."""
-        if not (self.is_float or self.is_complex):
-            return False
-        with np.errstate(over="ignore", invalid="ignore"):
-            return bool(np.isnan(np.float64(np.array(np.nan).astype(self.component.dtype))))
-
-    @cached_property
-    def has_sign(self) -> bool:
-        """Whether the format has a sign bit (f8E8M0FNU, an exponent alone, has none);
-        integers: whether they are signed."""
-        if self.is_float or self.is_complex:
-            return FLOAT_FORMATS.get(self.component.name, ("", True))[1]
-        return self.is_signed
-
-    @cached_property
-    def has_negative_zero(self) -> bool:
-        """Whether -0 is a value of the format: not in the FNUZ formats (whose
-        sign-bit-only pattern 0x80 is their one NaN) nor in f8E8M0FNU (no zero, no sign)."""
-        if not (self.is_float or self.is_complex):
-            return False
-        v = np.array(-0.0).astype(self.component.dtype)
-        return bool(v == 0 and np.signbit(np.float64(v)))
-
-    @cached_property
-    def has_zero(self) -> bool:
-        """Whether zero is a value of the format (f8E8M0FNU, powers of two only, has none)."""
-        if not (self.is_float or self.is_complex):
-            return True
-        with np.errstate(invalid="ignore"):
-            return bool(np.float64(np.array(0.0).astype(self.component.dtype)) == 0)
-
-    @cached_property
-    def has_subnormals(self) -> bool:
-        """Whether the float format has subnormals (f8E8M0FNU has no mantissa)."""
-        if not (self.is_float or self.is_complex):
-            return False
-        # (no finfo kept on the instance: signatures travel pickled to isolated backends)
-        fi = ml_dtypes.finfo(self.component.dtype)
-        return float(fi.smallest_subnormal) < float(fi.smallest_normal)
-
-    @cached_property
-    def sign_bit(self) -> int:
-        """The sign bit's mask in the bit pattern; 0 for a format without a sign."""
-        return (1 << (self.component.bits - 1)) if self.has_sign else 0
 
 
 def _et(name, kind, bits, dtype, mlir=None):
     return ElementType(name, kind, bits, np.dtype(dtype), mlir or name)
 
-
-#: The float formats by spec name: (what they are, whether they have a sign bit). The
-#: seed spec (003) has f8E4M3FN and f8E5M2; the current one (stablehlo-spec-2026-08.md,
-#: "Types") adds the IEEE-style f8E3M4 and f8E4M3, the FNUZ formats (no -0, no
-#: infinities, one NaN: the sign-bit-only pattern) and the OCP microscaling (MX) formats
-#: (f4/f6: no infinities, no NaN; f8E8M0FNU: a biased exponent alone, no sign, no zero,
-#: no infinities, one NaN 0xFF).
-FLOAT_FORMATS: dict[str, tuple[str, bool]] = {
-    "f4E2M1FN": ("MX", True), "f6E2M3FN": ("MX", True), "f6E3M2FN": ("MX", True),
-    "f8E3M4": ("IEEE-style", True), "f8E4M3": ("IEEE-style", True),
-    "f8E4M3FN": ("FN", True), "f8E4M3FNUZ": ("FNUZ", True),
-    "f8E4M3B11FNUZ": ("FNUZ", True), "f8E5M2": ("IEEE-style", True),
-    "f8E5M2FNUZ": ("FNUZ", True), "f8E8M0FNU": ("MX", False),
-    "bf16": ("bfloat16", True), "f16": ("IEEE-754", True), "f32": ("IEEE-754", True),
-    "f64": ("IEEE-754", True),
-}
 
 # Spec order ("Types"): boolean, integers, floats, complex.
 _ALL = [
@@ -174,18 +101,8 @@ _ALL = [
     _et("ui16", "unsigned", 16, np.uint16),
     _et("ui32", "unsigned", 32, np.uint32),
     _et("ui64", "unsigned", 64, np.uint64),
-    # FloatType of the current spec (stablehlo-spec-2026-08.md, "Types"), in its order
-    _et("f4E2M1FN", "float", 4, ml_dtypes.float4_e2m1fn),
-    _et("f6E2M3FN", "float", 6, ml_dtypes.float6_e2m3fn),
-    _et("f6E3M2FN", "float", 6, ml_dtypes.float6_e3m2fn),
-    _et("f8E3M4", "float", 8, ml_dtypes.float8_e3m4),
-    _et("f8E4M3", "float", 8, ml_dtypes.float8_e4m3),
     _et("f8E4M3FN", "float", 8, ml_dtypes.float8_e4m3fn),
-    _et("f8E4M3FNUZ", "float", 8, ml_dtypes.float8_e4m3fnuz),
-    _et("f8E4M3B11FNUZ", "float", 8, ml_dtypes.float8_e4m3b11fnuz),
     _et("f8E5M2", "float", 8, ml_dtypes.float8_e5m2),
-    _et("f8E5M2FNUZ", "float", 8, ml_dtypes.float8_e5m2fnuz),
-    _et("f8E8M0FNU", "float", 8, ml_dtypes.float8_e8m0fnu),
     _et("bf16", "float", 16, ml_dtypes.bfloat16),
     _et("f16", "float", 16, np.float16),
     _et("f32", "float", 32, np.float32),

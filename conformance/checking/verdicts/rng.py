@@ -120,9 +120,6 @@ def bit_patterns(x: np.ndarray) -> tuple[np.ndarray, int]:
     x = np.asarray(x)
     et = element_type(x.dtype)
     w = et.bits
-    if w < 8 and et.is_float:       # f4/f6: the byte's low bits
-        raw = np.ascontiguousarray(x).view(np.uint8).astype(np.uint64) & np.uint64((1 << w) - 1)
-        return raw.reshape(-1), w
     if w < 8:
         raw = np.asarray(x).astype(np.int16).astype(np.uint64) & np.uint64((1 << w) - 1)
         return raw.reshape(-1), w
