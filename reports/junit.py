@@ -181,19 +181,14 @@ def junit_tree(report: Report) -> ET.ElementTree:
             suite.case(f"conformance.run.{e.get('op', '')}", f"internal_error[{i}] "
                        f"{e.get('type_key', '')}", "error", "internal_error",
                        f"{e.get('what', '')}: {e.get('error', '')}\n{e.get('traceback', '')}")
-    if report.programs:
-        from .programs import junit_cases
-        for b in report.programs.backends:
-            suite = _Suite(root, f"programs.{b}")
+    from .modules import junit_cases as module_cases
+    from .programs import junit_cases as program_cases
+    for prefix, view, cases in (("programs", report.programs, program_cases),
+                                ("modules", report.modules, module_cases)):
+        for b in (view.backends if view else []):
+            suite = _Suite(root, f"{prefix}.{b}")
             suites.append(suite)
-            for case in junit_cases(report.programs, b):
-                suite.case(*case)
-    if report.modules:
-        from .modules import junit_cases as module_cases
-        for b in report.modules.backends:
-            suite = _Suite(root, f"modules.{b}")
-            suites.append(suite)
-            for case in module_cases(report.modules, b):
+            for case in cases(view, b):
                 suite.case(*case)
     expectations_suite = _expectations_suite(root, report)
     if expectations_suite is not None:

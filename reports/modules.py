@@ -12,8 +12,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable
 
-#: outcomes that are no divergence
-NOT_DIVERGING = ("pass", "unsupported", "unjudged")
+from conformance.checking.modules import NOT_DIVERGING
 #: outcomes that are errors of the backend rather than wrong values (JUnit <error>)
 ERRORS = ("backend_error", "crash", "timeout")
 

@@ -108,23 +108,8 @@ def inputs_for(program, seed: int, key: str, batch: int, npz: Path | None
 
 def loop_arguments(program) -> set[str]:
     """The arguments a while loop's operands depend on (through any ops)."""
-    producer = program.producer()
-    out: set[str] = set()
-    args = set(program.argument_names)
-    for o in program.operations:
-        if o.op != "while":
-            continue
-        stack, seen = list(o.operands), set()
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in args:
-                out.add(v)
-            elif v in producer:
-                stack += list(program.operations[producer[v][0]].operands)
-    return out
+    return {n for o in program.operations if o.op == "while"
+            for n in program.with_results(o.operands).pruned().argument_names}
 
 
 def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:
@@ -270,40 +255,23 @@ def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
     """``out/modules/BACKEND/N-NAME/``: module.mlir (the minimal program's StableHLO),
     program.json, inputs.npz (one case), expected.npz (the oracle's), actual.npz (the
     backend's), what.txt (what it is) and repro.py (exit 1 while it diverges)."""
-    import json
     import re
-    from conformance.mlir.program_emit import program_text
-    from conformance.oracles.programs import evaluate_program
+    from conformance.apps.programs import write_program_files
     found = minimal_program(backend, read, inputs, verdict)
     if found is None:
         return None
     program, xs, what = found
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(read.source).name)
     d = out / "modules" / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend.name) / f"{index}-{name}"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "module.mlir").write_text(program_text(program))
-    (d / "program.json").write_text(json.dumps(program.to_json(), indent=1))
-    np.savez(d / "inputs.npz", **dict(zip(program.argument_names, xs)))
+    write_program_files(d, backend, program, xs, "module.mlir")
     first = verdict.first or {}
     (d / "what.txt").write_text(
         f"{read.source} on {backend.name}: {verdict.outcome}\n{what}\nfirst diverging op: "
         f"{first.get('op')} at {first.get('location')} [{first.get('check')}, "
         f"{first.get('class')}]\n{first.get('text') or ''}\n")
-    with np.errstate(all="ignore"):
-        try:
-            ov = evaluate_program(program, xs, batch=1)
-            np.savez(d / "expected.npz", **{r: ov.values[r] for r in program.results})
-            from conformance.backends.programs import compile_program, run_batch
-            got = run_batch(compile_program(backend, program), xs, 1)
-            np.savez(d / "actual.npz", **dict(zip(program.results, got)))
-        except Exception:  # noqa: BLE001 - the reproducer holds what could be computed
-            pass
     (d / "repro.py").write_text(REPRO_SCRIPT.replace("{backend!r}", repr(backend.locator)))
     return d
 
-
-#: outcomes that are no divergence
-NOT_DIVERGING = ("pass", "unsupported", "unjudged")
 
 #: header keys that must be equal for ``--resume``
 RESUME_KEYS = ("command", "modules", "seed", "depth", "batch", "inputs", "locators")
@@ -341,7 +309,7 @@ def _line(value: Any) -> str:
 def run(args) -> int:
     """Check every module on every backend (the options are checked by the CLI)."""
     from conformance.backends import get_backend
-    from conformance.checking.modules import check_module
+    from conformance.checking.modules import NOT_DIVERGING, check_module
     from conformance.core.results import ResultsWriter
     from conformance.checking.isolation import prepare_backends
     reads = args.reads

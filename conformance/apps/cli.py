@@ -69,8 +69,7 @@ MAX_PROGRAMS = 1_000_000
 MAX_PROGRAM_START = 2 ** 53 - MAX_PROGRAMS
 MAX_PROGRAM_OPS = 100
 MAX_PROGRAM_BATCH = 4096
-#: ``conformance check``: value cases per module by depth (conformance.apps.check)
-_CHECK_BATCH = {"quick": 4, "default": 8, "deep": 16}
+
 
 
 class UsageError(Exception):
@@ -469,9 +468,10 @@ def _parser() -> argparse.ArgumentParser:
                                "folders of them, or globs"), "module_paths")
     _kind(ck.add_argument("--backend", default="jax", metavar="BACKENDS",
                           help="comma list of backends (as for run; default: jax)"), "backends")
-    ck.add_argument("--depth", choices=list(_CHECK_BATCH), default="default",
+    from conformance.apps.check import DEPTH_BATCH
+    ck.add_argument("--depth", choices=list(DEPTH_BATCH), default="default",
                     help="value cases per module: " + ", ".join(
-                        f"{k} {v}" for k, v in _CHECK_BATCH.items()) + " (--batch overrides)")
+                        f"{k} {v}" for k, v in DEPTH_BATCH.items()) + " (--batch overrides)")
     ck.add_argument("--batch", type=_Int(1, MAX_PROGRAM_BATCH), default=None, metavar="N",
                     help=f"value cases per module (1 to {MAX_PROGRAM_BATCH})")
     ck.add_argument("--seed", type=_Int(0), default=0, metavar="S",

@@ -747,6 +747,7 @@ def module_findings(records: Iterable[dict], accept: Iterable[str] = ()
     (``fusion: false``: its single-op entry waives it); a finding of the whole module
     that the op alone does not show needs a program entry (``program: '*'``). A module
     whose check failed without an op (a crash of the whole module) has op ``''``."""
+    from conformance.checking.modules import NOT_DIVERGING
     accept = set(accept)
     found: dict[tuple, dict] = {}
     info: dict[str, dict] = {}
@@ -755,7 +756,7 @@ def module_findings(records: Iterable[dict], accept: Iterable[str] = ()
         if kind == "run":
             info = {b.get("name"): b for b in r.get("backends") or [] if isinstance(b, dict)}
             continue
-        if kind != "module" or r.get("outcome") in ("pass", "unsupported", "unjudged", None):
+        if kind != "module" or r.get("outcome") in NOT_DIVERGING + (None,):
             continue
         b = r.get("backend")
         items = [(f.get("op"), f.get("type_key"), f.get("cls"), False)

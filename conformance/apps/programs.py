@@ -228,13 +228,23 @@ def save_reproducer(out: Path, backend, seed: int, index: int, program: Program,
                     inputs: Sequence[np.ndarray]) -> Path:
     """program.mlir, program.json, inputs.npz (batched, 1 case), expected.npz, actual.npz
     (where the backend ran), repro.py."""
-    from conformance.mlir.program_emit import program_text
     d = out / "programs" / backend.name / f"{seed}-{index}"
+    write_program_files(d, backend, program, inputs, "program.mlir")
+    (d / "repro.py").write_text(REPRO_SCRIPT.replace("{backend!r}", repr(backend.locator)))
+    return d
+
+
+def write_program_files(d: Path, backend, program: Program, inputs: Sequence[np.ndarray],
+                        text_name: str) -> None:
+    """A reproducer's files in ``d``: the StableHLO text (``text_name``), program.json,
+    inputs.npz, and the oracle's and the backend's results (expected.npz, actual.npz)
+    where they can be computed."""
+    from conformance.mlir.program_emit import program_text
     d.mkdir(parents=True, exist_ok=True)
     try:
-        (d / "program.mlir").write_text(program_text(program))
+        (d / text_name).write_text(program_text(program))
     except Exception as e:  # noqa: BLE001 - a program without text still has its JSON
-        (d / "program.mlir").write_text(f"// no StableHLO text: {e}\n")
+        (d / text_name).write_text(f"// no StableHLO text: {e}\n")
     (d / "program.json").write_text(json.dumps(program.to_json(), indent=1))
     np.savez(d / "inputs.npz", **{n: np.asarray(x) for n, x in
                                   zip(program.argument_names, inputs)})
@@ -248,8 +258,6 @@ def save_reproducer(out: Path, backend, seed: int, index: int, program: Program,
             np.savez(d / "actual.npz", **{f"{r}": a for r, a in zip(program.results, actual)})
         except Exception:  # noqa: BLE001 - the reproducer holds what could be computed
             pass
-    (d / "repro.py").write_text(REPRO_SCRIPT.replace("{backend!r}", repr(backend.locator)))
-    return d
 
 
 # ---------------------------------------------------------------------------------------

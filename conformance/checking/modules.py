@@ -40,7 +40,10 @@ from conformance.checking.compare import worst
 from conformance.checking.programs import Finding, check_program, finding_of, judge_operation
 from conformance.mlir.reader import ReadModule
 
-__all__ = ["ModuleVerdict", "check_module", "op_by_op_findings"]
+__all__ = ["ModuleVerdict", "check_module", "op_by_op_findings", "NOT_DIVERGING"]
+
+#: a module's outcomes that are no divergence (the CLI's exit code, the report, JUnit)
+NOT_DIVERGING = ("pass", "unsupported", "unjudged")
 
 
 @dataclasses.dataclass
@@ -63,7 +66,7 @@ class ModuleVerdict:
 
     @property
     def diverges(self) -> bool:
-        return self.outcome not in ("pass", "unsupported", "unjudged")
+        return self.outcome not in NOT_DIVERGING
 
     def to_json(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "message": self.message,
