@@ -244,3 +244,32 @@ def test_a_misbehaving_backend_is_a_finding_of_the_module_op_not_the_end_of_the_
     assert rec["first"]["op"] == "abs" and rec["first"]["location"] == "model.mlir:3:8"
     assert rec["op_outcomes"]["v0"] == "pass"          # negate, before it, passed
     assert "first diverging op: abs at model.mlir:3:8" in proc.stdout
+
+
+@pytest.mark.parametrize("cls, outcome", [("Segfaults", "crash"), ("WrongShape", "type")])
+def test_a_misbehaving_backend_fails_the_modules_test_not_the_pytest_session(
+        vendor_dir, cls, outcome):
+    """The plugin's module route (--conformance-modules): the vendor class runs isolated,
+    a segfault or a wrong shape at abs fails that module's test, the session goes on."""
+    (vendor_dir / "mods").mkdir()
+    # 64 elements a case: the drawn values (special values mixed in) hold a zero, and
+    # abs meets it with either sign (of the argument, and of its negation)
+    (vendor_dir / "mods" / "model.mlir").write_text(
+        MODULE.replace("4xf32", "64xf32").replace(
+            "  func.return %1", "  %2 = stablehlo.abs %x : tensor<64xf32>\n"
+            "  %3 = stablehlo.add %1, %2 : tensor<64xf32>\n  func.return %3"))
+    xml = vendor_dir / "junit.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite", "-k",
+         "test_module", "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--conformance-backend=misbehaving:{cls}",
+         f"--conformance-modules={vendor_dir / 'mods'}", "--conformance-seed=0",
+         f"--conformance-timeout={TIMEOUT}", f"--junitxml={xml}"],
+        cwd=vendor_dir, env=_env(vendor_dir), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b1 failed\b", proc.stdout), proc.stdout[-3000:]
+    (prop,) = [p for p in ET.parse(xml).getroot().iter("property")
+               if p.get("name") == "conformance_module"]
+    rec = json.loads(prop.get("value"))
+    assert rec["outcome"] == outcome and rec["first"]["op"] == "abs"
+    assert re.search(r"abs at model\.mlir:[34]:8", proc.stdout), proc.stdout[-3000:]
