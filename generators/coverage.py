@@ -558,9 +558,12 @@ def _operand_types(spec: OpSpec, sig: Signature, m: Model) -> list[TensorType]:
 
 def richness(spec: OpSpec, sig: Signature, m: Model) -> tuple[int, bool]:
     """(elements of the largest tracked input, whether no tracked input of an element-wise
-    op is broadcast)."""
+    op is broadcast). An op without tracked inputs counts its inputs and results alike:
+    rng_bit_generator's state is two or four words whatever it computes, so a rich
+    signature is one with a large output (measured on its inputs alone, none was ever
+    rich and every binding drew all four pools, a fifth of a quick plan's time)."""
     types = [t for t in _operand_types(spec, sig, m) if isinstance(t, TensorType)] \
-        if m.operands else [leaf for t in (sig.input_types or sig.result_types)
+        if m.operands else [leaf for t in (*sig.input_types, *sig.result_types)
                             for leaf in t.leaves()]
     if not types:
         return 0, True
