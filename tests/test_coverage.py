@@ -17,6 +17,7 @@ that bugs hide behind, quick depth schedules them first, and the results say wha
 """
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -133,6 +134,7 @@ def test_every_pair_class_is_met_at_quick_depth(op, seed):
         assert floats == len(FLOATS)        # f8E4M3FN, f8E5M2, bf16, f16, f32, f64
 
 
+@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_every_named_target_is_met_at_quick_depth():
     """compare TOTALORDER with (-0, +0), (+0, -0) and (NaN, NaN) for every float type,
     INT_MIN by -1, shift counts at and past the bit width, ties of the rounding ops, a NaN
@@ -176,6 +178,7 @@ def test_every_float_binding_of_compare_plans_a_totalorder_signature():
 # Scheduling
 # ---------------------------------------------------------------------------
 
+@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_quick_depth_plans_a_rich_signature_for_every_binding():
     """No binding is left with zero-sized (or only tiny) signatures: where hypothesis draws
     a rich one, the plan holds it (the minimal, often zero-sized draw stays too)."""
@@ -192,7 +195,7 @@ def test_quick_depth_plans_a_rich_signature_for_every_binding():
 def test_plans_and_batches_are_deterministic_and_systematic_first():
     spec = load_spec("add")
     a = plan.plan_binding(spec, {"E": "f32"}, 0, "quick")
-    assert a == plan.plan_binding(spec, {"E": "f32"}, 0, "quick")
+    assert a == plan.draw_plan(spec, {"E": "f32"}, 0, "quick")     # drawn again, not held
     assert a[0].input_types[0].shape == ()      # hypothesis's minimal draw keeps index 0
     i, sig = 1, a[1]
     assert coverage.richness(spec, sig, coverage.model(spec, {"E": "f32"}))[0] >= coverage.RICH
@@ -353,3 +356,31 @@ def test_signature_records_report_and_summary_carry_the_coverage(tmp_path):
     assert 'id="value-coverage"' in page and 'data-type-key="f32"' in page
     index = (tmp_path / "index.html").read_text()
     assert 'id="value-coverage-table"' in index and 'data-op="sort"' in index
+
+
+def test_a_plan_is_drawn_once_per_process_for_the_same_spec_binding_seed_and_depth(
+        monkeypatch):
+    """plan_binding holds what draw_plan drew: the same list again (a copy: a caller may
+    change its own), drawn anew for another seed, depth or spec object (a spec re-read
+    with other data), and no more than PLANS_HELD plans."""
+    from conformance.specs import parse_spec
+    drawn = []
+    real = plan.draw_plan
+    monkeypatch.setattr(plan, "draw_plan", lambda *a: drawn.append(a[2:]) or real(*a))
+    monkeypatch.setattr(plan, "_PLANS", type(plan._PLANS)())
+    spec = load_spec("add")
+    a = plan.plan_binding(spec, {"E": "si8"}, 5, "quick")
+    a.append("changed by its caller")
+    b = plan.plan_binding(spec, {"E": "si8"}, 5, "quick")
+    assert drawn == [(5, "quick")] and b == a[:-1]
+    plan.plan_binding(spec, {"E": "si8"}, 6, "quick")
+    plan.plan_binding(spec, {"E": "si8"}, 5, "default")
+    assert drawn == [(5, "quick"), (6, "quick"), (5, "default")]
+    other = parse_spec(copy.deepcopy(spec.data), spec.path)
+    plan.plan_binding(other, {"E": "si8"}, 5, "quick")
+    assert len(drawn) == 4
+    monkeypatch.setattr(plan, "PLANS_HELD", 2)
+    plan.plan_binding(spec, {"E": "si16"}, 5, "quick")
+    assert len(plan._PLANS) == 2
+    plan.plan_binding(spec, {"E": "si8"}, 5, "quick")      # the oldest went: drawn again
+    assert len(drawn) == 6

@@ -20,6 +20,7 @@ minimisation (a saved reproducer holds the minimised one).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import zlib
 from typing import Any, Sequence
@@ -117,9 +118,9 @@ def plan_signatures(spec: OpSpec, binding: dict[str, str], n: int, seed: int,
     return unique
 
 
-def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
-                 depth: str) -> list[Signature]:
-    """The signatures checked for one type binding (index = position in the list).
+def draw_plan(spec: OpSpec, binding: dict[str, str], seed: int,
+              depth: str) -> list[Signature]:
+    """The signatures checked for one type binding (index = position in the list), drawn.
 
     Chosen from a pool of hypothesis draws by :func:`conformance.generators.coverage.schedule`:
     a signature for each of the op's signature-level coverage targets (compare
@@ -130,6 +131,30 @@ def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
     return coverage.schedule(
         spec, binding, lambda k: plan_signatures(spec, binding, k, seed, d.shape_profile),
         signatures_per_binding(spec, d))
+
+
+# (op, type key, seed, depth) -> (the spec drawn for, its plan): a plan is a pure function
+# of these (and of the spec object, checked by identity), and drawing one costs tens of
+# milliseconds of hypothesis, so the front-ends, repro and replay within one process draw
+# each once. Bounded: a long fuzz campaign plans many seeds.
+_PLANS: "collections.OrderedDict[tuple, tuple[OpSpec, tuple[Signature, ...]]]" = \
+    collections.OrderedDict()
+PLANS_HELD = 4096
+
+
+def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
+                 depth: str) -> list[Signature]:
+    """:func:`draw_plan`, drawn once per process for the same arguments."""
+    key = (spec.name, binding_key(binding), seed, depth)
+    held = _PLANS.get(key)
+    if held is not None and held[0] is spec:
+        _PLANS.move_to_end(key)
+        return list(held[1])
+    sigs = draw_plan(spec, binding, seed, depth)
+    _PLANS[key] = (spec, tuple(sigs))
+    while len(_PLANS) > PLANS_HELD:
+        _PLANS.popitem(last=False)
+    return list(sigs)
 
 
 def binding_for(spec: OpSpec, key: str) -> dict[str, str]:
