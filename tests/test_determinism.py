@@ -1,7 +1,9 @@
 """Every draw depends on the seed and the plan only, never on the process: a --jobs 2 run
 gives the records of a serial one, and hypothesis's constants from the process's local
 modules (conformance.generators.determinism) do not leak into the signatures."""
+import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -11,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
 from hypothesis.internal.conjecture import providers
 
+from conformance.checking import plan
 from conformance.generators import determinism
+from conformance.specs import all_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = {"started", "elapsed", "out"}
@@ -104,16 +108,66 @@ def _records(out: Path) -> Counter:
     return recs
 
 
+def _cheapest_op_of_every_family() -> str:
+    """One op per family (the one with fewest type bindings): the --jobs machinery is the
+    same for every op; what an op's own generators could make process-dependent is
+    checked for every op by the plan test below."""
+    from conformance.specs import all_specs
+    best: dict = {}
+    for spec in all_specs():
+        n = len(spec.type_bindings())
+        if spec.family not in best or n < best[spec.family][0]:
+            best[spec.family] = (n, spec.name)
+    return ",".join(sorted(name for _, name in best.values()))
+
+
 @pytest.mark.parametrize("depth, ops", [
-    ("quick", None),             # every op: about 10 s serially, 6 s with --jobs 2
+    ("quick", _cheapest_op_of_every_family()),
     ("default", "constant"),     # the draw that used to differ (a constant's value)
 ])
 def test_jobs_2_draws_what_a_serial_run_draws(tmp_path, depth, ops):
     args = ["run", "--backend", "numpy", "--depth", depth, "--seed", "3", "--no-progress",
-            "--no-replay"] + (["--ops", ops] if ops else [])
+            "--no-replay", "--ops", ops]
     one = conformance(*args, "--out", str(tmp_path / "one"))
     two = conformance(*args, "--jobs", "2", "--out", str(tmp_path / "two"))
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     a, b = _records(tmp_path / "one"), _records(tmp_path / "two")
     assert sum(a.values()) > 50
     assert a == b, sorted((a - b).elements())[:3] + sorted((b - a).elements())[:3]
+
+
+PLAN_DIGESTS = """
+import hashlib, json
+from conformance.checking import plan
+from conformance.specs import all_specs
+out = {}
+for spec in all_specs():
+    h = hashlib.sha256()
+    for b in spec.type_bindings():
+        for sig in plan.plan_binding(spec, b, 0, "quick"):
+            h.update(sig.key().encode() + b"\\n")
+    out[spec.name] = h.hexdigest()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
+def test_every_op_s_quick_plan_is_the_same_in_a_fresh_process_with_other_string_hashes():
+    """Every op's quick plan at seed 0, drawn in a new process whose str hashes (set and
+    dict orders of strings) differ from this one's, is this process's plan: what a
+    --jobs worker, a cluster worker or a later `conformance repro` draws."""
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    p = subprocess.Popen([sys.executable, "-c", PLAN_DIGESTS], cwd=ROOT, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)   # drawn meanwhile
+    here = {}
+    for spec in all_specs():
+        h = hashlib.sha256()
+        for b in spec.type_bindings():
+            for sig in plan.plan_binding(spec, b, 0, "quick"):
+                h.update(sig.key().encode() + b"\n")
+        here[spec.name] = h.hexdigest()
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, err[-2000:]
+    fresh = json.loads(out)
+    assert sorted(fresh) == sorted(here)
+    assert [op for op in here if fresh[op] != here[op]] == []
