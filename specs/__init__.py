@@ -239,8 +239,8 @@ class OpSpec:
         """Every assignment of element types to the type variables that the spec allows.
 
         These are the "element type" axis of the suite: one matrix cell each. Worked out
-        once per spec (convert's 784 took a seventh of planning it, asked per binding);
-        each call gets its own dicts.
+        once per spec (convert's, one per pair of types, took a seventh of planning it when
+        asked per binding); each call gets its own dicts.
         """
         held = self.__dict__.get("_type_bindings")
         if held is None:
