@@ -238,21 +238,17 @@ class OpSpec:
     def type_bindings(self) -> list[dict[str, str]]:
         """Every assignment of element types to the type variables that the spec allows.
 
-        These are the "element type" axis of the suite: one matrix cell each. Worked out
-        once per spec (convert's, one per pair of types, took a seventh of planning it when
-        asked per binding); each call gets its own dicts.
+        These are the "element type" axis of the suite: one matrix cell each (custom_call's
+        follow the targets registered in the process, so they are not held).
         """
-        held = self.__dict__.get("_type_bindings")
-        if held is None:
-            tvars = self.type_variables
-            held = []
-            for combo in itertools.product(*(ts for ts, _ in tvars.values())):
-                binding = {k: t.name for k, t in zip(tvars, combo)}
-                if all(where is None or ex.evaluate(where, binding)
-                       for _, where in tvars.values()):
-                    held.append(binding)
-            self.__dict__["_type_bindings"] = held
-        return [dict(b) for b in held]
+        tvars = self.type_variables
+        out: list[dict[str, str]] = []
+        for combo in itertools.product(*(ts for ts, _ in tvars.values())):
+            binding = {k: t.name for k, t in zip(tvars, combo)}
+            if all(where is None or ex.evaluate(where, binding)
+                   for _, where in tvars.values()):
+                out.append(binding)
+        return out
 
     def result_types_for(self, input_types: Iterable[Any], *,
                          strict: bool = False) -> list[TensorType]:

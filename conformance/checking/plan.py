@@ -33,7 +33,7 @@ from conformance.core.types import element_type
 from conformance.generators import batch_inputs, candidates, canonical, signatures
 from conformance.generators import coverage
 from conformance.generators.determinism import seed_only
-from conformance.specs import OpSpec, UnknownOp, binding_key, load_spec, op_names
+from conformance.specs import OpSpec, UnknownOp, binding_key, custom_calls, load_spec, op_names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +133,7 @@ def draw_plan(spec: OpSpec, binding: dict[str, str], seed: int,
         signatures_per_binding(spec, d))
 
 
-# (op, type key, seed, depth) -> (the spec drawn for, its plan): a plan is a pure function
+# (op, type key, seed, depth, custom-call registry generation) -> (the spec drawn for, its plan): a plan is a pure function
 # of these (and of the spec object, checked by identity), and drawing one costs tens of
 # milliseconds of hypothesis, so the front-ends, repro and replay within one process draw
 # each once. Bounded: a long fuzz campaign plans many seeds.
@@ -145,7 +145,8 @@ PLANS_HELD = 4096
 def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
                  depth: str) -> list[Signature]:
     """:func:`draw_plan`, drawn once per process for the same arguments."""
-    key = (spec.name, binding_key(binding), seed, depth)
+    # the custom-call targets registered in the process feed custom_call's draws
+    key = (spec.name, binding_key(binding), seed, depth, custom_calls.generation())
     held = _PLANS.get(key)
     if held is not None and held[0] is spec:
         _PLANS.move_to_end(key)
