@@ -136,19 +136,20 @@ def test_jobs_2_draws_what_a_serial_run_draws(tmp_path, depth, ops):
     assert a == b, sorted((a - b).elements())[:3] + sorted((b - a).elements())[:3]
 
 
-PLAN_DIGESTS = """
-import hashlib, json
-from conformance.checking import plan
-from conformance.specs import all_specs
-out = {}
-for spec in all_specs():
-    h = hashlib.sha256()
-    for b in spec.type_bindings():
-        for sig in plan.plan_binding(spec, b, 0, "quick"):
-            h.update(sig.key().encode() + b"\\n")
-    out[spec.name] = h.hexdigest()
-print(json.dumps(out))
-"""
+def plan_digests() -> dict[str, str]:
+    """sha256 of every op's quick plans at seed 0, per op."""
+    out = {}
+    for spec in all_specs():
+        h = hashlib.sha256()
+        for b in spec.type_bindings():
+            for sig in plan.plan_binding(spec, b, 0, "quick"):
+                h.update(sig.key().encode() + b"\n")
+        out[spec.name] = h.hexdigest()
+    return out
+
+
+PLAN_DIGESTS = ("import json, sys; sys.path.insert(0, 'tests'); "
+                "from test_determinism import plan_digests; print(json.dumps(plan_digests()))")
 
 
 @pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
@@ -159,13 +160,7 @@ def test_every_op_s_quick_plan_is_the_same_in_a_fresh_process_with_other_string_
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     p = subprocess.Popen([sys.executable, "-c", PLAN_DIGESTS], cwd=ROOT, env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)   # drawn meanwhile
-    here = {}
-    for spec in all_specs():
-        h = hashlib.sha256()
-        for b in spec.type_bindings():
-            for sig in plan.plan_binding(spec, b, 0, "quick"):
-                h.update(sig.key().encode() + b"\n")
-        here[spec.name] = h.hexdigest()
+    here = plan_digests()
     out, err = p.communicate(timeout=900)
     assert p.returncode == 0, err[-2000:]
     fresh = json.loads(out)
