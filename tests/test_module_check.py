@@ -360,3 +360,131 @@ def test_a_killed_check_resumes_with_the_same_options_and_refuses_other_ones(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "seed" in err[0] and "--force" in err[1]
     assert (out / "results.jsonl").read_text() == before
+
+
+# ---------------------------------------------------------------------------------------
+# Real models (the corpus, conformance/apps/corpus.py): a planted bug inside a model is
+# named by check 1, a planted fusion by check 3 alone, a legal variant passes
+# ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from conformance.apps.corpus import export_model
+    d = tmp_path_factory.mktemp("models")
+    return {n: read_file(export_model(n, "f32", d)) for n in ("transformer", "cnn")}
+
+
+def _model_inputs(read, batch=3):
+    """Ordinary values (no special values: a model's reductions stay finite)."""
+    rng = np.random.default_rng(1)
+    return [rng.uniform(-2, 2, (batch, *t.shape)).astype(t.element_type.dtype)
+            for _, t in read.program.arguments]
+
+
+def test_a_wrong_op_inside_a_transformer_is_localised_to_that_op(models):
+    read = models["transformer"]
+    v = check_module(WrongExponential(), read, _model_inputs(read), 3)
+    assert v.diverges and v.first["check"] == "op_by_op"
+    assert v.first["op"] == "exponential"
+    # the softmax's exp, the first of the model's two (the other is in erf's expansion)
+    assert "jit(_transformer)/exp" in v.first["location"], v.first
+    assert {f.op for f in v.op_by_op} == {"exponential"}
+    assert v.judged_ops == len(read.program.operations) > 150
+
+
+def test_a_fused_multiply_add_inside_a_cnn_is_the_whole_modules_not_an_ops(models):
+    read = models["cnn"]
+    xs = _model_inputs(read)
+    v = check_module(FusesMultiplyAdd(), read, xs, 3)
+    assert not v.op_by_op                       # every op alone is right
+    assert v.diverges and v.whole["findings"]
+    assert all(f["fusion"] for f in v.whole["findings"])
+    assert v.first["op"] == "add" and v.first["check"] in ("exact", "metamorphic")
+    assert check_module(OracleProgram(), read, xs, 3).outcome == "pass"
+
+
+class SequentialSum(OracleProgram):
+    """A float reduce(add) summed left to right at its own type, the init value first: a
+    tree the spec allows (its in-order traversal is the elements in index order), which
+    rounds at every step where the oracle rounds once."""
+
+    name = "sequential-sum"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        body = signature.regions[0] if signature.regions else ""
+        if signature.op != "reduce" or not body.endswith("add(arg0, arg1)") or \
+                len(signature.input_types) != 2:
+            return right
+        dims = list(signature.attributes["dimensions"])
+
+        def run(xs):
+            x, init = np.asarray(xs[0]), np.asarray(xs[1])
+            keep = [d for d in range(x.ndim) if d not in dims]
+            x = np.transpose(x, keep + dims).reshape([x.shape[d] for d in keep] + [-1])
+            acc = np.full(x.shape[:-1], init, x.dtype)
+            for i in range(x.shape[-1]):
+                acc = (acc + x[..., i]).astype(x.dtype)
+            return [acc]
+        return run
+
+
+def test_another_legal_reduction_order_inside_a_cnn_passes(models):
+    from conformance.backends.programs import compile_program, run_batch
+    read = models["cnn"]
+    xs = _model_inputs(read)
+    v = check_module(SequentialSum(), read, xs, 3)
+    assert v.outcome == "pass", v.to_json()
+    # and the order made a difference: other bits than the oracle's somewhere
+    mine = run_batch(compile_program(SequentialSum(), read.program), xs, 3)
+    right = run_batch(compile_program(OracleProgram(), read.program), xs, 3)
+    assert any(not np.array_equal(a, b) for a, b in zip(mine, right))
+
+
+# ---------------------------------------------------------------------------------------
+# Bad modules and inputs: one line naming the file and the place, exit 2, nothing written
+# ---------------------------------------------------------------------------------------
+
+BAD_MODULES = {
+    "not MLIR": ("bad.mlir", b"this is not MLIR\n", "bad.mlir:1:"),
+    "an op MLIR does not know": ("unknown.mlir", MODULE.replace(
+        "stablehlo.tanh", "stablehlo.frobnicate").encode(), "unknown.mlir:5:"),
+    "a dynamic shape": ("dynamic.mlir", MODULE.replace("tensor<8xf32>", "tensor<?xf32>")
+                        .encode(), "@main argument 0: dynamic shape"),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_MODULES))
+def test_a_bad_module_is_one_line_naming_the_file_and_place_exit_2_nothing_written(
+        what, tmp_path, capsys):
+    name, content, place = BAD_MODULES[what]
+    path = tmp_path / name
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"kind": "run", "command": "check"}\n')
+    code = cli.main(["check", str(path), "--backend", "test_module_check:OracleProgram",
+                     "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert str(path) in err[0] and place in err[0], err
+    assert sorted(p.name for p in out.iterdir()) == ["results.jsonl"]
+    assert (out / "results.jsonl").read_text() == '{"kind": "run", "command": "check"}\n'
+
+
+@pytest.mark.parametrize("what", ["missing", "wrong shape", "wrong type", "no array"])
+def test_bad_inputs_are_one_line_naming_the_file_exit_2_nothing_written(
+        what, module, tmp_path, capsys):
+    npz = tmp_path / "args.npz"
+    if what == "wrong shape":
+        np.savez(npz, arg0=np.zeros((2, 3), np.float32), arg1=np.zeros(8, np.float32))
+    elif what == "wrong type":
+        np.savez(npz, arg0=np.zeros(8, np.int32), arg1=np.zeros(8, np.float32))
+    elif what == "no array":
+        np.savez(npz, arg0=np.zeros(8, np.float32))
+    out = tmp_path / "out"
+    code = cli.main(["check", str(module), "--backend", "test_module_check:OracleProgram",
+                     "--inputs", str(npz), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(npz) in err[0], err
+    assert not out.exists()

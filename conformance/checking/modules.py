@@ -23,7 +23,10 @@ batch of argument values:
 
 A backend that cannot run an op alone (Unsupported) leaves that op unjudged, with the
 reason, and the ops after it are judged on the oracle's value of it; a backend that
-cannot run the whole module leaves checks 2 and 3 ``unsupported``; a backend that fails (crash, error) on an op alone is
+cannot run the whole module leaves checks 2 and 3 ``unsupported``; an op whose verdict
+has no bound to state (a ``while`` whose body holds inexact ops, an RNN's cell: rounding
+errors compound over the trips) is ``unjudged`` alone, its values the backend's, and the
+metamorphic check passes over it too; a backend that fails (crash, error) on an op alone is
 a finding of that op. Arguments on which the oracle cannot evaluate the module (a loop
 that does not end on drawn values) leave it ``unjudged``, with the oracle's reason.
 """
@@ -38,6 +41,7 @@ from conformance.backends.base import Backend, Unsupported
 from conformance.checking.checker import error_text, failure_class
 from conformance.checking.compare import worst
 from conformance.checking.programs import Finding, check_program, finding_of, judge_operation
+from conformance.checking.verdicts.control_flow import NoBound
 from conformance.mlir.reader import ReadModule
 
 __all__ = ["ModuleVerdict", "check_module", "op_by_op_findings", "NOT_DIVERGING"]
@@ -116,8 +120,14 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
         got = [np.stack([c[i] for c in per_case]) for i in range(len(o.results))]
         env.update((r, np.broadcast_to(g, (batch,) + g.shape[1:]))
                    for r, g in zip(o.results, got))
+        try:
+            verdict, expected = judge_operation(o, xs, got)
+        except NoBound as e:    # a loop of inexact ops: no bound to judge it by
+            where = read.origins[o.name].location if o.name in read.origins else o.name
+            unsupported.append(f"{o.op} at {where}: not judged alone: {e}")
+            outcomes[o.name] = "unjudged"
+            continue
         judged += 1
-        verdict, expected = judge_operation(o, xs, got)
         if verdict.type_message is not None:
             findings.append(Finding(o.results[0], o.op, "op_by_op", "type", 0, 0, (),
                                     None, verdict.type_message, at=o.results[0]))
@@ -164,9 +174,16 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
     outcome = worst(classes) if classes else "unsupported" if judged == 0 and \
         read.program.operations else "pass"
     message = None
-    if unsupported:
-        message = (f"{len(unsupported)} op(s) the backend cannot run alone (their values "
-                   f"are the oracle's): " + "; ".join(unsupported[:3]))
+    alone = [u for u in unsupported if ": not judged alone: " not in u]
+    unbounded = [u for u in unsupported if ": not judged alone: " in u]
+    if alone:
+        message = (f"{len(alone)} op(s) the backend cannot run alone (their values "
+                   f"are the oracle's): " + "; ".join(alone[:3]))
+    if unbounded:
+        message = ((message + "; ") if message else "") + (
+            f"{len(unbounded)} op(s) with no bound to judge them by (their values are the "
+            f"backend's): " + "; ".join(u.replace(": not judged alone: ", ": ")
+                                         for u in unbounded[:3]))
     elif whole.outcome == "unsupported":
         message = f"the whole module: {whole.message}"
     return ModuleVerdict(outcome, mine, whole.to_json(), _first(read, mine, whole),
