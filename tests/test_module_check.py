@@ -488,3 +488,40 @@ def test_bad_inputs_are_one_line_naming_the_file_exit_2_nothing_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and str(npz) in err[0], err
     assert not out.exists()
+
+
+TANH_LOOP = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<2xf32>
+    cond {
+      %lt = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %j = stablehlo.add %i, %c1 : tensor<i32>
+      %w = stablehlo.tanh %v : tensor<2xf32>
+      stablehlo.return %j, %w : tensor<i32>, tensor<2xf32>
+    }
+  %1 = stablehlo.exponential %0#1 : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+"""
+
+
+def test_a_loop_of_inexact_ops_is_named_not_judged_and_the_ops_after_it_are_judged(tmp_path):
+    """An RNN's while (tanh in its body): no bound to judge it alone by, so it is not
+    judged (named, with why), and the exponential after it is judged on its value."""
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    ops = dict((o.op, o.name) for o in read.program.operations)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(OracleProgram(), read, xs, 3)
+    assert v.outcome == "pass" and v.op_outcomes[ops["while"]] == "unjudged"
+    assert "no bound" in v.message and "while at rnn.mlir:5:" in v.message
+    assert v.op_outcomes[ops["exponential"]] == "pass"
+    # the exponential after the loop is still judged: a wrong one is found there
+    w = check_module(WrongExponential(), read, xs, 3)
+    assert w.diverges and w.first["op"] == "exponential"
+    assert w.first["location"] == "rnn.mlir:14:8"
