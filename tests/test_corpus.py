@@ -24,7 +24,7 @@ CI_MODELS = [("mlp", "f32"), ("cnn", "bf16"), ("transformer", "f32"), ("rnn", "f
 
 #: what the reader cannot judge in the corpus, per model: nothing (jax's top_k, a
 #: composite named chlo.top_k that composite's spec does not list, is read as its
-#: decomposition; the rnn's while is read, and not judged alone: no bound for its body)
+#: decomposition; the rnn's while is judged inside, trip by trip)
 NOT_JUDGED: dict[str, list[str]] = {}
 
 

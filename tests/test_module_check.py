@@ -525,3 +525,31 @@ def test_a_loop_of_inexact_ops_is_named_not_judged_and_the_ops_after_it_are_judg
     w = check_module(WrongExponential(), read, xs, 3)
     assert w.diverges and w.first["op"] == "exponential"
     assert w.first["location"] == "rnn.mlir:14:8"
+
+
+class WrongTanh(OracleProgram):
+    """tanh computed through float16: a real bug (thousands of ulps in f32)."""
+
+    name = "wrong-tanh"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "tanh":
+            return right
+        return lambda xs: [np.asarray(np.tanh(np.asarray(xs[0], np.float16)), np.float32)]
+
+
+def test_a_wrong_op_inside_a_loop_of_inexact_ops_is_named_by_judging_the_loop_trip_by_trip(
+        tmp_path):
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(WrongTanh(), read, xs, 3)
+    assert v.diverges and v.first["op"] == "tanh" and v.first["check"] == "op_by_op"
+    assert v.first["location"] == "rnn.mlir:11:12", v.first
+    assert {f.op for f in v.op_by_op} == {"tanh"}
+    assert "judged inside, trip by trip" in v.message
+    # and on the right backend every op inside passes (also the exp after the loop)
+    w = check_module(OracleProgram(), read, xs, 3)
+    assert w.outcome == "pass" and set(w.op_outcomes.values()) == {"pass", "unjudged"}

@@ -190,12 +190,16 @@ def read_corpus(names: Sequence[str], folder: Path, models: Sequence[str] | None
 
 def _with_type_keys(findings: list[dict], program) -> list[dict]:
     """Each finding with its op's type key (what expectations entries name)."""
+    from conformance.checking.modules import region_operations
     from conformance.generators.programs import type_key
     producer = program.producer()
+    inside = region_operations(program)     # ops inside loops, judged trip by trip
     for f in findings:
         at = f.get("at") or f.get("value")
         if at in producer:
             f["type_key"] = type_key(program.operations[producer[at][0]].signature)
+        elif at in inside:
+            f["type_key"] = type_key(inside[at][0].signature)
     return findings
 
 

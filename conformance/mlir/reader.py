@@ -540,8 +540,12 @@ class _Reader:
             if self.unjudged:
                 raise ReadError(f"{where}: its region holds an op not judged: "
                                 f"{self.unjudged[0]}")
+            inner = self.origins
         finally:
             self.origins, self.unjudged = saved
+        # the region's ops keep their places (names are unique in the module): check 1
+        # names an op inside a loop it judges trip by trip (conformance.checking.modules)
+        self.origins.update(inner)
         cap_args = [(inner, t) for inner, t, _ in captures]
         text = region_program.make(args + cap_args, inner_ops, returned, block=len(args))
         return text, [(o, t) for _, t, o in captures]
