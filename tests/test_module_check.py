@@ -553,3 +553,32 @@ def test_a_wrong_op_inside_a_loop_of_inexact_ops_is_named_by_judging_the_loop_tr
     # and on the right backend every op inside passes (also the exp after the loop)
     w = check_module(OracleProgram(), read, xs, 3)
     assert w.outcome == "pass" and set(w.op_outcomes.values()) == {"pass", "unjudged"}
+
+
+class TanhOneUlpUp(OracleProgram):
+    """tanh one ulp away from the oracle (toward +inf): within tanh's ulp bound."""
+
+    name = "tanh-ulp"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "tanh":
+            return right
+
+        def run(xs):
+            (y,) = right(xs)
+            y = np.asarray(y)
+            return [np.where(np.abs(y) < 1, np.nextafter(y, np.float32(np.inf)), y)
+                    .astype(y.dtype)]
+        return run
+
+
+def test_a_tanh_inside_a_loop_within_its_ulp_bound_passes(tmp_path):
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(TanhOneUlpUp(), read, xs, 3)
+    assert v.outcome == "pass", v.to_json()
+    tanh = next(n for n, o in read.origins.items() if o.op == "stablehlo.tanh")
+    assert v.op_outcomes[tanh] == "pass"          # judged inside the loop, and passed
