@@ -360,3 +360,225 @@ def test_a_killed_check_resumes_with_the_same_options_and_refuses_other_ones(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "seed" in err[0] and "--force" in err[1]
     assert (out / "results.jsonl").read_text() == before
+
+
+# ---------------------------------------------------------------------------------------
+# Real models (the corpus, conformance/apps/corpus.py): a planted bug inside a model is
+# named by check 1, a planted fusion by check 3 alone, a legal variant passes
+# ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from conformance.apps.corpus import export_model
+    d = tmp_path_factory.mktemp("models")
+    return {n: read_file(export_model(n, "f32", d)) for n in ("transformer", "cnn")}
+
+
+def _model_inputs(read, batch=3):
+    """Ordinary values (no special values: a model's reductions stay finite)."""
+    rng = np.random.default_rng(1)
+    return [rng.uniform(-2, 2, (batch, *t.shape)).astype(t.element_type.dtype)
+            for _, t in read.program.arguments]
+
+
+def test_a_wrong_op_inside_a_transformer_is_localised_to_that_op(models):
+    read = models["transformer"]
+    v = check_module(WrongExponential(), read, _model_inputs(read), 3)
+    assert v.diverges and v.first["check"] == "op_by_op"
+    assert v.first["op"] == "exponential"
+    # the softmax's exp, the first of the model's two (the other is in erf's expansion)
+    assert "jit(_transformer)/exp" in v.first["location"], v.first
+    assert {f.op for f in v.op_by_op} == {"exponential"}
+    assert v.judged_ops == len(read.program.operations) > 150
+
+
+def test_a_fused_multiply_add_inside_a_cnn_is_the_whole_modules_not_an_ops(models):
+    read = models["cnn"]
+    xs = _model_inputs(read)
+    v = check_module(FusesMultiplyAdd(), read, xs, 3)
+    assert not v.op_by_op                       # every op alone is right
+    assert v.diverges and v.whole["findings"]
+    assert all(f["fusion"] for f in v.whole["findings"])
+    assert v.first["op"] == "add" and v.first["check"] in ("exact", "metamorphic")
+    assert check_module(OracleProgram(), read, xs, 3).outcome == "pass"
+
+
+class SequentialSum(OracleProgram):
+    """A float reduce(add) summed left to right at its own type, the init value first: a
+    tree the spec allows (its in-order traversal is the elements in index order), which
+    rounds at every step where the oracle rounds once."""
+
+    name = "sequential-sum"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        body = signature.regions[0] if signature.regions else ""
+        if signature.op != "reduce" or not body.endswith("add(arg0, arg1)") or \
+                len(signature.input_types) != 2:
+            return right
+        dims = list(signature.attributes["dimensions"])
+
+        def run(xs):
+            x, init = np.asarray(xs[0]), np.asarray(xs[1])
+            keep = [d for d in range(x.ndim) if d not in dims]
+            x = np.transpose(x, keep + dims).reshape([x.shape[d] for d in keep] + [-1])
+            acc = np.full(x.shape[:-1], init, x.dtype)
+            for i in range(x.shape[-1]):
+                acc = (acc + x[..., i]).astype(x.dtype)
+            return [acc]
+        return run
+
+
+def test_another_legal_reduction_order_inside_a_cnn_passes(models):
+    from conformance.backends.programs import compile_program, run_batch
+    read = models["cnn"]
+    xs = _model_inputs(read)
+    v = check_module(SequentialSum(), read, xs, 3)
+    assert v.outcome == "pass", v.to_json()
+    # and the order made a difference: other bits than the oracle's somewhere
+    mine = run_batch(compile_program(SequentialSum(), read.program), xs, 3)
+    right = run_batch(compile_program(OracleProgram(), read.program), xs, 3)
+    assert any(not np.array_equal(a, b) for a, b in zip(mine, right))
+
+
+# ---------------------------------------------------------------------------------------
+# Bad modules and inputs: one line naming the file and the place, exit 2, nothing written
+# ---------------------------------------------------------------------------------------
+
+BAD_MODULES = {
+    "not MLIR": ("bad.mlir", b"this is not MLIR\n", "bad.mlir:1:"),
+    "an op MLIR does not know": ("unknown.mlir", MODULE.replace(
+        "stablehlo.tanh", "stablehlo.frobnicate").encode(), "unknown.mlir:5:"),
+    "a dynamic shape": ("dynamic.mlir", MODULE.replace("tensor<8xf32>", "tensor<?xf32>")
+                        .encode(), "@main argument 0: dynamic shape"),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_MODULES))
+def test_a_bad_module_is_one_line_naming_the_file_and_place_exit_2_nothing_written(
+        what, tmp_path, capsys):
+    name, content, place = BAD_MODULES[what]
+    path = tmp_path / name
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"kind": "run", "command": "check"}\n')
+    code = cli.main(["check", str(path), "--backend", "test_module_check:OracleProgram",
+                     "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert str(path) in err[0] and place in err[0], err
+    assert sorted(p.name for p in out.iterdir()) == ["results.jsonl"]
+    assert (out / "results.jsonl").read_text() == '{"kind": "run", "command": "check"}\n'
+
+
+@pytest.mark.parametrize("what", ["missing", "wrong shape", "wrong type", "no array"])
+def test_bad_inputs_are_one_line_naming_the_file_exit_2_nothing_written(
+        what, module, tmp_path, capsys):
+    npz = tmp_path / "args.npz"
+    if what == "wrong shape":
+        np.savez(npz, arg0=np.zeros((2, 3), np.float32), arg1=np.zeros(8, np.float32))
+    elif what == "wrong type":
+        np.savez(npz, arg0=np.zeros(8, np.int32), arg1=np.zeros(8, np.float32))
+    elif what == "no array":
+        np.savez(npz, arg0=np.zeros(8, np.float32))
+    out = tmp_path / "out"
+    code = cli.main(["check", str(module), "--backend", "test_module_check:OracleProgram",
+                     "--inputs", str(npz), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(npz) in err[0], err
+    assert not out.exists()
+
+
+TANH_LOOP = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<2xf32>
+    cond {
+      %lt = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %j = stablehlo.add %i, %c1 : tensor<i32>
+      %w = stablehlo.tanh %v : tensor<2xf32>
+      stablehlo.return %j, %w : tensor<i32>, tensor<2xf32>
+    }
+  %1 = stablehlo.exponential %0#1 : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+"""
+
+
+def test_a_loop_of_inexact_ops_is_named_not_judged_and_the_ops_after_it_are_judged(tmp_path):
+    """An RNN's while (tanh in its body): no bound to judge it alone by, so it is not
+    judged (named, with why), and the exponential after it is judged on its value."""
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    ops = dict((o.op, o.name) for o in read.program.operations)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(OracleProgram(), read, xs, 3)
+    assert v.outcome == "pass" and v.op_outcomes[ops["while"]] == "unjudged"
+    assert "no bound" in v.message and "while at rnn.mlir:5:" in v.message
+    assert v.op_outcomes[ops["exponential"]] == "pass"
+    # the exponential after the loop is still judged: a wrong one is found there
+    w = check_module(WrongExponential(), read, xs, 3)
+    assert w.diverges and w.first["op"] == "exponential"
+    assert w.first["location"] == "rnn.mlir:14:8"
+
+
+class WrongTanh(OracleProgram):
+    """tanh computed through float16: a real bug (thousands of ulps in f32)."""
+
+    name = "wrong-tanh"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "tanh":
+            return right
+        return lambda xs: [np.asarray(np.tanh(np.asarray(xs[0], np.float16)), np.float32)]
+
+
+def test_a_wrong_op_inside_a_loop_of_inexact_ops_is_named_by_judging_the_loop_trip_by_trip(
+        tmp_path):
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(WrongTanh(), read, xs, 3)
+    assert v.diverges and v.first["op"] == "tanh" and v.first["check"] == "op_by_op"
+    assert v.first["location"] == "rnn.mlir:11:12", v.first
+    assert {f.op for f in v.op_by_op} == {"tanh"}
+    assert "judged inside, trip by trip" in v.message
+    # and on the right backend every op inside passes (also the exp after the loop)
+    w = check_module(OracleProgram(), read, xs, 3)
+    assert w.outcome == "pass" and set(w.op_outcomes.values()) == {"pass", "unjudged"}
+
+
+class TanhOneUlpUp(OracleProgram):
+    """tanh one ulp away from the oracle (toward +inf): within tanh's ulp bound."""
+
+    name = "tanh-ulp"
+
+    def compile(self, signature):
+        right = super().compile(signature)
+        if signature.op != "tanh":
+            return right
+
+        def run(xs):
+            (y,) = right(xs)
+            y = np.asarray(y)
+            return [np.where(np.abs(y) < 1, np.nextafter(y, np.float32(np.inf)), y)
+                    .astype(y.dtype)]
+        return run
+
+
+def test_a_tanh_inside_a_loop_within_its_ulp_bound_passes(tmp_path):
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    read = read_file(path)
+    xs = [np.random.default_rng(0).uniform(-2, 2, (3, 2)).astype(np.float32)]
+    v = check_module(TanhOneUlpUp(), read, xs, 3)
+    assert v.outcome == "pass", v.to_json()
+    tanh = next(n for n, o in read.origins.items() if o.op == "stablehlo.tanh")
+    assert v.op_outcomes[tanh] == "pass"          # judged inside the loop, and passed

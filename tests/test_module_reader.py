@@ -281,3 +281,35 @@ def test_token_and_tuple_values_are_named_not_judged_and_a_module_of_nothing_jud
     assert read.program.argument_names == ("arg0",) and not read.program.operations
     v = check_module(OracleProgram(), read, [np.zeros((2, 2), np.float32)], 2)
     assert v.outcome == "unjudged" and not v.diverges and "4 not judged" in v.message
+
+
+def test_a_composite_its_spec_cannot_hold_is_read_as_its_decomposition():
+    """jax's top_k: a composite named chlo.top_k with {k = 2}, which composite's spec
+    (its listed names and attributes) cannot hold: its decomposition's ops are read in
+    place, each judged, and nothing is left unjudged."""
+    text = """func.func @main(%a: tensor<4xf32>) -> (tensor<2xf32>, tensor<4xf32>) {
+  %0 = stablehlo.composite "chlo.top_k" %a {composite_attributes = {k = 2 : i64}, decomposition = @top_k_impl, version = 1 : i32} : (tensor<4xf32>) -> tensor<2xf32>
+  %1 = stablehlo.abs %a : tensor<4xf32>
+  return %0, %1 : tensor<2xf32>, tensor<4xf32>
+}
+func.func private @top_k_impl(%x: tensor<4xf32>) -> tensor<2xf32> {
+  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+    %c = stablehlo.compare GT, %p, %q, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = stablehlo.slice %0 [0:2] : (tensor<4xf32>) -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+"""
+    read = read_text(text, "topk.mlir")
+    assert not read.unjudged and read.program.ops() == ["sort", "slice", "abs"]
+    assert read.origins[read.program.operations[0].name].location == "topk.mlir:7:8"
+    (top, _), = [oracle_run(read, [np.array([[1.0, -3.0, 7.0, 2.0]], np.float32)])]
+    assert top.tolist() == [[7.0, 2.0]]
+
+
+def oracle_run(read, inputs):
+    from conformance.oracles.programs import evaluate_program
+    values = evaluate_program(read.program, inputs, batch=1)
+    return [values.values[r] for r in read.program.results]

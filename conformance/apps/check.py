@@ -153,14 +153,53 @@ def read_modules(paths: Sequence[Path]):
     return [read_file(p) for p in paths]
 
 
+class Corpus:
+    """Corpus models exported and read (their sources already name the files' place
+    under ``--out``); :meth:`keep` writes the files there once every check passed."""
+
+    def __init__(self, folder: Path, files: dict[str, bytes], reads: list):
+        self.folder, self.files, self.reads = folder, files, reads
+
+    def keep(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, data in self.files.items():
+            (self.folder / name).write_bytes(data)
+
+
+def read_corpus(names: Sequence[str], folder: Path, models: Sequence[str] | None = None
+                ) -> Corpus:
+    """The models of the named corpora (conformance.apps.corpus) exported with
+    jax.export into a temporary folder and read; each read's source is its file's
+    place in ``folder`` (where :meth:`Corpus.keep` writes it)."""
+    import tempfile
+    from conformance.apps.corpus import export_corpus
+    from conformance.mlir.reader import read_file
+    files: dict[str, bytes] = {}
+    reads = []
+    with tempfile.TemporaryDirectory(prefix="conformance-corpus-") as staging:
+        for name in dict.fromkeys(names):
+            for p in export_corpus(name, Path(staging), models):
+                if p.name in files:
+                    continue
+                files[p.name] = p.read_bytes()
+                r = read_file(p)
+                r.source = str(Path(folder) / p.name)
+                reads.append(r)
+    return Corpus(Path(folder), files, reads)
+
+
 def _with_type_keys(findings: list[dict], program) -> list[dict]:
     """Each finding with its op's type key (what expectations entries name)."""
+    from conformance.checking.modules import region_operations
     from conformance.generators.programs import type_key
     producer = program.producer()
+    inside = region_operations(program)     # ops inside loops, judged trip by trip
     for f in findings:
         at = f.get("at") or f.get("value")
         if at in producer:
             f["type_key"] = type_key(program.operations[producer[at][0]].signature)
+        elif at in inside:
+            f["type_key"] = type_key(inside[at][0].signature)
     return findings
 
 

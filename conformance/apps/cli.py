@@ -463,9 +463,15 @@ def _parser() -> argparse.ArgumentParser:
                                       "export, a test file, a compiler dump) and judge them "
                                       "op by op on backends (issue 29): exit 1 on a "
                                       "divergence")
-    _kind(ck.add_argument("modules", nargs="+", metavar="MODULE",
+    _kind(ck.add_argument("modules", nargs="*", metavar="MODULE",
                           help=".mlir or .mlirbc files (VHLO portable artifacts included), "
                                "folders of them, or globs"), "module_paths")
+    from conformance.apps.corpus import CORPORA
+    ck.add_argument("--corpus", action="append", choices=list(CORPORA), metavar="NAME",
+                    help="also check a corpus of real models built with jax at run time "
+                         "and exported into DIR/corpus/ (" + ", ".join(
+                             f"{k}: {', '.join(v)}" for k, v in CORPORA.items()) +
+                         "; each in f32 and bf16); with or without MODULE paths")
     _kind(ck.add_argument("--backend", default="jax", metavar="BACKENDS",
                           help="comma list of backends (as for run; default: jax)"), "backends")
     from conformance.apps.check import DEPTH_BATCH
@@ -1348,9 +1354,16 @@ def cmd_check(args) -> int:
             owner = f"`conformance {what}`" if what else "another command (no run header)"
             raise UsageError(f"--out {args.out}: holds the results of {owner} ({results}); "
                              f"use --force to overwrite them, or another --out")
+    if not args.modules and not args.corpus:
+        raise UsageError("give MODULE paths (files, folders, globs) or --corpus NAME")
     try:
         paths = module_paths(args.modules)
         args.reads = read_modules(paths)
+        corpus = None
+        if args.corpus:     # exported aside first: nothing is written before every check
+            from conformance.apps.check import read_corpus
+            corpus = read_corpus(args.corpus, out / "corpus")
+            args.reads += corpus.reads
         if args.inputs is not None:
             from conformance.apps.check import inputs_for
             for r in args.reads:
@@ -1368,6 +1381,8 @@ def cmd_check(args) -> int:
             text = f"--out {args.out}: holds the results of another check" + \
                 text[len("--resume: "):].split(" holds another run", 1)[-1]
         raise UsageError(text) from None
+    if corpus is not None:
+        corpus.keep()
     return run(args)
 
 

@@ -367,12 +367,13 @@ def load_expectations(path: "str | Path") -> Expectations:
                                         "programs) and 'rule' cannot be combined")
             programs = _names(raw["program"], "program", where)
             for n in programs:
-                if n not in ("*", "none") and n not in program_patterns() and not any(
+                if n not in ("*", "none", MODULE_PATTERN) and \
+                        n not in program_patterns() and not any(
                         fnmatch.fnmatchcase(p, n) for p in program_patterns()):
                     raise ExpectationsError(
                         f"{where}: program {n!r} is not a pattern of the program generator; "
                         f"known: {', '.join(program_patterns())} (or 'none': in no pattern; "
-                        "'*': any program)")
+                        "'*': any program; 'module': a module of `conformance check`)")
         rules = None
         if raw.get("rule") is not None:
             rules = _names(raw["rule"], "rule", where)

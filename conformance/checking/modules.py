@@ -23,7 +23,10 @@ batch of argument values:
 
 A backend that cannot run an op alone (Unsupported) leaves that op unjudged, with the
 reason, and the ops after it are judged on the oracle's value of it; a backend that
-cannot run the whole module leaves checks 2 and 3 ``unsupported``; a backend that fails (crash, error) on an op alone is
+cannot run the whole module leaves checks 2 and 3 ``unsupported``; an op whose verdict
+has no bound to state (a ``while`` whose body holds inexact ops, an RNN's cell: rounding
+errors compound over the trips) is ``unjudged`` alone, its values the backend's, and the
+metamorphic check passes over it too; a backend that fails (crash, error) on an op alone is
 a finding of that op. Arguments on which the oracle cannot evaluate the module (a loop
 that does not end on drawn values) leave it ``unjudged``, with the oracle's reason.
 """
@@ -38,6 +41,7 @@ from conformance.backends.base import Backend, Unsupported
 from conformance.checking.checker import error_text, failure_class
 from conformance.checking.compare import worst
 from conformance.checking.programs import Finding, check_program, finding_of, judge_operation
+from conformance.checking.verdicts.control_flow import NoBound
 from conformance.mlir.reader import ReadModule
 
 __all__ = ["ModuleVerdict", "check_module", "op_by_op_findings", "NOT_DIVERGING"]
@@ -116,8 +120,21 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
         got = [np.stack([c[i] for c in per_case]) for i in range(len(o.results))]
         env.update((r, np.broadcast_to(g, (batch,) + g.shape[1:]))
                    for r, g in zip(o.results, got))
+        try:
+            verdict, expected = judge_operation(o, xs, got)
+        except NoBound as e:    # a loop of inexact ops: no bound to judge it by
+            where = read.origins[o.name].location if o.name in read.origins else o.name
+            outcomes[o.name] = "unjudged"
+            note = ""
+            if o.op == "while":     # its cond's and body's ops, trip by trip
+                inside, n, first = loop_findings(backend, o, xs, batch, outcomes)
+                note = f" (its cond's and body's ops judged inside, trip by trip: {n})"
+                if first is not None and operands is not None and not operands:
+                    operands.append(first)
+                findings += inside
+            unsupported.append(f"{o.op} at {where}: not judged alone: {e}{note}")
+            continue
         judged += 1
-        verdict, expected = judge_operation(o, xs, got)
         if verdict.type_message is not None:
             findings.append(Finding(o.results[0], o.op, "op_by_op", "type", 0, 0, (),
                                     None, verdict.type_message, at=o.results[0]))
@@ -135,6 +152,106 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
         findings += mine
         outcomes[o.name] = worst([f.cls for f in mine]) if mine else "pass"
     return findings, judged, unsupported
+
+
+#: the most trips of a loop judged inside, per case (the rest of the loop is not judged)
+MAX_LOOP_TRIPS = 1000
+
+
+def region_operations(program) -> dict[str, tuple[Any, str]]:
+    """Every value an op inside a while's regions makes (at any depth): its operation
+    and the name of the module-level while that holds it."""
+    from conformance.core import region_program
+    out: dict[str, tuple[Any, str]] = {}
+
+    def walk(ops, top: str | None):
+        for o in ops:
+            if top is not None:
+                out.update((r, (o, top)) for r in o.results)
+            if o.op == "while":
+                for text in o.signature.regions:
+                    walk(region_program.parse(text).program.operations, top or o.name)
+    walk(program.operations, None)
+    return out
+
+
+def loop_findings(backend: Backend, o, xs: Sequence[np.ndarray], batch: int,
+                  outcomes: dict[str, str]) -> tuple[list[Finding], int, tuple | None]:
+    """A while whose body holds inexact ops (no bound for the loop as one op), judged
+    inside: case by case, the loop runs trip by trip on the backend, each op of its cond
+    and body alone on the backend's own values of its operands (the loop's operands as
+    the backend gave them, then each trip's results), judged by its own verdict as
+    check 1 judges the module's ops. Returns the findings (the first per value, its
+    elements summed over trips and cases), how many ops were judged, and (op, its
+    operands in the first diverging case) of the first finding. An op the backend
+    cannot run alone takes the oracle's value; one it fails on ends that case's loop
+    with a finding; a nested loop of inexact ops runs alone, not judged."""
+    from conformance import oracles
+    from conformance.core import region_program
+    from conformance.specs import load_spec
+    cond, body = (region_program.parse(t).program for t in o.signature.regions)
+    found: dict[str, Finding] = {}
+    judged: set[str] = set()
+    first: list = []
+
+    def run(program, args, case: int) -> list | None:
+        env = dict(zip(program.argument_names, args))
+        for op in program.operations:
+            ys = [np.asarray(env[v]) for v in op.operands]
+            try:
+                got = [np.asarray(r) for r in backend.executable(op.signature)(ys)]
+            except Unsupported:
+                got = [np.asarray(r)[0] for r in oracles.evaluate_batch(
+                    op.signature, [y[None] for y in ys], load_spec(op.op))]
+                env.update(zip(op.results, got))
+                continue
+            except Exception as e:  # noqa: BLE001 - the backend fails on this op alone
+                f = Finding(op.results[0], op.op, "op_by_op", failure_class(e), 0, case,
+                            (), None, error_text(e)[:300], at=op.results[0])
+                found.setdefault(op.results[0], f)
+                outcomes[op.name] = f.cls
+                return None
+            env.update(zip(op.results, got))
+            try:
+                verdict, expected = judge_operation(op, [y[None] for y in ys],
+                                                    [g[None] for g in got])
+            except NoBound:
+                continue
+            judged.add(op.name)
+            mine = []
+            if verdict.type_message is not None:
+                mine = [Finding(op.results[0], op.op, "op_by_op", "type", 0, case, (), None,
+                                verdict.type_message, at=op.results[0])]
+            for r, cls, e, a in zip(op.results, verdict.element_classes, expected,
+                                    [g[None] for g in got]):
+                if verdict.type_message is not None:
+                    break
+                f = finding_of(r, op.op, "op_by_op", np.asarray(cls), e, a)
+                if f is not None:
+                    f.at, f.case = r, case
+                    mine.append(f)
+            for f in mine:
+                if f.at in found:
+                    found[f.at].elements += f.elements
+                else:
+                    found[f.at] = f
+            if mine and not first:
+                first.append((op, [y[None] for y in ys]))
+            before = outcomes.get(op.name, "pass")
+            outcomes[op.name] = worst([before] + [f.cls for f in mine]) if mine or \
+                before != "pass" else "pass"
+        return [env[r] for r in program.results]
+
+    for case in range(batch):
+        state = [np.asarray(x)[case] for x in xs]
+        for _ in range(MAX_LOOP_TRIPS):
+            pred = run(cond, state, case)
+            if pred is None or not bool(np.asarray(pred[0])):
+                break
+            state = run(body, state, case)
+            if state is None:
+                break
+    return list(found.values()), len(judged), first[0] if first else None
 
 
 def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray],
@@ -164,9 +281,16 @@ def check_module(backend: Backend, read: ReadModule, inputs: Sequence[np.ndarray
     outcome = worst(classes) if classes else "unsupported" if judged == 0 and \
         read.program.operations else "pass"
     message = None
-    if unsupported:
-        message = (f"{len(unsupported)} op(s) the backend cannot run alone (their values "
-                   f"are the oracle's): " + "; ".join(unsupported[:3]))
+    alone = [u for u in unsupported if ": not judged alone: " not in u]
+    unbounded = [u for u in unsupported if ": not judged alone: " in u]
+    if alone:
+        message = (f"{len(alone)} op(s) the backend cannot run alone (their values "
+                   f"are the oracle's): " + "; ".join(alone[:3]))
+    if unbounded:
+        message = ((message + "; ") if message else "") + (
+            f"{len(unbounded)} op(s) with no bound to judge them by (their values are the "
+            f"backend's): " + "; ".join(u.replace(": not judged alone: ", ": ")
+                                         for u in unbounded[:3]))
     elif whole.outcome == "unsupported":
         message = f"the whole module: {whole.message}"
     return ModuleVerdict(outcome, mine, whole.to_json(), _first(read, mine, whole),
@@ -179,8 +303,11 @@ def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | Non
     module's localised finding), with its location and text in the module."""
     order = {o.name: i for i, o in enumerate(read.program.operations)}
     producer = read.program.producer()
+    inside = region_operations(read.program)
 
     def op_name(value: str | None) -> str | None:
+        if value in inside:             # an op inside a loop: the loop's place
+            return inside[value][1]
         return read.program.operations[producer[value][0]].name \
             if value in producer else None
 
@@ -192,6 +319,8 @@ def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | Non
         return None
     _, f, check = min(located, key=lambda x: x[0])
     name = op_name(f.at or f.value)
+    if (f.at or f.value) in inside:     # named by the op inside the loop itself
+        name = inside[f.at or f.value][0].name
     origin = read.origins.get(name)
     return {"value": f.at or f.value, "op": f.op, "class": f.cls, "check": check,
             "location": origin.location if origin else None,

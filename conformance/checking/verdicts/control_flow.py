@@ -20,7 +20,12 @@ from conformance.core.case import Signature
 from conformance.specs import Accuracy, load_spec
 from conformance.checking.verdicts import VERDICTS, Judgement, check_known, verdict_kind
 
-__all__ = ["bodies_accuracy", "by_bodies"]
+__all__ = ["NoBound", "bodies_accuracy", "by_bodies"]
+
+
+class NoBound(ValueError):
+    """Regions whose ops' errors the suite cannot bound: the op is not judged (a module
+    read in holds such loops: an RNN's tanh cell; conformance.checking.modules)."""
 
 
 def _ops(text: str) -> list[Signature]:
@@ -33,7 +38,7 @@ def bodies_accuracy(sig: Signature, mode: str = "branch") -> Accuracy:
     if all(exact(s) for text in sig.regions for s in _ops(text)):
         return Accuracy("exact")
     if mode != "branch":
-        raise ValueError(f"{sig.op}: a region with ops that are not exact has no bound the "
+        raise NoBound(f"{sig.op}: a region with ops that are not exact has no bound the "
                          "suite can state (errors compound over the iterations); only "
                          "exact bodies are judged")
     worst = 0.0
@@ -44,7 +49,7 @@ def bodies_accuracy(sig: Signature, mode: str = "branch") -> Accuracy:
                 continue
             a = load_spec(s.op).signature_accuracy(s)
             if a.kind != "ulp":
-                raise ValueError(f"{sig.op}: a branch op {s.op} judged by {a.kind!r} has no "
+                raise NoBound(f"{sig.op}: a branch op {s.op} judged by {a.kind!r} has no "
                                  "ULP bound to add up; only exact and ULP-bounded ops are "
                                  "judged in branches")
             total += a.bound
