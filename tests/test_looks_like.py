@@ -175,13 +175,10 @@ def test_nonfinite_false_does_not_waive_a_bug_met_only_at_infinite_inputs(tmp_pa
     p.write_text("expectations:\n- {op: tanh, element_type: f64, class: accuracy, reason: r, "
                  "looks_like: {error_at_most: 16, nonfinite: false}}\n")
     exp = load_expectations(p)
-    # the scalar signature's cases are one element each: its finite witnesses never
-    # involve inf; the 64-element cases may hold an inf input beside the witness, so
-    # judge the scalar signature alone
-    scalar = [finite[0], finite[2]]
-    assert not gate(scalar, exp).unexpected
-    assert classes(gate([at_inf[0], at_inf[2]], exp).unexpected) == \
-        [("tanh", "f64", "accuracy")]
+    # (an elementwise op: a witness's own input and result decide, not an inf beside it
+    # in its case)
+    assert not gate(finite, exp).unexpected
+    assert classes(gate(at_inf, exp).unexpected) == [("tanh", "f64", "accuracy")]
 
 
 def test_update_writes_looks_like_that_the_same_run_matches(tmp_path):
@@ -195,6 +192,9 @@ def test_update_writes_looks_like_that_the_same_run_matches(tmp_path):
     exp = Expectations([e])
     assert not gate(few, exp).unexpected
     assert gate(records_of(TanhOffBy(5000)), exp).unexpected
+    # a margin too large to tell bugs apart is not written; no nonfinite for integers
+    assert dict(looks_of("accuracy", [finding(worst=2.0 ** 40)])) == {"nonfinite": False}
+    assert looks_of("value", [finding(worst=None)]) == ()
     # a class outside the broad ones gets none; a property its common failing tests
     assert looks_of("subnormal_flush", [finding()]) == ()
     prop = {**finding(), "class": "property", "failing": [["a", "b"], ["b"]]}

@@ -1089,15 +1089,25 @@ def error_margin(worst: float) -> float:
     import math
     if worst <= 0:
         return 0
+    if not math.isfinite(4 * worst):
+        return None                 # no finite power of two above it: say nothing
     x = 2.0 ** math.ceil(math.log2(2 * worst))
     return int(x) if x >= 1 else x
+
+
+#: the largest ``error_at_most`` :func:`looks_of` writes: beyond 2^24 ULPs (or bounds)
+#: a divergence has few correct bits left, and a bound that large would waive nearly any
+#: other bug of the class too, so the entry says nothing of its error instead
+MEANINGFUL_ERROR = 2 ** 24
 
 
 def looks_of(cls: str, items: list[dict]) -> tuple[tuple[str, Any], ...]:
     """The ``looks_like`` that :func:`update` writes for the findings ``items`` of one
     broad class (:data:`BROAD_CLASSES`; other classes get none): ``error_at_most``
-    (:func:`error_margin` of the worst, where every finding measured a finite one),
-    ``nonfinite`` where all or none of the witnesses involve inf/NaN, and for
+    (:func:`error_margin` of the worst, where every finding measured a finite one and
+    the margin is at most :data:`MEANINGFUL_ERROR`),
+    ``nonfinite`` where all or none of the witnesses involve inf/NaN (and an error is
+    measured: not for integers), and for
     ``property`` the statistical tests every record failed (``failing``)."""
     if cls not in BROAD_CLASSES or not items:
         return ()
@@ -1105,10 +1115,14 @@ def looks_of(cls: str, items: list[dict]) -> tuple[tuple[str, Any], ...]:
     if all(i.get("measured") for i in items):
         worsts = [i.get("worst") for i in items]
         if all(w is not None and w == w and w != float("inf") for w in worsts):
-            out["error_at_most"] = error_margin(max(worsts))
+            margin = error_margin(max(worsts))
+            if margin is not None and margin <= MEANINGFUL_ERROR:
+                out["error_at_most"] = margin
         n = sum(int(i.get("nonfinite") or 0) for i in items)
         cases = sum(int(i.get("witnessed") or 0) for i in items)
-        if cases and n in (0, cases):
+        # (only where an error is measured: integers and booleans are never inf or NaN,
+        # and saying so would tell nothing of their divergence)
+        if cases and n in (0, cases) and any(w is not None for w in worsts):
             out["nonfinite"] = bool(n)
     if cls == "property":
         sets = [set(names) for i in items for names in i.get("failing") or [[]]]

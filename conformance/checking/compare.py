@@ -557,19 +557,24 @@ def max_error(errors: Sequence[np.ndarray | None]) -> float | None:
 BOUND_MEASURED = (BOUND, PRECISION, SUBNORMAL_FLUSH)
 
 
+def _not_float(x: np.ndarray) -> bool:
+    """Not an array of a float or complex suite type (integers, booleans, other)."""
+    if x.dtype.kind in "biuOU":
+        return True
+    try:
+        et = element_type(x.dtype)
+    except Exception:  # noqa: BLE001 - an array of no suite type: not a value
+        return True
+    return not (et.is_float or et.is_complex)
+
+
 def _nonfinite_cases(arrays: Sequence[np.ndarray], batch: int) -> np.ndarray:
     """Per case: does a float or complex array of ``arrays`` (leading axis = case) hold
     an infinity or a NaN?"""
     out = np.zeros(batch, bool)
     for x in arrays:
         x = np.asarray(x)
-        if x.ndim == 0 or x.shape[0] != batch or x.dtype.kind in "biuO" or x.dtype.kind == "U":
-            continue
-        try:
-            et = element_type(x.dtype)
-        except Exception:  # noqa: BLE001 - an array of no suite type: not a value
-            continue
-        if not (et.is_float or et.is_complex):
+        if x.ndim == 0 or x.shape[0] != batch or _not_float(x):
             continue
         wide = to_wide(x).reshape(batch, -1)
         out |= ~np.isfinite(wide).all(axis=1)
@@ -584,16 +589,33 @@ def class_errors(v: BatchVerdict, inputs: Sequence[np.ndarray],
     elements of that class in the cases of that class (in ``unit``, or ``bound`` for the
     bound classes of a verdict giving fractions of its bound; None where no element
     error is measured: integers, properties), ``cases`` and ``nonfinite`` (of those cases,
-    how many have an infinite or NaN input, oracle result or backend result)."""
+    how many have an infinite or NaN input, oracle result or backend result: where every
+    float input and result has the shape of the results, element by element, at a
+    witness's own position; otherwise anywhere in the case)."""
     if v.type_message is not None or not v.case_classes.size or not (v.case_classes > PASS).any():
         return {}
     batch = int(v.case_classes.shape[0])
-    nonfinite = _nonfinite_cases([*inputs, *expected, *actual], batch)
+    arrays = [np.asarray(x) for x in (*inputs, *expected, *actual)]
+    shapes = {np.shape(c) for c in v.element_classes}
+    aligned = None
+    if len(shapes) == 1 and all(np.shape(x) == next(iter(shapes)) for x in arrays
+                                if np.ndim(x) and not _not_float(x)):
+        # element-aligned (elementwise ops): a witness involves inf/NaN where its own
+        # inputs or results are, not where another element of its case is
+        aligned = np.zeros(next(iter(shapes)), bool)
+        for x in arrays:
+            if np.ndim(x) and not _not_float(x):
+                aligned |= ~np.isfinite(to_wide(x))
+    nonfinite = _nonfinite_cases(arrays, batch) if aligned is None else None
     out: dict[str, dict] = {}
     for code in np.unique(v.case_classes):
         if code <= PASS:
             continue
         cases = v.case_classes == code
+        if aligned is not None:
+            wit = np.logical_or.reduce([c.reshape(batch, -1) == code
+                                        for c in v.element_classes]) & cases[:, None]
+            nonfinite = (wit & aligned.reshape(batch, -1)).any(axis=1)
         by_fraction = code in BOUND_MEASURED and any(f is not None for f in v.fractions)
         sources = v.fractions if by_fraction else v.errors
         worst = None
