@@ -92,13 +92,15 @@ def main() -> int:
     ap.add_argument("--backend", required=True)
     ap.add_argument("--ops", help="comma list: only the entries of these ops")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--from", type=int, default=0, dest="start",
+                    help="only entries at this index and after (to resume)")
     ap.add_argument("--timeout", type=int, default=240, help="seconds per run")
     args = ap.parse_args()
     exp = load_expectations(args.file)
     path = Path(str(resolve_expectations(args.file)))
     ops = set(args.ops.split(",")) if args.ops else None
-    todo = [e for e in without_looks_like(exp) if ops is None or e.op in ops]
-    # write from the last entry up: inserting a line does not move the entries above
+    todo = [e for e in without_looks_like(exp) if (ops is None or e.op in ops)
+            and e.index >= args.start]
     with tempfile.TemporaryDirectory() as work:
         for e in todo:
             looks, note = measure(e, args.backend, Path(work), args.timeout)
