@@ -956,11 +956,15 @@ def _lattice(leaves, real, n, ew, aw, et: ElementType, slack: float) -> np.ndarr
             same = (av == ev) | (np.isnan(av) & np.isnan(ev))
             close = np.where(efin, close, np.where(k >= 1, same, close))
             # a non-finite leaf in this part: every tree gives the leaves' infinity (NaN
-            # for both infinities or a NaN), whatever k
+            # for both infinities or a NaN), whatever k; or NaN where a partial sum of
+            # other terms can overflow to the other infinity (k copies of e of the other
+            # sign: k is not bounded)
             bad = ~np.isfinite(lv).all(axis=-1)
             if bad.any():
                 snf = np.where(np.isfinite(lv), 0.0, lv).sum(axis=-1)
-                close = np.where(bad, np.where(np.isnan(snf), np.isnan(av), av == snf),
+                other = np.where(snf > 0, down, up)
+                close = np.where(bad, np.where(np.isnan(snf), np.isnan(av),
+                                               (av == snf) | (np.isnan(av) & other)),
                                  close)
             ok &= close
         member |= ok

@@ -117,7 +117,8 @@ from conformance.apps.expectations import Expectation, audit, type_keys  # noqa:
 
 NARROW_RECORDS = [
     RUN,
-    sig("atan2", "f32", {"pass": 60, "value": 3}, "value"),
+    {**sig("atan2", "f32", {"pass": 60, "value": 3}, "value"),
+     "class_errors": {"value": {"worst": 5.0, "unit": "ulp", "cases": 3, "nonfinite": 0}}},
     sig("atan2", "f64", {"pass": 64}),
     sig("atan2", "complex<f32>", {"pass": 60, "nan": 2}, "nan"),
     sig("atan2", "complex<f64>", {"pass": 60, "nan": 1}, "nan"),
@@ -177,7 +178,8 @@ def test_the_suggestion_lists_the_types_seen_per_op_and_class(tmp_path):
     assert [s.flow() for s in a.suggestion] == [
         "{op: atan2, element_type: [complex<f32>, complex<f64>], class: nan, "
         "when: {platform: cpu}}",
-        "{op: atan2, element_type: f32, class: value, when: {platform: cpu}}",
+        "{op: atan2, element_type: f32, class: value, when: {platform: cpu}, "
+        "looks_like: {error_at_most: 16, nonfinite: false}}",
         "{op: log, element_type: f32, class: subnormal_flush, when: {platform: cpu}}",
     ]
     assert {s.link for s in a.suggestion} == {"https://x/1"}
@@ -208,7 +210,8 @@ def test_listed_types_the_run_exercised_without_a_match_are_unused(tmp_path):
 
 def test_check_strict_fails_on_broad_entries_only(tmp_path, capsys):
     records = NARROW_RECORDS
-    narrow = ("- {op: atan2, element_type: f32, class: value, reason: r}\n"
+    narrow = ("- {op: atan2, element_type: f32, class: value, reason: r, "
+              "looks_like: {error_at_most: 16}}\n"
               "- {op: atan2, element_type: [complex<f32>, complex<f64>], class: nan, reason: r}\n"
               "- {op: log, element_type: f32, class: subnormal_flush, reason: r}\n"
               "- {op: select, rule: I1, class: accepted_invalid, reason: r}\n")
@@ -217,12 +220,14 @@ def test_check_strict_fails_on_broad_entries_only(tmp_path, capsys):
     assert "ENTRY       expectations[0] atan2 f32 value: matched 1 op (atan2), 1 element " \
            "type (f32), 1 class (value), 3 case(s)" in out
     assert "0 broad entries" in out and "BROAD" not in out
+    assert "LOOKS_LIKE" not in out
     broad = narrow.replace("element_type: f32, class: value", "element_type: '*', class: value")
     assert check(tmp_path, records, broad) == 0            # reported, not failing
     out = capsys.readouterr().out
     assert "BROAD     element_type '*' matched 1 element type (f32) of the" in out
     assert "SUGGEST   replace it with 1 narrow entry" in out
-    assert "- {op: atan2, element_type: f32, class: value}" in out
+    assert "- {op: atan2, element_type: f32, class: value, looks_like: {error_at_most: 16}}" \
+        in out
     assert check(tmp_path, records, broad, "--strict") == 1
     # the unused part of a list fails only with --fail-on-stale
     unused = narrow.replace("element_type: f32, class: value", "element_type: [f32, f64], "
@@ -243,7 +248,7 @@ expectations:
 - {op: '*', element_type: '*', class: subnormal_flush, when: {platform: cpu}, reason: FTZ,
    link: 'https://x/ftz'}
 - {op: atan2, element_type: '*', class: '*', reason: atan2 is off}
-- {op: popcnt, element_type: si4, class: value, reason: not run here}
+- {op: popcnt, element_type: si4, class: value, reason: not run here, looks_like: {nonfinite: false}}
 - {op: log_plus_one, element_type: f32, class: accuracy, reason: fixed since}
 """)
     assert main(["expectations", "update", str(results), str(target)]) == 0
@@ -340,14 +345,15 @@ def test_the_report_carries_what_each_entry_matched_and_the_broad_ones(tmp_path)
         [(0, "used", True), (1, "used", False), (2, "used", False)]
     assert entries[0]["element_types"] == ["complex<f32>", "complex<f64>", "f32"]
     assert entries[0]["cases"] == 6 and entries[2]["rules"] == ["I1"]
-    assert {"op": "atan2", "element_type": "f32", "class": "value", "reason": "r"} in \
-        entries[0]["suggestion"]
+    assert {"op": "atan2", "element_type": "f32", "class": "value", "reason": "r",
+            "looks_like": {"error_at_most": 16, "nonfinite": False}} in entries[0]["suggestion"]
     root = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     suite = next(s for s in root.iter("testsuite") if s.get("name") == "conformance-expectations")
     (case,) = suite.findall("testcase")
     assert case.get("name") == "expectations[0] atan2 * *"
     assert case.find("skipped").get("message").startswith("broad: ")
-    assert "{op: atan2, element_type: f32, class: value}" in case.find("skipped").text
+    assert "{op: atan2, element_type: f32, class: value, looks_like: {error_at_most: 16, " \
+        "nonfinite: false}}" in case.find("skipped").text
 
 
 # ---------------------------------------------------------------------------

@@ -140,3 +140,79 @@ def test_a_window_of_padding_only_masks_the_case():
     masks = oracles.implementation_defined(sig, stacked, spec, expected)
     assert masks["empty_window"].all()
     assert expected[0].tolist() == [[2, 3]]
+
+
+# -- the scatter's init value: any number of them, judged (issue 32 item 2) -------------------
+
+SI32_GE_MAX = sas_sig((9,), "si32", "compare(arg0, arg1, 'GE', 'SIGNED')",
+                      "maximum(arg0, arg1)", [3], [1], [(0, 0)])
+
+
+class InitPlanted(Backend):
+    """The oracle's selection and scatter (an add or a maximum), with the init value
+    entered differently:
+
+    - ``per_hit`` (legal for a sum): once per source value an element receives (``S +
+      k·e``, k the number of hits; ``e`` alone without one), as a scatter that starts
+      every add from the init value gives;
+    - ``skip_where_hit`` (legal where ``e ⊕ e = e``, a maximum): not at all in an element
+      that receives a value (``R``), once in one that receives none;
+    - ``negated`` (a sign slip): ``-e`` instead of ``e``;
+    - ``zero_unselected``: an element that receives no source value is 0, not the init
+      value (a reduce without leaves holds the init value at least once)."""
+
+    isolate = False
+    name = "planted"
+
+    def __init__(self, mode):
+        self.mode = mode
+        super().__init__()
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+
+        def run(inputs):
+            operand, source, init = (np.asarray(x) for x in inputs)
+            attrs = {**sig.attributes, "select": sig.regions[0], "scatter": sig.regions[1]}
+
+            def oracle(e):
+                (out,) = oracles.evaluate(sig.op, [operand, source, np.asarray(e, init.dtype)],
+                                          attrs, result_types=sig.result_types)
+                return np.asarray(out)
+            hits = reduction.geometry("select_and_scatter", operand.shape,
+                                      {**attrs, "operand": operand}).counts
+            floating = operand.dtype.kind == "f"
+            # the scatter's identity: the source values alone
+            identity = (-0.0 if floating else 0) if "add" in sig.regions[1] else \
+                (-np.inf if floating else np.iinfo(operand.dtype).min)
+            with np.errstate(all="ignore"):
+                if self.mode == "negated":
+                    return [oracle(-init)]
+                if self.mode == "zero_unselected":
+                    return [np.where(hits > 0, oracle(init), 0).astype(operand.dtype)]
+                alone = oracle(identity)
+                if self.mode == "skip_where_hit":
+                    return [np.where(hits > 0, alone, init).astype(operand.dtype)]
+                wide = alone.astype(np.float64) + hits * init.astype(np.float64)
+                return [np.where(hits > 0, wide, init).astype(operand.dtype)]
+        return run
+
+
+@pytest.mark.parametrize("sig, mode", [(F32_GE_ADD, "per_hit"), (SI32_GE_MAX, "skip_where_hit")],
+                         ids=["f32-add-per-hit", "si32-max-skipped-where-hit"])
+def test_a_scatter_entering_the_init_value_another_legal_number_of_times_passes(sig, mode):
+    assert set(classes(InitPlanted(mode), sig, batches=4)) <= {"pass"}
+
+
+@pytest.mark.parametrize("sig, mode", [(F32_GE_ADD, "negated"), (F32_GE_ADD, "zero_unselected"),
+                                       (SI32_GE_MAX, "zero_unselected")],
+                         ids=["f32-add-negated", "f32-add-zero-unselected",
+                              "si32-max-zero-unselected"])
+def test_a_scatter_that_mistreats_a_non_identity_init_value_fails(sig, mode):
+    """Before, the rows whose init value is not the scatter's identity were masked
+    (``allowed: any``): these bugs passed. (An integer sum is judged modulo 2^bits over
+    every init count: -e and 0 are k·e for some k there, so its bugs are shown on a
+    maximum.)"""
+    counts = classes(InitPlanted(mode), sig, batches=4)
+    assert counts.get("value", 0) + counts.get("bound", 0) > 0, counts

@@ -37,10 +37,14 @@ def test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations(tmp_pa
     # judged by a quick one (issue 31: 32 STALE lines before entries knew their depth)
     stale = [line for line in text.splitlines() if line.startswith("STALE")]
     assert not stale and " 0 stale," in text, "\n".join(stale)
-    code = main(["expectations", "check", str(out / "results.jsonl"), "jax-cpu", "--strict"])
+    # no entry broader than what the run matched (--strict would also fail on the entries
+    # of broad classes without looks_like: those are counted by
+    # test_entries_without_looks_like_do_not_grow)
+    code = main(["expectations", "check", str(out / "results.jsonl"), "jax-cpu"])
     text = capsys.readouterr().out
-    assert code == 0, "\n".join(line for line in text.splitlines()
-                                if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
+    assert code == 0 and "; 0 broad entries;" in text, "\n".join(
+        line for line in text.splitlines()
+        if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
 
 
 # ---------------------------------------------------------------------------------------
@@ -75,7 +79,7 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # depths: the default run's entries (not met by a quick run) say so; one entry is the
     # quick run's alone; the rest, met at quick, are judged at every depth
     depths = [x.depths for x in e.entries]
-    assert depths.count(("default",)) == 44 and depths.count(("quick",)) == 1
+    assert depths.count(("default",)) == 47 and depths.count(("quick",)) == 1
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
@@ -96,10 +100,14 @@ def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, 
     waived = {(m["op"], m["class"]) for m in gate["expected"]}
     assert {("add", "subnormal_flush"), ("compare", "value"), ("maximum", "value"),
             ("dot_general", "accepted_invalid"), ("reduce", "backend_error")} <= waived, waived
-    code = main(["expectations", "check", str(out / "results.jsonl"), "xla-cpu", "--strict"])
+    # no entry broader than what the run matched (--strict would also fail on the entries
+    # of broad classes without looks_like: those are counted by
+    # test_entries_without_looks_like_do_not_grow)
+    code = main(["expectations", "check", str(out / "results.jsonl"), "xla-cpu"])
     text = capsys.readouterr().out
-    assert code == 0, "\n".join(line for line in text.splitlines()
-                                if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
+    assert code == 0 and "; 0 broad entries;" in text, "\n".join(
+        line for line in text.splitlines()
+        if "BROAD" in line or line.startswith(("UNEXPECTED", "gate:")))
 
 
 def test_iree_cpu_entries_say_the_quick_run_saw_them():
@@ -112,3 +120,17 @@ def test_iree_cpu_entries_say_the_quick_run_saw_them():
     x = e.entries[0]
     assert not x.judged_at("default") and x.judged_at("quick")
     assert e.match("iree", {}, x.op, x.cls, x.element_types[0]) is x   # waives at any depth
+
+
+#: entries of a broad class (property, accuracy, bound, value) without ``looks_like``, per
+#: shipped file: each waives any other bug of its op, type and class (issue 32 item 3).
+#: The numbers only go down: fill ``looks_like`` from a narrowed run (``conformance run
+#: --ops OP --types T``: the records' ``class_errors``) and lower them; a new entry says
+#: what its divergence looks like (``expectations update`` writes it).
+WITHOUT_LOOKS_LIKE = {"jax-cpu": 50, "xla-cpu": 55, "iree-cpu": 54}
+
+
+def test_entries_without_looks_like_do_not_grow():
+    from conformance.apps.expectations import load_expectations, without_looks_like
+    got = {name: len(without_looks_like(load_expectations(name))) for name in WITHOUT_LOOKS_LIKE}
+    assert all(got[n] <= WITHOUT_LOOKS_LIKE[n] for n in got), got

@@ -390,7 +390,9 @@ def _parser() -> argparse.ArgumentParser:
                           "the run exercised that matched nothing)")
     chk.add_argument("--strict", action="store_true",
                      help="also fail on broad entries: a pattern (op glob, '*' element type, "
-                          "class wildcard, ...) naming more than the run matched")
+                          "class wildcard, ...) naming more than the run matched, or an entry "
+                          "of a broad class (property, accuracy, bound, value) without "
+                          "looks_like")
     upd = ex_sub.add_parser("update", help="write the expectations file from a run's results "
                                            "as narrow entries (exact op, class and element "
                                            "types), keeping the reasons already there")
@@ -923,15 +925,19 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
           verbose: bool = True, entries: bool = False, strict: bool = False) -> int:
     """The exit code of a run or check: 1 on divergences the expectations do not list
     (every divergence when there are none), on stale entries with fail_on_stale, on
-    broad entries with strict; 3 when there is no divergence but the suite recorded
+    broad entries and entries of a broad class without looks_like with
+    strict; 3 when there is no divergence but the suite recorded
     internal errors. It counts what the report, summary.json and junit.xml count
     (conformance.apps.expectations.gate over the same records). ``entries``: a line per
     entry saying what it matched, and the narrow entries a broad one should be."""
-    from conformance.apps.expectations import audit, gate
+    from conformance.apps.expectations import audit, gate, without_looks_like
     g = gate(records, expectations)
     audits = audit(g, expectations) if expectations is not None else []
     broad = [a for a in audits if a.is_broad]
     partly = [a for a in audits if a.unused]
+    # entries of a broad class that do not say what their divergence looks like
+    unshaped = without_looks_like(expectations) if entries and expectations is not None \
+        else []
 
     def where(item):
         return item["rule"] or item["element_type"]
@@ -951,6 +957,10 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
                       "writes them):")
                 for s in a.suggestion:
                     print(f"            - {s.flow()}")
+        for e in unshaped:
+            print(f"LOOKS_LIKE  expectations[{e.index}] {e.op} {e.where} {e.cls}: broad class "
+                  "without looks_like (it waives any other bug of its op, type and class; "
+                  "say error_at_most, nonfinite or failing)")
     if verbose:
         for item in g.unexpected:
             print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
@@ -962,6 +972,7 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
         print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
               f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run; "
               f"{len(broad)} broad entr{'y' if len(broad) == 1 else 'ies'}"
+              + (f"; {len(unshaped)} without looks_like" if entries else "")
               + ("" if entries or not broad else
                  " (`conformance expectations check RESULTS FILE` shows them)"))
     else:
@@ -971,7 +982,8 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
         print(f"divergences: {len(g.unexpected)} (backend, op, element type or rule, class)"
               + (": " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
                  if by_class else ""))
-    if g.unexpected or (fail_on_stale and (g.stale or partly)) or (strict and broad):
+    if g.unexpected or (fail_on_stale and (g.stale or partly)) \
+            or (strict and (broad or unshaped)):
         return EXIT_DIVERGENCES
     internal = sum(1 for r in records if r.get("kind") == "internal_error")
     if internal:

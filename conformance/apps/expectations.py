@@ -40,7 +40,18 @@ op, element type and class is not waived: ``failing: [NAME, ...]`` names the sta
 tests of a property verdict (the signature records' ``statistics``) that mark it; every
 signature record of the finding must fail one of them (jax-cpu's rng entry: XLA's values
 outside [a, b) fail 'UNIFORM values in [a, b)', and Kolmogorov-Smirnov beside it; a skewed
-generator fails Kolmogorov-Smirnov alone and is unexpected).
+generator fails Kolmogorov-Smirnov alone and is unexpected). ``error_at_most: X`` is the
+largest error the known divergence shows, in the unit its class's verdict measures (ULPs
+for ``accuracy`` and float ``value`` classes, eps for ``rel_eps`` verdicts, a fraction of
+the bound for ``bound``/``precision`` classes: the signature records' ``class_errors``):
+a finding whose worst witness is further off (f64 tanh off by thousands of ULPs where the
+known shortfall is a few) is not waived. ``nonfinite: true|false`` says whether the
+witnesses involve an infinity or NaN (an input, the oracle's result or the backend's):
+``false`` waives only findings none of whose cases does, ``true`` only findings all of
+whose cases do. A finding must fit every key given; one whose records do not carry what
+a key measures (older files) does not fit it. ``expectations update`` writes looks_like
+for the broad classes (:data:`BROAD_CLASSES`), and ``expectations check`` names the
+entries of those classes without one (``LOOKS_LIKE``; ``--strict`` fails on them).
 
 An entry is *broad* when a pattern in it names more than the run matched: an op glob
 that matched one op of those it names, a ``'*'`` element type that matched two of nine
@@ -70,7 +81,10 @@ class ExpectationsError(ValueError):
 _KEYS = {"op", "element_type", "rule", "class", "when", "reason", "link", "backend", "program",
          "depth", "looks_like"}
 #: what an entry's ``looks_like`` may say about the divergence it waives
-_LOOKS = {"failing"}
+_LOOKS = {"failing", "error_at_most", "nonfinite"}
+#: classes whose entries could waive many different bugs of one op and type: an entry of
+#: one of them should say what its divergence looks like (``check`` flags it)
+BROAD_CLASSES = ("property", "accuracy", "bound", "value")
 _CLASSES = set(DIVERGENCES) | {"fail"}     # "fail": a spec example that fails
 
 
@@ -138,7 +152,9 @@ class Expectation:
     #: that mark the known divergence: every signature record of the finding must fail
     #: one of them (others may fail beside it, as its consequence); a divergence of the
     #: same op, type and class whose record fails none of them (another bug: a skewed
-    #: generator fails only Kolmogorov-Smirnov) is not waived
+    #: generator fails only Kolmogorov-Smirnov) is not waived; ``error_at_most``: the
+    #: worst error of the finding's witnesses (records' ``class_errors``) must be at most
+    #: this; ``nonfinite``: whether every (true) or no (false) witness involves inf/NaN
     looks_like: tuple[tuple[str, Any], ...] = ()
 
     def fits(self, item: Mapping[str, Any] | None) -> bool:
@@ -152,6 +168,19 @@ class Expectation:
             marks = set(look["failing"])
             sets = item.get("failing") or [()]
             if not all(marks & set(names) for names in sets):
+                return False
+        if "error_at_most" in look:
+            worst = item.get("worst")
+            if worst is None or not item.get("measured", False) \
+                    or not float(worst) <= float(look["error_at_most"]):
+                return False
+        if "nonfinite" in look:
+            if not item.get("measured", False):
+                return False
+            n, cases = int(item.get("nonfinite") or 0), int(item.get("witnessed") or 0)
+            if look["nonfinite"] and (not cases or n != cases):
+                return False
+            if not look["nonfinite"] and n:
                 return False
         return True
 
@@ -402,6 +431,17 @@ def load_expectations(path: "str | Path") -> Expectations:
                                     f"{', '.join(sorted(_LOOKS))}")
         if "failing" in looks:
             looks["failing"] = _names(looks["failing"], "looks_like.failing", where)
+        if "error_at_most" in looks:
+            x = looks["error_at_most"]
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not x >= 0 \
+                    or x == float("inf"):
+                raise ExpectationsError(f"{where}: 'looks_like.error_at_most' must be a finite "
+                                        "number >= 0 (the largest error the divergence shows, "
+                                        "in the unit of its class: ULPs, eps or a fraction of "
+                                        "the bound)")
+        if "nonfinite" in looks and not isinstance(looks["nonfinite"], bool):
+            raise ExpectationsError(f"{where}: 'looks_like.nonfinite' must be true or false "
+                                    "(whether the divergence's cases involve inf or NaN)")
         entries.append(Expectation(
             op=op, cls=cls, reason=str(raw["reason"]),
             element_types=element_types, rules=rules,
@@ -578,11 +618,32 @@ def _add(found, backend, op, cls, n, element_type=None, rule=None) -> None:
 def _witness(item: dict, record: Mapping[str, Any]) -> None:
     """What a finding looks like, from its signature records (``looks_like``): per
     record, the names of the statistical tests that failed in it (``failing``: a list of
-    sorted lists, one per record)."""
+    sorted lists, one per record); from the records' ``class_errors`` of the finding's
+    class, ``worst`` (the largest error of its witnesses, None where none is measured),
+    ``unit``, ``witnessed`` (cases) and ``nonfinite`` (of those, the cases involving inf or
+    NaN); ``measured``: every record of the finding carried its class's entry."""
     names = sorted(str(name) for name, st in (record.get("statistics") or {}).items()
                    if isinstance(st, dict) and st.get("failed"))
     if names not in item.setdefault("failing", []):
         item["failing"].append(names)
+    ce = record.get("class_errors")
+    d = ce.get(item["class"]) if isinstance(ce, Mapping) else None
+    if not isinstance(d, Mapping):
+        item["measured"] = False
+        return
+    item.setdefault("measured", True)
+    item["witnessed"] = item.get("witnessed", 0) + int(d.get("cases") or 0)
+    item["nonfinite"] = item.get("nonfinite", 0) + int(d.get("nonfinite") or 0)
+    item.setdefault("unit", d.get("unit"))
+    w = d.get("worst")
+    try:
+        w = None if w is None else float(w)
+    except (TypeError, ValueError):
+        w = None
+    if w is not None and w == w:
+        item["worst"] = w if item.get("worst") is None else max(item["worst"], w)
+    else:
+        item.setdefault("worst", None)
 
 
 def _split(items: list[dict], match) -> tuple[list[dict], list[dict], set[int]]:
@@ -872,7 +933,19 @@ class EntryAudit:
                 "status": self.status, "ops": self.ops, "element_types": self.element_types,
                 "rules": self.rules, "classes": self.classes, "cases": self.cases,
                 "broad": self.broad, "unused": self.unused,
-                "suggestion": [s.to_yaml() for s in self.suggestion]}
+                "suggestion": [_plain(s.to_yaml()) for s in self.suggestion]}
+
+
+def _plain(v: Any) -> Any:
+    """An entry's YAML form as plain JSON data (flow maps as objects, flow lists as
+    lists)."""
+    if isinstance(v, _FlowMap):
+        return {k: _plain(x) for k, x in v}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
 
 
 def _count(items: list[str], one: str, many: str | None = None) -> str:
@@ -983,11 +1056,13 @@ def narrow(items: list[dict], template: Expectation | None = None,
     an item was seen at, None where not known), listing the element types or rules
     seen; reason, link, conditions and backend from ``template``."""
     groups: dict[tuple, set[str]] = {}
+    members: dict[tuple, list[dict]] = {}
     for m in items:
         by_rule = m.get("rule") is not None
         depths = depths_of(m) if depths_of is not None else None
         key = (m["backend"] if per_backend else None, m["op"], m["class"], by_rule, depths)
         groups.setdefault(key, set()).add(m["rule"] if by_rule else m["element_type"])
+        members.setdefault(key, []).append(m)
     out = []
     for (backend, op, cls, by_rule, depths), names in sorted(
             groups.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][2], str(kv[0][0]),
@@ -999,8 +1074,71 @@ def narrow(items: list[dict], template: Expectation | None = None,
             reason=t.reason if t else "TODO: why this divergence is expected",
             element_types=("*",) if by_rule else names_t, rules=names_t if by_rule else None,
             when=t.when if t else (), link=t.link if t else None,
-            backend=backend if per_backend else (t.backend if t else None), depths=depths))
+            backend=backend if per_backend else (t.backend if t else None), depths=depths,
+            looks_like=t.looks_like if t and t.looks_like else looks_of(
+                cls, members[(backend, op, cls, by_rule, depths)])))
     return out
+
+
+def error_margin(worst: float) -> float:
+    """The ``error_at_most`` written for a worst error seen: the next power of two at or
+    above twice it. A run at another seed or depth draws other inputs, whose worst error
+    of the same known divergence is a little larger or smaller; a margin of 2x to 4x
+    keeps those matched (no churn of the file between seeds), while a different bug of
+    the same class, off by orders of magnitude more, is not waived. A power of two keeps
+    the written number short and stable under small changes of the worst."""
+    import math
+    if worst <= 0:
+        return 0
+    if not math.isfinite(4 * worst):
+        return None                 # no finite power of two above it: say nothing
+    x = 2.0 ** math.ceil(math.log2(2 * worst))
+    return int(x) if x >= 1 else x
+
+
+#: the largest ``error_at_most`` :func:`looks_of` writes: beyond 2^24 ULPs (or bounds)
+#: a divergence has few correct bits left, and a bound that large would waive nearly any
+#: other bug of the class too, so the entry says nothing of its error instead
+MEANINGFUL_ERROR = 2 ** 24
+
+
+def looks_of(cls: str, items: list[dict]) -> tuple[tuple[str, Any], ...]:
+    """The ``looks_like`` that :func:`update` writes for the findings ``items`` of one
+    broad class (:data:`BROAD_CLASSES`; other classes get none): ``error_at_most``
+    (:func:`error_margin` of the worst, where every finding measured a finite one and
+    the margin is at most :data:`MEANINGFUL_ERROR`),
+    ``nonfinite`` where all or none of the witnesses involve inf/NaN (and an error is
+    measured: not for integers), and for
+    ``property`` the statistical tests every record failed (``failing``)."""
+    if cls not in BROAD_CLASSES or not items:
+        return ()
+    out: dict[str, Any] = {}
+    if all(i.get("measured") for i in items):
+        worsts = [i.get("worst") for i in items]
+        if all(w is not None and w == w and w != float("inf") for w in worsts):
+            margin = error_margin(max(worsts))
+            if margin is not None and margin <= MEANINGFUL_ERROR:
+                out["error_at_most"] = margin
+        n = sum(int(i.get("nonfinite") or 0) for i in items)
+        cases = sum(int(i.get("witnessed") or 0) for i in items)
+        # (only where an error is measured: integers and booleans are never inf or NaN,
+        # and saying so would tell nothing of their divergence)
+        if cases and n in (0, cases) and any(w is not None for w in worsts):
+            out["nonfinite"] = bool(n)
+    if cls == "property":
+        sets = [set(names) for i in items for names in i.get("failing") or [[]]]
+        common = set.intersection(*sets) if sets else set()
+        if common:
+            out["failing"] = tuple(sorted(common))
+    return tuple(sorted(out.items()))
+
+
+def without_looks_like(expectations: "Expectations") -> list[Expectation]:
+    """The entries of a broad class (:data:`BROAD_CLASSES`, or a class pattern naming one)
+    that do not say what their divergence looks like: each would waive any other bug of
+    its op, element type and class (``expectations check`` names them: ``LOOKS_LIKE``)."""
+    return [e for e in expectations.entries if not e.looks_like and e.rules is None
+            and any(fnmatch.fnmatchcase(c, e.cls) for c in BROAD_CLASSES)]
 
 
 def _depth_order(depths: tuple[str, ...] | None) -> tuple:

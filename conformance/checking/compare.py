@@ -76,6 +76,14 @@ class BatchVerdict:
     #: per case, a note for its divergence message (the ``property`` kind: which
     #: properties failed; "" for a case without one); empty: no notes
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: per result, the error of each element as a fraction of its bound (the ``bound``
+    #: and ``residual`` kinds; None or empty: not a bound verdict): what
+    #: :func:`class_errors` reads for the bound classes
+    fractions: list = dataclasses.field(default_factory=list)
+    #: per diverging case class, what its witnesses look like (:func:`class_errors`:
+    #: worst error, its unit, cases, cases involving a non-finite value); what an
+    #: expectations entry's ``looks_like`` is matched against
+    class_errors: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     def case_class_names(self) -> list[str]:
         return ["type" if c < 0 else ELEMENT_CLASSES[c] for c in self.case_classes]
@@ -541,3 +549,109 @@ def max_error(errors: Sequence[np.ndarray | None]) -> float | None:
     vals = [float(np.nanmax(e)) for e in errors
             if e is not None and e.size and not np.all(np.isnan(e))]
     return max(vals) if vals else None
+
+
+#: the classes measured as a fraction of their bound where the verdict gives one
+#: (BatchVerdict.fractions); the others in the verdict's error unit (ULPs, or eps for
+#: ``rel_eps``)
+BOUND_MEASURED = (BOUND, PRECISION, SUBNORMAL_FLUSH)
+
+
+def _not_float(x: np.ndarray) -> bool:
+    """Not an array of a float or complex suite type (integers, booleans, other)."""
+    if x.dtype.kind in "biuOU":
+        return True
+    try:
+        et = element_type(x.dtype)
+    except Exception:  # noqa: BLE001 - an array of no suite type: not a value
+        return True
+    return not (et.is_float or et.is_complex)
+
+
+def _nonfinite_cases(arrays: Sequence[np.ndarray], batch: int) -> np.ndarray:
+    """Per case: does a float or complex array of ``arrays`` (leading axis = case) hold
+    an infinity or a NaN?"""
+    out = np.zeros(batch, bool)
+    for x in arrays:
+        x = np.asarray(x)
+        if x.ndim == 0 or x.shape[0] != batch or _not_float(x):
+            continue
+        wide = to_wide(x).reshape(batch, -1)
+        out |= ~np.isfinite(wide).all(axis=1)
+    return out
+
+
+def class_errors(v: BatchVerdict, inputs: Sequence[np.ndarray],
+                 expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
+                 unit: str = "ulp") -> dict[str, dict]:
+    """What the witnesses of each diverging case class look like (an expectations
+    entry's ``looks_like`` is matched against it): ``worst``, the largest error of the
+    elements of that class in the cases of that class (in ``unit``, or ``bound`` for the
+    bound classes of a verdict giving fractions of its bound; None where no element
+    error is measured: integers, properties), ``cases`` and ``nonfinite`` (of those cases,
+    how many have an infinite or NaN input, oracle result or backend result: where every
+    float input and result has the shape of the results, element by element, at a
+    witness's own position; otherwise anywhere in the case)."""
+    if v.type_message is not None or not v.case_classes.size or not (v.case_classes > PASS).any():
+        return {}
+    batch = int(v.case_classes.shape[0])
+    arrays = [np.asarray(x) for x in (*inputs, *expected, *actual)]
+    shapes = {np.shape(c) for c in v.element_classes}
+    aligned = None
+    if len(shapes) == 1 and all(np.shape(x) == next(iter(shapes)) for x in arrays
+                                if np.ndim(x) and not _not_float(x)):
+        # element-aligned (elementwise ops): a witness involves inf/NaN where its own
+        # inputs or results are, not where another element of its case is
+        aligned = np.zeros(next(iter(shapes)), bool)
+        for x in arrays:
+            if np.ndim(x) and not _not_float(x):
+                aligned |= ~np.isfinite(to_wide(x))
+    nonfinite = _nonfinite_cases(arrays, batch) if aligned is None else None
+    out: dict[str, dict] = {}
+    for code in np.unique(v.case_classes):
+        if code <= PASS:
+            continue
+        cases = v.case_classes == code
+        if aligned is not None:
+            wit = np.logical_or.reduce([c.reshape(batch, -1) == code
+                                        for c in v.element_classes]) & cases[:, None]
+            nonfinite = (wit & aligned.reshape(batch, -1)).any(axis=1)
+        by_fraction = code in BOUND_MEASURED and any(f is not None for f in v.fractions)
+        sources = v.fractions if by_fraction else v.errors
+        worst = None
+        for i, cls in enumerate(v.element_classes):
+            src = sources[i] if i < len(sources) else None
+            if src is None or (cls.ndim and cls.shape[0] != batch):
+                continue
+            src = np.broadcast_to(np.asarray(src, np.float64), cls.shape).reshape(batch, -1)
+            vals = src[(cls.reshape(batch, -1) == code) & cases[:, None]]
+            vals = vals[~np.isnan(vals)]
+            if vals.size:
+                m = float(vals.max())
+                worst = m if worst is None else max(worst, m)
+        out[ELEMENT_CLASSES[code]] = {
+            "worst": worst, "unit": "bound" if by_fraction else unit,
+            "cases": int(cases.sum()), "nonfinite": int((cases & nonfinite).sum())}
+    return out
+
+
+def merge_class_errors(into: dict[str, dict], other: "Mapping[str, dict] | None") -> dict:
+    """Add ``class_errors`` (:func:`class_errors`, or a signature record's) to a total:
+    the worst of the worst errors, cases and non-finite cases summed; malformed entries
+    (a newer or older file's) are skipped."""
+    for cls, d in (other or {}).items():
+        if not isinstance(d, Mapping):
+            continue
+        t = into.setdefault(str(cls), {"worst": None, "unit": d.get("unit"), "cases": 0,
+                                       "nonfinite": 0})
+        w = d.get("worst")
+        if w is not None:
+            try:
+                w = float(w)
+            except (TypeError, ValueError):
+                w = None
+        if w is not None and not np.isnan(w):
+            t["worst"] = w if t["worst"] is None else max(float(t["worst"]), w)
+        t["cases"] += int(d.get("cases") or 0)
+        t["nonfinite"] += int(d.get("nonfinite") or 0)
+    return into

@@ -37,7 +37,8 @@ from conformance.backends import Backend
 from conformance.checking.checker import (Batch, BackendBatch, Divergence, OracleFailure,
                                           SignatureCheck, error_text, failure_class)
 from conformance.checking.compare import (STATISTICS_PREFIX, BatchVerdict, max_error,
-                                          merge_impl_stats, merge_statistics, ulp_histogram, worst)
+                                          merge_class_errors, merge_impl_stats,
+                                          merge_statistics, ulp_histogram, worst)
 from conformance.core.case import Case, Signature
 from conformance.core.results import finite_or_none, merge_bound_hist
 from conformance.specs import Accuracy, OpSpec
@@ -136,6 +137,7 @@ class BackendTotals:
         self.max_err: float | None = None
         self.impl: dict[str, dict[str, int]] = {}
         self.bound_hist: dict[str, dict] = {}  # error / bound per element type (bound kind)
+        self.class_errors: dict[str, dict] = {}  # per diverging class: its witnesses' worst
         self.stats: dict[str, dict] = {}      # statistical tests of property verdicts
         self.error: str | None = None
         self.outcome: str | None = None      # set when the backend failed (error/crash/hang)
@@ -155,6 +157,7 @@ class BackendTotals:
                                       for k, st in v.impl_defined.items()
                                       if k.startswith(STATISTICS_PREFIX)})
         merge_bound_hist(self.bound_hist, v.bound_hist)
+        merge_class_errors(self.class_errors, v.class_errors)
         self.type_message = self.type_message or v.type_message
 
     def failed(self, outcome: str, error: BaseException, cases: int) -> None:
@@ -174,7 +177,10 @@ class BackendTotals:
                 "ulp_hist": self.hist, "max_error": finite_or_none(self.max_err),
                 "impl_defined": self.impl, "reason": self.error or self.type_message,
                 **({"statistics": self.stats} if self.stats else {}),
-                **({"bound_hist": self.bound_hist} if self.bound_hist else {})}
+                **({"bound_hist": self.bound_hist} if self.bound_hist else {}),
+                **({"class_errors": {c: {**d, "worst": finite_or_none(d["worst"])}
+                                     for c, d in self.class_errors.items()}}
+                   if self.class_errors else {})}
 
 
 # ---------------------------------------------------------------------------

@@ -39,7 +39,9 @@ Record kinds (the ``kind`` key):
   histogram, implementation-defined statistics, and for ops judged by a ``bound``
   (float reductions, contractions) ``bound_hist``: per result element type, the error
   as a fraction of the bound, |actual − oracle| / bound, over the checked elements
-  (:func:`bound_histogram`; absent in older files).
+  (:func:`bound_histogram`; absent in older files); ``class_errors``: per diverging
+  class, the worst error of its witnesses and how many involve inf/NaN (absent in
+  older files).
 - ``probe``: what one backend evidently does where the spec leaves it to the
   implementation (conformance.checking.probes): op, backend, element type, precision_config,
   the evident accumulation precision and order (or ``undetermined``), and the evidence.
@@ -362,6 +364,12 @@ class SignatureRecord(Record):
     impl_defined: dict = _opt()
     statistics: dict = _opt()        # property verdicts' statistical tests
     bound_hist: dict = _opt()        # bound verdicts: error / bound (bound_histogram)
+    #: per diverging class: {worst, unit, cases, nonfinite} (compare.class_errors): the
+    #: worst error of its witnesses (ULPs, eps, or a fraction of the bound: ``unit``; a
+    #: string "inf" where infinite) and how many of its cases involve an inf or NaN;
+    #: what an expectations entry's ``looks_like`` is matched against (absent in older
+    #: files: an optional field, so the format version stays)
+    class_errors: dict = _opt()
     coverage: dict = _opt()          # value classes the batches met
 
 

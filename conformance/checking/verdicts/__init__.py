@@ -32,7 +32,8 @@ import ml_dtypes
 import numpy as np
 
 from conformance.checking.compare import (BOUND, NAN, PASS, PROPERTY, SUBNORMAL_FLUSH, VALUE,
-                                          BatchVerdict, reduce_to_cases, compare_batch)
+                                          BatchVerdict, class_errors, reduce_to_cases,
+                                          compare_batch)
 from conformance.core.case import Signature
 from conformance.oracles import RuleMasks
 from conformance.core.types import TensorType, element_type, type_of
@@ -151,7 +152,11 @@ def judge(j: Judgement) -> BatchVerdict:
     mismatch = type_mismatch(j.expected, j.actual)
     if mismatch is not None:
         return BatchVerdict(np.full(j.batch, -1, np.int8), [], [], {}, mismatch)
-    return VERDICTS[j.accuracy.kind](j)
+    verdict = VERDICTS[j.accuracy.kind](j)
+    # what each diverging class's witnesses look like (expectations' looks_like)
+    verdict.class_errors = class_errors(verdict, j.inputs, j.expected, j.actual,
+                                        "eps" if j.accuracy.kind == "rel_eps" else "ulp")
+    return verdict
 
 
 def type_mismatch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> str | None:
@@ -359,7 +364,20 @@ def bounded(j: Judgement) -> BatchVerdict:
         # the report's histogram of the error as a fraction of the bound (a declared
         # field: the runner sums it into the signature record's ``bound_hist``)
         verdict.bound_hist = bound_fractions(j, diffs, limits)
+        # each element's error as a fraction of its bound (what looks_like measures for
+        # the bound classes)
+        verdict.fractions = [_fraction(diffs[i], limits[i]) if i in diffs else None
+                             for i in range(len(verdict.element_classes))]
     return verdict
+
+
+def _fraction(diff: np.ndarray, limit) -> np.ndarray:
+    """|actual − oracle| / bound per element (NaN where not finite; inf beyond a bound of
+    0)."""
+    lim = np.broadcast_to(np.asarray(limit, np.float64), np.shape(diff))
+    with np.errstate(all="ignore"):
+        frac = np.where(lim > 0, diff / lim, np.where(diff > 0, np.inf, 0.0))
+    return np.where(np.isfinite(diff), frac, np.nan)
 
 
 def bound_fractions(j: Judgement, diffs: dict[int, np.ndarray],
@@ -438,6 +456,12 @@ def residual(j: Judgement) -> BatchVerdict:
     cls[masked] = PASS
     verdict = _case_verdict(j, cls)
     verdict.impl_defined.update(stats)
+    with np.errstate(all="ignore"):
+        frac = np.where(allowed > 0, res / allowed, np.where(res > 0, np.inf, 0.0))
+    # the residual as a fraction of what is allowed, per case (looks_like's measure)
+    verdict.fractions = [np.broadcast_to(frac.reshape((-1,) + (1,) * (np.ndim(a) - 1)),
+                                         np.shape(a)) if np.ndim(a) else frac.reshape(())
+                         for a in j.actual]
     return verdict
 
 
