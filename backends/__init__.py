@@ -21,7 +21,7 @@ import sys
 from importlib import metadata
 from typing import Callable
 
-from .base import Backend, BackendLoadError, Executable, NoProgram, Unsupported
+from .base import Backend, BackendLoadError, CannotPack, Executable, NoProgram, Unsupported
 
 BUILTIN: dict[str, Callable[[], Backend]] = {
     "jax": lambda: _jax("cpu"),
@@ -166,5 +166,5 @@ def available() -> list[str]:
     return sorted(set(BUILTIN) | set(entry_points()))
 
 
-__all__ = ["Backend", "Unsupported", "NoProgram", "BackendLoadError", "Executable", "get_backend",
+__all__ = ["Backend", "Unsupported", "CannotPack", "NoProgram", "BackendLoadError", "Executable", "get_backend",
            "available", "BUILTIN", "import_module", "resolve"]

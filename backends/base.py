@@ -67,6 +67,12 @@ class NoProgram(Unsupported):
     EmitError): no backend that consumes the canonical text ever sees it."""
 
 
+class CannotPack(Exception):
+    """This backend cannot compile packs (conformance.checking.packing); the message says
+    why. No verdict on any member: the runner compiles the backend's signatures alone
+    from then on (``Backend.refuse_packs``)."""
+
+
 class BackendLoadError(Exception):
     """A backend that cannot be found, imported or constructed."""
 
@@ -126,18 +132,78 @@ class Backend:
                           "compile_program(program))")
 
     def compile_pack(self, signatures: Sequence[Signature]) -> Callable:
-        """Several independent signatures compiled as ONE program (issue 20,
+        """Several independent signatures compiled as ONE program (issues 20, 33,
         conformance.checking.packing): a function from one stacked batch per member (None: a
         member not run this time) to one list of stacked results per member. Any
         failure (a member Unsupported too) makes the runner split the pack until the
-        culprit runs alone through :meth:`compile_batch`. A backend without a pack path
-        leaves this alone (``can_pack`` is then False)."""
-        raise Unsupported(f"{self.name}: this backend has no pack path")
+        culprit runs alone through :meth:`compile_batch`; :class:`CannotPack` stops
+        packing on this backend.
+
+        The default hands the pack's canonical text to this backend's own
+        :meth:`compile_batch` (backends/text_pack.py): a backend that compiles the text
+        ``backends.vendor.module_text`` gives it packs with no code of its own. xla and
+        jax have pack paths of their own; a backend that must not be packed says why in
+        :attr:`no_pack`."""
+        from conformance.core.packs import PackSignature
+        from .text_pack import TextPack
+        sig = PackSignature.of(signatures)
+        try:
+            run = self.compile_batch(sig)
+        except Unsupported:
+            raise                               # a member it declines: the pack is halved
+        except Exception as e:  # noqa: BLE001 - what it means depends on the text's use
+            if not sig.reads:
+                raise CannotPack(
+                    f"{self.name}: its compile failed on a pack before taking the pack's "
+                    f"text from backends.vendor.module_text ({type(e).__name__}: "
+                    f"{' '.join(str(e).split())[:300]}): it does not compile the canonical "
+                    "text it is handed") from None
+            raise
+        finally:
+            getattr(self, "_cache", {}).pop(sig, None)
+        if not sig.reads:
+            raise CannotPack(f"{self.name}: its compile returned without taking the pack's "
+                             "text from backends.vendor.module_text: it compiles something "
+                             "else than the canonical text it is handed")
+        return TextPack(signatures, run)
+
+    #: Why this backend is never packed (None: it is, where the runner packs): a class
+    #: whose compile cannot take a pack's text, or for which packing does not pay.
+    no_pack: str | None = None
+
+    @property
+    def pack_refusal(self) -> str | None:
+        """Why this backend's signatures are compiled alone even with ``--pack``: its
+        class's :attr:`no_pack`, a backend that implements ``run(case)`` only, or what
+        the runner found (:meth:`refuse_packs`); None if it packs."""
+        found = self.__dict__.get("_pack_refused")
+        if found:
+            return found
+        if self.no_pack:
+            return self.no_pack
+        cls = type(self)
+        if cls.compile_pack is Backend.compile_pack and cls.compile is Backend.compile:
+            return (f"{self.name} implements run(case), not compile(signature): there is "
+                    "no compile to share")
+        return None
+
+    def refuse_packs(self, reason: str) -> None:
+        """Compile this backend's signatures alone from now on (the runner found that its
+        packs fail where their members do not: ``reason``)."""
+        self.__dict__["_pack_refused"] = reason
+
+    @property
+    def pack_kind(self) -> str:
+        """``text`` (the pack's canonical text through :meth:`compile_batch`), ``own`` (a
+        pack path of the backend's own: xla, jax) or ``none`` (:attr:`pack_refusal`)."""
+        if self.pack_refusal is not None:
+            return "none"
+        return "text" if type(self).compile_pack is Backend.compile_pack else "own"
 
     @property
     def can_pack(self) -> bool:
-        """Whether :meth:`compile_pack` is implemented (the runner packs only then)."""
-        return type(self).compile_pack is not Backend.compile_pack
+        """Whether the runner packs this backend's signatures (:attr:`pack_refusal`)."""
+        return self.pack_refusal is None
 
     def adopt_batch_executable(self, signature: Signature, executable: Executable) -> None:
         """Use ``executable`` as the signature's batch executable (a member of a pack

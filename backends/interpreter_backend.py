@@ -105,6 +105,15 @@ class InterpreterBackend(Backend):
     isolate = True
     #: Bytes of input and result data after which the MLIR context is replaced.
     context_limit = 64 << 20
+    #: Its text path takes packs (a pack's members are refused as alone), but packing
+    #: does not pay here (issue 33): there is no compile to share, and a pack dies with
+    #: its process where one member's case does (SIGFPE on an integer division by zero).
+    no_pack = ("the StableHLO interpreter compiles nothing to share (its compile parses "
+               "and verifies the text, under a millisecond; every case is interpreted), "
+               "and a pack that kills its process (SIGFPE on an integer division by zero) "
+               "sends every member alone after a restart: packs of 16 ran 0.59x the "
+               "signatures/s of one compile each (bench/bench_packing.py --backend "
+               "interpreter --isolate)")
 
     def __init__(self) -> None:
         super().__init__()
@@ -124,9 +133,12 @@ class InterpreterBackend(Backend):
     def compile_text(self, text: str, sig: Signature):
         """Verify ``text`` (the canonical module of ``sig``) once; return a function
         that interprets it on input arrays."""
-        self._refuse(sig)
+        parts = getattr(sig, "members", ()) or (sig,)    # a pack: each member as alone
+        for part in parts:
+            self._refuse(part)
         run = self._interpret(text, sig.op)         # verified: an invalid one raised here
-        self._refuse_verified(sig)
+        for part in parts:
+            self._refuse_verified(part)
         return run
 
     def _refuse_verified(self, sig: Signature) -> None:

@@ -60,9 +60,19 @@ __all__ = ["ENTRY", "module_text", "Storage", "storage", "to_bits", "from_bits",
 def module_text(sig: Signature) -> str:
     """The canonical StableHLO module of ``sig``; :class:`NoProgram` (an Unsupported)
     when the suite cannot print one (the backend is not at fault and never saw a
-    program)."""
+    program). For a pack of several signatures (``conformance.core.packs.PackSignature``,
+    what ``Backend.compile_pack`` hands to ``compile``) it is the pack's one module: each
+    member's op on its own arguments, results returned in member order."""
+    from conformance.core.packs import PackSignature
     from conformance.mlir.emitter import EmitError
     from conformance.mlir.emitter import module_text as emit
+    if isinstance(sig, PackSignature):      # a pack (backends/text_pack.py, issue 33)
+        sig.reads.append(True)
+        from conformance.mlir.program_emit import program_text
+        try:
+            return program_text(sig.program())
+        except EmitError as e:
+            raise NoProgram(f"no StableHLO text for the pack: {e}") from None
     try:
         return emit(sig)
     except EmitError as e:

@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance.backends.base import Backend, BackendLoadError, NoProgram, Unsupported
+from conformance.backends.base import (Backend, BackendLoadError, CannotPack, NoProgram,
+                                       Unsupported)
 from conformance.core.case import Case, Signature
 
 
@@ -62,7 +63,9 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
     try:
         backend = get_backend(locator)
         conn.send(("ok", backend.describe(), backend.can_pack,
-                   getattr(backend, "compiles_invalid", True)))
+                   getattr(backend, "compiles_invalid", True),
+                   getattr(backend, "pack_refusal", None),
+                   getattr(backend, "pack_kind", "own")))
     except Exception as e:  # noqa: BLE001 - reported to the parent
         conn.send(("load_error", f"{type(e).__name__}: {e}"))
         return
@@ -117,6 +120,8 @@ def _serve(conn, locator: str, log_path: str | None = None) -> None:
         except Unsupported as e:
             conn.send(("unsupported", str(e), bool(getattr(e, "compiled", False)),
                        isinstance(e, NoProgram)))
+        except CannotPack as e:         # the backend, not a member (backends/text_pack.py)
+            conn.send(("cannot_pack", str(e)))
         except Exception as e:  # noqa: BLE001 - the backend rejected the program
             conn.send(("error", f"{type(e).__name__}: {e}",
                        "".join(traceback.format_exception_only(type(e), e)).strip()))
@@ -157,6 +162,9 @@ class IsolatedBackend(Backend):
         self._info = info
         self._can_pack = bool(reply[2]) if len(reply) > 2 else False
         self.compiles_invalid = bool(reply[3]) if len(reply) > 3 else True
+        self._child_refusal = reply[4] if len(reply) > 4 else (
+            None if self._can_pack else "its process has no pack path")
+        self._child_pack_kind = reply[5] if len(reply) > 5 else "own"
 
     def _receive(self, timeout: float, what: str):
         if not self._conn.poll(timeout):
@@ -259,6 +267,8 @@ class IsolatedBackend(Backend):
             if len(reply) > 3 and reply[3]:
                 raise NoProgram(reply[1])
             raise Unsupported(reply[1], compiled=bool(len(reply) > 2 and reply[2]))
+        if status == "cannot_pack":
+            raise CannotPack(reply[1])
         raise BackendFailure(reply[1])
 
     def close(self) -> None:
@@ -302,8 +312,14 @@ class IsolatedBackend(Backend):
         return self.executable(case.signature)(case.inputs)
 
     @property
-    def can_pack(self) -> bool:
-        return getattr(self, "_can_pack", False)
+    def pack_refusal(self) -> str | None:
+        """What the runner found (``refuse_packs``, held here: a child started anew
+        knows nothing of it), else what the child's backend says."""
+        return self.__dict__.get("_pack_refused") or getattr(self, "_child_refusal", None)
+
+    @property
+    def pack_kind(self) -> str:
+        return "none" if self.pack_refusal else getattr(self, "_child_pack_kind", "own")
 
     def compile_pack(self, signatures: Sequence[Signature]):
         """Compiled in the child; each run sends the signatures along, so a child

@@ -27,6 +27,15 @@ minimisation, records and reproducers are those of an unpacked run.
   determinism, the minimiser, a culprit search) runs the backend again, through the
   pack with filler inputs for the other members where the backend can
   (``pack(member_batches)`` with None for the others), so a re-run is a real run.
+- Every backend that compiles StableHLO text packs (issue 33): iree, ``pjrt:`` (the xla
+  path), any vendor adapter. ``Backend.compile_pack``'s default hands the pack's
+  canonical text to the backend's ordinary compile (backends/text_pack.py). A backend
+  that cannot pack says why (``Backend.pack_refusal``: the class's ``no_pack``, a
+  ``run(case)``-only backend, or :class:`~conformance.backends.base.CannotPack` from a
+  compile that did not take the pack's text); so does one found refusing packs as such:
+  the first pair of a text pack that fails where both members compile alone, before any
+  pack of it succeeded (a compiler that takes one result per module), turns packing off
+  for that backend (``Backend.refuse_packs``; :attr:`UnitPacker.refused` has the reason).
 - Not packed: ops whose spec says ``pack_alone`` (rng: hidden state shared by the
   copies in one executable), invalid signatures (each must be rejected alone),
   tuple-typed ones, collectives (a process grid), and spec examples and probes (run
@@ -98,6 +107,7 @@ class UnitPacker:
                  skip: Callable[[Any], bool] = lambda b: False, spec=None,
                  on_timeout: Callable[[Any], Any] = lambda b: None) -> None:
         self.backends = [b for b in backends if getattr(b, "can_pack", False)]
+        self.refused: dict[str, str] = {}       # backend name -> why it stopped packing
         self.batches, self.draw, self.skip = batches, draw, skip
         self.on_timeout = on_timeout        # a pack timed out on this backend
         self.inputs: dict[tuple[str, str, int, int], list[np.ndarray]] = {}
@@ -127,7 +137,8 @@ class UnitPacker:
             for b in range(self.batches):
                 self.inputs[(sig.op, key_, index_, b)] = self.draw(key_, index_, b, sig)
         for backend in self.backends:
-            if self.skip(backend) or self.failed.get(backend.name, 0) >= MAX_FAILED_PACKS:
+            if self.skip(backend) or self.failed.get(backend.name, 0) >= MAX_FAILED_PACKS \
+                    or not backend.can_pack:
                 continue
             before = self.stats["failures"]
             self._run(backend, chunk)
@@ -141,8 +152,9 @@ class UnitPacker:
 
     def _run(self, backend, chunk: list[tuple[str, int, Signature]]) -> None:
         """Compile and run ``chunk`` as one pack on ``backend``; on failure, its halves."""
+        from conformance.backends.base import CannotPack
         from conformance.checking.isolation import BackendCrash, BackendTimeout
-        if len(chunk) < 2:
+        if len(chunk) < 2 or not backend.can_pack:
             self.stats["alone"] += len(chunk)
             return
         sigs = [s for _, _, s in chunk]
@@ -161,19 +173,51 @@ class UnitPacker:
             self.stats["alone"] += len(chunk)
             self.stats["failures"] += 1
             return
-        except Exception:  # noqa: BLE001 - a failing pack is bisected to its signature
-            self.stats["bisections"] += 1
+        except CannotPack as e:
+            self._refuse(backend, str(e))
+            self.stats["alone"] += len(chunk)
+            return
+        except Exception as e:  # noqa: BLE001 - a failing pack is bisected to its signature
             self.stats["failures"] += 1
+            if len(chunk) == 2 and self._refuses_packs(backend, sigs):
+                self._refuse(backend, f"a pack of two signatures failed where each compiles "
+                             f"alone ({sigs[0].op}, {sigs[1].op}): {type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:300]}")
+                self.stats["alone"] += len(chunk)
+                return
+            self.stats["bisections"] += 1
             half = len(chunk) // 2
             self._run(backend, chunk[:half])
             self._run(backend, chunk[half:])
             return
         self.stats["packs"] += 1
         self.stats["packed"] += len(chunk)
+        backend.__dict__["_packed_once"] = True
         fallback = getattr(pack, "member_fallback", None)
         for j, (_, _, sig) in enumerate(chunk):
             own = (lambda s=sig: fallback(s)) if fallback is not None else None
             backend.adopt_batch_executable(sig, PackedMember(pack, j, len(chunk), got[j], own))
+
+    def _refuse(self, backend, reason: str) -> None:
+        backend.refuse_packs(reason)
+        self.refused[backend.name] = reason
+
+    @staticmethod
+    def _refuses_packs(backend, sigs: list[Signature]) -> bool:
+        """Whether a failed pair of a text pack (backends/text_pack.py) is the backend
+        refusing packs as such: no pack of it has succeeded yet and each member compiles
+        alone (compiled here through the backend's cache, so the ordinary path that runs
+        them next compiles nothing again; a member that fails alone is the culprit, and
+        the ordinary path records it)."""
+        if getattr(backend, "pack_kind", "own") != "text" or \
+                backend.__dict__.get("_packed_once"):
+            return False
+        for sig in sigs:
+            try:
+                backend.batch_executable(sig)
+            except Exception:  # noqa: BLE001 - the member's failure, recorded by its check
+                return False
+        return True
 
     def clear(self) -> None:
         self.inputs.clear()

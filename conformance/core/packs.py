@@ -2,11 +2,13 @@
 
 Plain data on top of :mod:`conformance.core.program`, shared by the runner's packing
 (conformance.checking.packing) and the backends' pack paths (backends/xla_pack.py,
-backends/jax_pack.py): which signatures may be packed, the pack's program of disjoint
-parts, and its flat results split back per member.
+backends/jax_pack.py, backends/text_pack.py): which signatures may be packed, the pack's
+program of disjoint parts, the signature that stands for it where a backend compiles text
+(:class:`PackSignature`, issue 33), and its flat results split back per member.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
@@ -39,6 +41,32 @@ def pack_program(signatures: Sequence[Signature]) -> Program:
     return Program.make(args, ops, results)
 
 
+@dataclasses.dataclass(frozen=True)
+class PackSignature(Signature):
+    """The signature a text-compiling backend's ordinary ``compile(signature)`` is given
+    for a pack (issue 33): op ``pack``, the members' input leaves and result leaves in
+    member order, and the members themselves. ``backends.vendor.module_text`` prints it as
+    the pack's canonical program (:func:`pack_program`), so an adapter that compiles the
+    text it is handed compiles the pack with no code of its own.
+
+    ``reads`` (not part of its identity) counts the times its text was taken: whether the
+    backend compiled the text or something else (a backend that builds programs from
+    ``signature.op`` cannot pack)."""
+
+    members: tuple[Signature, ...] = ()
+    reads: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    @staticmethod
+    def of(signatures: Sequence[Signature]) -> "PackSignature":
+        members = tuple(signatures)
+        return PackSignature("pack", tuple(t for s in members for t in s.input_leaves),
+                             tuple(t for s in members for t in s.result_leaves),
+                             members=members)
+
+    def program(self) -> Program:
+        return pack_program(self.members)
+
+
 def split_results(signatures: Sequence[Signature], flat: Sequence[Any]) -> list[list[Any]]:
     """The pack's flat results, one list per member."""
     out, k = [], 0
@@ -54,4 +82,4 @@ def batch_size(stacked: Sequence[np.ndarray]) -> int:
     return int(stacked[0].shape[0]) if stacked else 1
 
 
-__all__ = ["packable", "pack_program", "split_results", "batch_size"]
+__all__ = ["packable", "pack_program", "PackSignature", "split_results", "batch_size"]
