@@ -208,3 +208,135 @@ def test_total_order_sign_magnitude_formats(name):
     assert np.signbit(real[zeros[0]]) and not np.signbit(real[zeros[1]])   # -0 < +0
     if element_type(name).has_nan:       # -NaNs first, +NaNs last
         assert np.isnan(w[0]) and np.isnan(w[-1])
+
+
+# ---------------------------------------------------------------------------
+# convert and reduce_precision judged: planted bugs fail, legal variants pass
+# ---------------------------------------------------------------------------
+
+from conformance import oracles                                    # noqa: E402
+from conformance.backends import Backend                           # noqa: E402
+from conformance.checking.checker import SignatureCheck            # noqa: E402
+from conformance.core.case import Signature                        # noqa: E402
+from conformance.specs import load_spec                            # noqa: E402
+
+
+class Planted(Backend):
+    """The oracle with its results changed by ``change(inputs, outputs)``."""
+
+    name = "planted"
+
+    def __init__(self, change):
+        super().__init__()
+        self.change = change
+
+    def compile(self, sig):
+        def run(inputs):
+            out = list(oracles.evaluate(sig.op, inputs, sig.attributes,
+                                        result_types=sig.result_types))
+            return [np.asarray(o).astype(out[0].dtype) for o in
+                    self.change([np.asarray(x) for x in inputs], out)]
+        return run
+
+
+def judge(sig, change, *stacked):
+    """The class of each case (leading axis) and the impl_defined record."""
+    backend = Planted(change)
+    check = SignatureCheck(load_spec(sig.op), sig, [backend])
+    check.compile()
+    assert not check.failed, check.failed
+    v = check.run_batch(0, [np.asarray(x) for x in stacked]).results[backend.name].verdict
+    return v.case_class_names(), v.impl_defined
+
+
+def convert_sig(src, dst):
+    return Signature.make("convert", [f"tensor<1x{src}>"], [f"tensor<1x{dst}>"])
+
+
+def _with_bits(r, where, bits):
+    b = r.view(np.uint8).copy()
+    b[where] = bits
+    return b.view(r.dtype)
+
+
+def test_fnuz_convert_that_makes_minus_zero_bits_fails():
+    """A conversion that keeps the sign of a zero writes 0x80: FNUZ's NaN."""
+    x = np.array([[-0.0], [-1e-9], [0.0], [-1.0]], np.float32)
+    sig = convert_sig("f32", "f8E4M3FNUZ")
+
+    def keeps_sign(ins, out):
+        (r,) = out
+        return [_with_bits(r, (r.astype(np.float64) == 0) & np.signbit(ins[0]), 0x80)]
+    classes, _ = judge(sig, keeps_sign, x)
+    assert classes[0] != "pass" and classes[1] != "pass" and classes[2:] == ["pass", "pass"]
+
+
+def test_fnuz_convert_other_neighbour_passes():
+    """-1e-9 lies between -smallest and the one zero: either is a legal rounding."""
+    x = np.array([[-1e-9], [1e-9]], np.float32)
+    sig = convert_sig("f32", "f8E4M3FNUZ")
+
+    def away(ins, out):
+        (r,) = out
+        return [_with_bits(r, np.ones(r.shape, bool), np.where(ins[0] < 0, 0x81, 0x01))]
+    classes, impl = judge(sig, away, x)
+    assert classes == ["pass", "pass"]
+    assert sum(impl["inexact_to_float"]["alternatives"].values()) == 2
+
+
+def test_e8m0_that_keeps_a_sign_fails():
+    """f8E8M0FNU has no sign bit: -2.0 has no value but NaN (abs is a bug), and 0x80 is
+    2.0 (reading its top bit as a sign is a bug)."""
+    to = convert_sig("f32", "f8E8M0FNU")
+    x = np.array([[-2.0], [2.0], [0.5]], np.float32)
+    classes, _ = judge(to, lambda ins, out: [np.abs(ins[0]).astype(out[0].dtype)], x)
+    assert classes[0] != "pass" and classes[1:] == ["pass", "pass"]
+
+    back = convert_sig("f8E8M0FNU", "f32")
+    e = np.array([[0x80], [0x7F], [0x81]], np.uint8).view(element_type("f8E8M0FNU").dtype)
+
+    def signed(ins, out):
+        (r,) = out
+        top = ins[0].view(np.uint8) >= 0x80
+        return [np.where(top, -r, r).astype(np.float32)]
+    classes, _ = judge(back, signed, e)
+    assert classes == [classes[0], "pass", classes[2]] and "pass" not in (classes[0], classes[2])
+
+
+def test_e8m0_ties_and_f32_subnormals_either_neighbour_passes():
+    """ml_dtypes' rounding (ties up, f32 subnormals a binade up) gives the other
+    neighbour: legal for convert, whose inexact results are TBD."""
+    import ml_dtypes
+    x = np.array([[3.0], [1.2 * 2.0 ** -127], [6.0]], np.float32)
+    sig = convert_sig("f32", "f8E8M0FNU")
+    mld = lambda ins, out: [ins[0].astype(ml_dtypes.float8_e8m0fnu)]  # noqa: E731
+    classes, impl = judge(sig, mld, x)
+    assert classes == ["pass", "pass", "pass"]
+    assert impl["inexact_to_float"]["outside"] == 0
+    two_off = lambda ins, out: [(ins[0] * 4).astype(ml_dtypes.float8_e8m0fnu)]  # noqa: E731
+    assert "pass" not in judge(sig, two_off, x)[0]
+
+
+def test_nan_into_a_format_without_nan_is_implementation_defined():
+    x = np.array([[np.nan], [1.0]], np.float32)
+    sig = convert_sig("f32", "f4E2M1FN")
+    classes, _ = judge(sig, lambda ins, out: [np.full_like(out[0], 6.0)], x)
+    assert classes == ["pass", "value"]        # any value for NaN; 1.0 is exact
+
+
+def test_fnuz_reduce_precision_underflow_keeps_no_sign():
+    sig = Signature.make("reduce_precision", ["tensor<1xf8E4M3FNUZ>"],
+                         ["tensor<1xf8E4M3FNUZ>"],
+                         {"exponent_bits": 2, "mantissa_bits": 1})
+    et = element_type("f8E4M3FNUZ")
+    x = np.array([[-0.25], [0.25], [1.5]], np.float64).astype(et.dtype)
+    want = oracles.evaluate("reduce_precision", [x[0]], sig.attributes,
+                            result_types=sig.result_types)[0]
+    assert want.view(np.uint8).tolist() == [0]          # underflow: +0, never 0x80
+
+    def signed_zero(ins, out):
+        (r,) = out
+        return [_with_bits(r, (r.astype(np.float64) == 0) & (ins[0].astype(np.float64) < 0),
+                           0x80)]
+    classes, _ = judge(sig, signed_zero, x)
+    assert classes[0] != "pass" and classes[1:] == ["pass", "pass"]
