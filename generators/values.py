@@ -311,10 +311,14 @@ def near_points(et: ElementType, points: Sequence[float], n: int,
     fi = ml_dtypes.finfo(et.dtype)
     base = round_to(np.clip(p, -float(fi.max), float(fi.max)), et)
     bits = bit_patterns(base).astype(np.int64) + step
-    moved = from_bit_patterns(np.maximum(bits, 0).astype(np.uint64), et).reshape(n)
+    # (a step past the top of a 4- or 6-bit format's encoding is no value of it)
+    inside = (bits >= 0) & (bits < (1 << et.bits))
+    bits = np.where(inside, bits, 0)
+    moved = from_bit_patterns(bits.astype(np.uint64), et).reshape(n)
     with np.errstate(invalid="ignore"):
         wide = moved.astype(np.float64)
-    ok = np.isfinite(wide) & (np.signbit(wide) == np.signbit(base.astype(np.float64)))
+    ok = inside & np.isfinite(wide) & \
+        (np.signbit(wide) == np.signbit(base.astype(np.float64)))
     return np.where(ok, moved, base).astype(et.dtype)
 
 

@@ -64,8 +64,10 @@ def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
 
 def _round_e8m0(x: np.ndarray, et: ElementType) -> np.ndarray:
     """float64 to f8E8M0FNU (powers of two 2**-127 ... 2**127, NaN 0xFF; no zero, no
-    sign), to nearest with ties to the even encoding, computed here: ml_dtypes rounds
-    float32 subnormals up a binade (1.2 * 2**-127 becomes 2**-126) and every tie up.
+    sign), to nearest, computed here: ml_dtypes rounds float32 subnormals up a binade
+    (1.2 * 2**-127 becomes 2**-126). A tie (1.5 * 2**k) rounds up: with no stored
+    mantissa bit both neighbours' significands are 1, odd, and LLVM's APFloat (MLIR,
+    the interpreter), XLA and ml_dtypes all take the upper one.
     Positive values below 2**-127 round to 2**-127, the nearest value; zeros, negative
     values, NaN and values past the midpoint of 2**127 and 2**128 are NaN (the format has
     no zero and no sign: ml_dtypes' choice too)."""
@@ -73,7 +75,7 @@ def _round_e8m0(x: np.ndarray, et: ElementType) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         e = exp.astype(np.int64) - 1         # x = (2 * mant) * 2**e, 1 <= 2*mant < 2
         m2 = 2 * mant
-        up = (m2 > 1.5) | ((m2 == 1.5) & ((e + 127) % 2 == 1))
+        up = m2 >= 1.5
         biased = e + 127 + up.astype(np.int64)
         biased = np.where(biased < 0, 0, biased)
         nan = ~(x > 0) | ~np.isfinite(x) | (biased > 254)
