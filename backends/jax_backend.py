@@ -54,6 +54,26 @@ class JaxBackend(Backend):
                 "platform": self.platform, "device": str(self.device)}
 
     # -- compile ---------------------------------------------------------------------
+    def _check_holds(self, sig: "Signature | Any") -> None:
+        """Unsupported where the device cannot hold an input or result element type,
+        measured by a one-element transfer (jaxlib 0.10.2 on CPU: the f6 formats, whose
+        programs abort the process where a tensor is empty): before anything is traced."""
+        held = self.__dict__.setdefault("_holds", {})
+        leaves = (tuple(sig.input_leaves) + tuple(sig.result_leaves)
+                  if isinstance(sig, Signature) else tuple(sig))
+        for t in leaves:
+            dtype = t.element_type.dtype
+            if dtype not in held:
+                try:
+                    back = np.asarray(self._jax.device_put(np.zeros((1,), dtype), self.device))
+                    held[dtype] = None if back.dtype == dtype else \
+                        f"comes back from {self.platform} as {back.dtype}"
+                except Exception as e:  # noqa: BLE001 - the platform's refusal is the reason
+                    held[dtype] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+            if held[dtype] is not None:
+                raise Unsupported(f"jax on {self.platform} cannot hold {t.element_type} "
+                                  f"arrays: {held[dtype]}")
+
     def _function(self, sig: Signature):
         from .jax_ops import build
         return build(sig)
@@ -65,6 +85,7 @@ class JaxBackend(Backend):
         rejection for an invalid one.
         """
         jax = self._jax
+        self._check_holds(sig)          # (every path comes here: alone, batched, packed)
         lead = () if batch is None else (batch,)
         specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
                  for t in sig.input_leaves]
@@ -100,6 +121,7 @@ class JaxBackend(Backend):
         (backends/jax_ops_collectives.py); a batch runs case by case."""
         from .jax_ops_collectives import on_grid
         jax = self._jax
+        self._check_holds(sig)
         n = sig.num_replicas * sig.num_partitions
         # (Unsupported where this process has fewer devices than processes: CPU has one
         # unless XLA_FLAGS said otherwise before jax started; the CLI and the pytest plugin
@@ -157,6 +179,8 @@ class JaxBackend(Backend):
         (backends/programs.py); a result type jax infers otherwise is Unsupported."""
         from .programs import jax_function
         jax = self._jax
+        self._check_holds([t for t in list(program.argument_types) + list(program.result_types)
+                           if isinstance(t, TensorType)])
         fn = jax_function(program)
         specs = [jax.ShapeDtypeStruct(t.shape, t.element_type.dtype)
                  for t in program.argument_types]

@@ -519,7 +519,7 @@ def _raw(array: np.ndarray, et: ElementType) -> np.ndarray:
     flat = np.ascontiguousarray(array).reshape(-1)
     if et.is_boolean:
         return flat.astype(np.bool_).view(np.uint8)
-    if et.bits == 4:
+    if et.is_integer and et.bits == 4:
         return flat.astype(np.int8 if et.is_signed else np.uint8)
     if et.is_complex:
         return flat.view(et.component.bits_dtype)
@@ -640,7 +640,7 @@ _FLOAT_TOKENS: dict[str, dict[str, int]] = {}
 
 
 def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
-    sign = np.uint64(1 << (et.bits - 1))
+    sign = np.uint64(et.sign_bit)        # 0 for f8E8M0FNU, which has no sign bit
     out = np.zeros(len(tokens), np.uint64)
     decimal = [i for i, t in enumerate(tokens) if not t.startswith("0x")]
     for i, t in enumerate(tokens):
@@ -656,7 +656,8 @@ def _convert_float_tokens(tokens: Sequence[str], et: ElementType) -> np.ndarray:
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             guess = d.astype(et.dtype).view(et.bits_dtype).astype(np.int64)
-        guess &= np.int64(int(sign) - 1)
+        if sign:
+            guess &= np.int64(int(sign) - 1)
         top = _max_finite_bits(et)
         cands = np.clip(np.stack([guess - 1, guess, guess + 1]), 0, top).astype(np.uint64)
         vals = from_bit_patterns(cands, et).astype(np.float64)

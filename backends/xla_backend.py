@@ -64,7 +64,7 @@ class XlaBackend(Backend):
     def compile_text(self, text: str, sig: Signature):
         """Compile module ``text`` (the canonical module of ``sig``) into a loaded
         executable; the classification of errors is in the module docstring."""
-        for t in sig.input_leaves:
+        for t in tuple(sig.input_leaves) + tuple(sig.result_leaves):
             why = self.pjrt.cannot_transfer(t.element_type.dtype)
             if why is not None:
                 raise Unsupported(f"{self.platform} cannot hold {t.element_type} arrays: {why}")

@@ -29,7 +29,7 @@ class XlaPack:
         from .programs import program_text_or_unsupported
         self.signatures = list(signatures)
         for sig in self.signatures:
-            for t in sig.input_leaves:
+            for t in tuple(sig.input_leaves) + tuple(sig.result_leaves):
                 why = backend.pjrt.cannot_transfer(t.element_type.dtype)
                 if why is not None:
                     raise Unsupported(f"{backend.platform} cannot hold {t.element_type} "

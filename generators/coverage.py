@@ -109,7 +109,7 @@ def _fallback(et: ElementType, scheme: str, cls: str):
     cands = [special_values(et)]
     if et.is_float:
         cands.append(round_to(np.array([1.25, -0.75, 2.75, 1.5, -2.5, 0.5, 6.5, -3.0, 2.0,
-                                        3.5, -5.0, 1.75]), et))
+                                        3.5, -5.0, 1.75, 0.25, 0.125]), et))
     elif et.is_integer:
         lo, hi = et.int_min, et.int_max
         vals = [v for v in range(max(lo, -20), min(hi, 20) + 1)] + [lo + 1, hi - 1, hi // 2 + 1]
@@ -136,8 +136,11 @@ def _float_codes(w: np.ndarray, et: ElementType, names: Sequence[str]) -> np.nda
     with np.errstate(invalid="ignore"):
         conds = [np.isnan(w), w == np.inf, w == -np.inf, (w == 0) & ~np.signbit(w),
                  (w == 0) & np.signbit(w), (a > 0) & (a < tiny), a == big]
+    if not et.has_sign:              # f8E8M0FNU: its smallest value is an extreme too
+        conds[-1] = (a == big) | (a == tiny)
     labels = ["nan", "+inf", "-inf", "+0", "-0", "subnormal", "extreme"]
-    codes = np.full(w.shape, names.index("ordinary"), np.int16)
+    # (f4E2M1FN's rounding classes leave no value ordinary: every other class is met)
+    codes = np.full(w.shape, names.index("ordinary") if "ordinary" in names else -1, np.int16)
     for cond, label in reversed(list(zip(conds, labels))):
         if label in names:
             codes[cond] = names.index(label)
@@ -148,7 +151,7 @@ def _float_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
                     distribution: str) -> np.ndarray:
     from .values import draw_array, special_values
     fi = ml_dtypes.finfo(et.dtype)
-    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0) if et.has_sign else np.ones(n)
     if cls in ("+0", "-0", "+inf", "-inf"):
         v = {"+0": 0.0, "-0": -0.0, "+inf": np.inf, "-inf": -np.inf}[cls]
         return np.full(n, v).astype(et.dtype)
@@ -157,6 +160,9 @@ def _float_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
         pool = pool[np.isnan(_wide(pool))]
         return pool[rng.integers(0, len(pool), n)]
     if cls == "extreme":
+        if not et.has_sign:          # f8E8M0FNU: both ends of its range
+            return np.where(rng.integers(0, 2, n) == 1, float(fi.max),
+                            float(fi.smallest_normal)).astype(et.dtype)
         return (sign * float(fi.max)).astype(et.dtype)
     if cls == "subnormal":
         mant = rng.integers(1, 1 << fi.nmant, n, dtype=np.uint64, endpoint=False)
@@ -164,7 +170,7 @@ def _float_generate(et: ElementType, cls: str, n: int, rng: np.random.Generator,
         edge = rng.integers(0, 4, n)
         mant = np.where(edge == 0, np.uint64(1),
                         np.where(edge == 1, np.uint64((1 << fi.nmant) - 1), mant))
-        bits = mant | np.where(sign < 0, np.uint64(1 << (et.bits - 1)), np.uint64(0))
+        bits = mant | np.where(sign < 0, np.uint64(et.sign_bit), np.uint64(0))
         return from_bit_patterns(bits, et)
     # ordinary (and the rounding scheme's refinements, made by the caller): the operand's
     # own distribution, then its finite non-special values kept
@@ -262,8 +268,24 @@ def _generic_names(et: ElementType) -> tuple[str, ...]:
         return ("0", "max", "ordinary")
     if et.is_complex:
         return ("zero", "nan", "inf", "subnormal", "extreme", "ordinary")
+    # Only the classes the format has: FNUZ no -0, f8E8M0FNU no zero and no
+    # subnormal, f4E2M1FN and the f6 formats no NaN, several no infinity.
+    zeros = ("+0", "-0") if et.has_negative_zero else ("+0",) if et.has_zero else ()
     inf = ("+inf", "-inf") if _has_inf(et) else ()
-    return ("+0", "-0", *inf, "nan", "subnormal", "extreme", "ordinary")
+    nan = ("nan",) if et.has_nan else ()
+    sub = ("subnormal",) if _has_subnormals(et) else ()
+    return (*zeros, *inf, *nan, *sub, "extreme", "ordinary")
+
+
+#: The float classes some format lacks: a coverage target that names one does not
+#: apply to a binding whose format lacks it.
+_FORMAT_CLASSES = ("+0", "-0", "+inf", "-inf", "nan", "subnormal", "integral", "tie_even",
+                   "tie_odd")
+
+
+def _has_subnormals(et: ElementType) -> bool:
+    fi = ml_dtypes.finfo(et.dtype)
+    return float(fi.smallest_subnormal) < float(fi.smallest_normal)
 
 
 def _generic_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
@@ -334,25 +356,34 @@ def _rounding_names(et: ElementType) -> tuple[str, ...]:
     base = _generic_names(et)
     if not et.is_float:
         return base
-    return tuple(n for n in base if n != "ordinary") + ("integral", "tie_even", "tie_odd",
-                                                       "ordinary")
+    names = tuple(n for n in base if n != "ordinary") + ("integral", "tie_even", "tie_odd",
+                                                        "ordinary")
+    if et.bits <= 8:            # keep the classes the format has values of (f8E8M0FNU:
+        every = np.arange(1 << et.bits, dtype=np.uint8).view(et.dtype)   # no tie_odd)
+        met = set(np.unique(_rounding_codes(every, et, names)).tolist())
+        names = tuple(n for i, n in enumerate(names) if i in met)
+    return names
 
 
 def _rounding_classify(x: np.ndarray, et: ElementType) -> np.ndarray:
     if not et.is_float:
         return _generic_classify(x, et)
-    names = _rounding_names(et)
+    return _rounding_codes(x, et, _rounding_names(et))
+
+
+def _rounding_codes(x: np.ndarray, et: ElementType, names: Sequence[str]) -> np.ndarray:
     w = _wide(x)
     codes = _float_codes(w, et, names)
-    ordinary = codes == names.index("ordinary")
+    ordinary = codes == (names.index("ordinary") if "ordinary" in names else -1)
     a = np.abs(np.where(ordinary, w, 0.0))
     fl = np.floor(a)
     frac = a - fl
-    codes[ordinary & (frac == 0)] = names.index("integral")
     half = ordinary & (frac == 0.5)
     even = np.fmod(fl, 2) == 0
-    codes[half & even] = names.index("tie_even")
-    codes[half & ~even] = names.index("tie_odd")
+    for label, cond in (("integral", ordinary & (frac == 0)), ("tie_even", half & even),
+                        ("tie_odd", half & ~even)):
+        if label in names:
+            codes[cond] = names.index(label)
     return codes
 
 
@@ -361,7 +392,7 @@ def _rounding_generate(et, cls, n, rng, distribution):
         return _generic_generate(et, cls, n, rng, distribution)
     fi = ml_dtypes.finfo(et.dtype)
     p = fi.nmant + 1            # precision: the largest tie is 2**(p - 1) - 0.5
-    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0) if et.has_sign else np.ones(n)
     k = rng.integers(0, 4, n).astype(np.float64)
     if cls == "integral":
         v = rng.integers(1, 9, n).astype(np.float64)
@@ -494,10 +525,13 @@ def _model(spec: OpSpec, binding: dict[str, str]) -> Model:
             if k not in names:
                 raise ValueError(f"{spec.name}: coverage target {t['name']}: {k!r} is not a "
                                  f"tracked input ({', '.join(names)})")
+            if v not in names[k].classes and v in _FORMAT_CLASSES and names[k].et.is_float:
+                break           # a class this format lacks (FNUZ -0, E8M0 zero, f4 NaN)
             if v not in names[k].classes:
                 raise ValueError(f"{spec.name}: coverage target {t['name']}: {names[k].et.name} "
                                  f"has no class {v!r} in scheme {names[k].scheme!r}")
-        targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
+        else:
+            targets.append(Target(str(t["name"]), t.get("where"), at, t.get("text", "")))
     return Model(spec.name, tuple(operands), pairs, tuple(targets), section.get("live"))
 
 

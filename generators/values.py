@@ -87,7 +87,13 @@ def _small(et: ElementType, n: int, rng: np.random.Generator, limit: int = 16) -
         out.real = _small(et.component, n, rng, limit)
         out.imag = _small(et.component, n, rng, limit)
         return out
-    return round_to(rng.uniform(-8.0, 8.0, n), et)
+    return round_to(_signed_as(et, rng.uniform(-8.0, 8.0, n)), et)
+
+
+def _signed_as(et: ElementType, x: np.ndarray) -> np.ndarray:
+    """``x``, made non-negative for a format without a sign (f8E8M0FNU), whose negative
+    values would all be its NaN."""
+    return x if et.has_sign else np.abs(x)
 
 
 def _log_uniform(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -99,7 +105,7 @@ def _log_uniform(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarra
     hi = np.log2(float(fi.max))
     mag = np.exp2(rng.uniform(lo, hi, n))
     sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
-    return round_to(np.minimum(mag, float(fi.max)) * sign, et)
+    return round_to(_signed_as(et, np.minimum(mag, float(fi.max)) * sign), et)
 
 
 def _specials(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -305,10 +311,14 @@ def near_points(et: ElementType, points: Sequence[float], n: int,
     fi = ml_dtypes.finfo(et.dtype)
     base = round_to(np.clip(p, -float(fi.max), float(fi.max)), et)
     bits = bit_patterns(base).astype(np.int64) + step
-    moved = from_bit_patterns(np.maximum(bits, 0).astype(np.uint64), et).reshape(n)
+    # (a step past the top of a 4- or 6-bit format's encoding is no value of it)
+    inside = (bits >= 0) & (bits < (1 << et.bits))
+    bits = np.where(inside, bits, 0)
+    moved = from_bit_patterns(bits.astype(np.uint64), et).reshape(n)
     with np.errstate(invalid="ignore"):
         wide = moved.astype(np.float64)
-    ok = np.isfinite(wide) & (np.signbit(wide) == np.signbit(base.astype(np.float64)))
+    ok = inside & np.isfinite(wide) & \
+        (np.signbit(wide) == np.signbit(base.astype(np.float64)))
     return np.where(ok, moved, base).astype(et.dtype)
 
 

@@ -144,7 +144,12 @@ def _step(r: np.ndarray, up: bool) -> np.ndarray:
     et = element_type(r.dtype)
     bits = r.view(et.bits_dtype).astype(np.uint64)
     one = np.uint64(1)
-    sign_bit = np.uint64(1 << (et.bits - 1))
+    if not et.sign_bit:          # f8E8M0FNU: the encoding is the order (0x00 .. 0xFE)
+        with np.errstate(over="ignore"):
+            stepped = np.where(up, np.minimum(bits + one, np.uint64(0xFE)),
+                               np.where(bits == 0, bits, bits - one))
+        return np.where(bits == 0xFF, bits, stepped).astype(et.bits_dtype).view(r.dtype)
+    sign_bit = np.uint64(et.sign_bit)
     negative = (bits & sign_bit) != 0
     zero = (bits & (sign_bit - one)) == 0
     # (np.where evaluates both sides: a zero's bits - 1 wraps, and is not taken)
@@ -153,6 +158,14 @@ def _step(r: np.ndarray, up: bool) -> np.ndarray:
             stepped = np.where(negative, np.where(zero, one, bits - one), bits + one)
         else:
             stepped = np.where(negative, bits + one, np.where(zero, sign_bit | one, bits - one))
+    if not et.has_negative_zero:     # FNUZ: -smallest steps to the one zero, not to NaN
+        stepped = np.where(stepped == sign_bit, np.uint64(0), stepped)
+    if not et.has_inf and not et.has_nan:
+        # f4E2M1FN, the f6 formats: nothing lies beyond the largest magnitude, whose
+        # step away from zero would wrap into the other sign
+        top = (bits & (sign_bit - one)) == sign_bit - one
+        stepped = np.where(top & ((negative & ~np.bool_(up)) | (~negative & np.bool_(up))),
+                           bits, stepped)
     return stepped.astype(et.bits_dtype).view(r.dtype)
 
 
@@ -169,6 +182,16 @@ def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
     move = (cmp < 0) if want_up else (cmp > 0)
     out = np.where(move, _step(r, want_up), r)
     x_nan = np.isnan(xw) if xw is not None else np.zeros(r.shape, bool)
+    if not element_type(r.dtype).has_sign:
+        # f8E8M0FNU holds no zero and no negative value: the smallest value (2**-127)
+        # lies above them, NaN (the oracle's) stands below
+        xv = xw if xw is not None else x.astype(np.float64)
+        low = ~x_nan & (xv <= 0)
+        high = ~x_nan & (xv > 0) & np.isnan(rw)        # past 2**127: its largest value
+        smallest = np.zeros(r.shape, np.uint8).view(r.dtype)
+        largest = np.full(r.shape, 0xFE, np.uint8).view(r.dtype)
+        out = np.where(low & want_up, smallest, out)
+        return np.where(high & ~want_up, largest, out).astype(r.dtype)
     overflow_nan = np.isnan(rw) & ~x_nan
     if overflow_nan.any():
         big = float(ml_dtypes.finfo(r.dtype).max)
@@ -266,10 +289,28 @@ def _float_layout(et: ElementType) -> tuple[int, int]:
     return et.bits - 1 - int(fi.nmant), int(fi.nmant)
 
 
+def _ieee_layout(et: ElementType) -> bool:
+    """Does the format encode like IEEE-754 (a sign bit, -0, a bias of 2**(e-1) - 1,
+    the all-ones exponent for infinity and NaN, or f8E4M3FN's finite top binade)?"""
+    return et.has_sign and et.has_negative_zero and et.bits >= 8
+
+
 @register("reduce_precision")
 def reduce_precision(inputs, attrs, types):
     (x,), out = inputs, types[0]
     et = out.element_type
+    if not _ieee_layout(et):
+        # FNUZ (bias 2**(e-1), no -0, the -0 pattern is NaN), f8E8M0FNU (no sign),
+        # f4E2M1FN / f6 (no infinity, no NaN): the spec's own reading, "conversion to
+        # another floating-point type that uses exponent_bits and mantissa_bits and
+        # back", on the exact values: the steps on float64, then back to the format
+        # (infinity and NaN become what the format makes of them: NaN, or its largest
+        # value where it has no NaN; a zero that keeps the sign is +0 without -0).
+        from conformance.core.types import TensorType
+        wide = np.asarray(x).astype(np.float64)
+        f64 = element_type("f64")
+        r = reduce_precision([wide], attrs, [TensorType(wide.shape, f64)])
+        return round_to(r, et).reshape(out.shape)
     e_src, m_src = _float_layout(et)
     e_bits, m_bits = int(attrs["exponent_bits"]), int(attrs["mantissa_bits"])
     bits = bit_patterns(x)

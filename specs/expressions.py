@@ -213,6 +213,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "is_unsigned_integer": lambda t: _as_type(t).is_unsigned,
     "is_float": lambda t: _as_type(t).is_float,
     "is_complex": lambda t: _as_type(t).is_complex,
+    # what a float format holds (f4E2M1FN: no NaN, no infinity; FNUZ: no -0)
+    "has_nan": lambda t: _as_type(t).component.has_nan,
+    "has_inf": lambda t: _as_type(t).component.has_inf,
     "real_type": lambda t: _as_type(t).component.name,
     "complex_type": lambda t: _complex_type(_as_type(t)).name,
     # A float type's finite range and precision (boundaries of value generation).

@@ -33,6 +33,7 @@ from conformance.specs import load_spec
 from conformance.specs.validity import violations
 from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
                                     flatten, leaves, unflatten, value_type)
+from type_sampling import sampled  # noqa: E402  (CI time: the newer float formats once)
 
 OPS = ["constant", "tuple", "get_tuple_element"]
 SETTINGS = settings(max_examples=30, deadline=None, database=None, derandomize=True,
@@ -229,7 +230,7 @@ def test_modules_never_pass_tuples_through_main():
 @pytest.mark.parametrize("op", OPS)
 def test_every_generated_module_parses_and_verifies(op):
     spec = load_spec(op)
-    for binding in spec.type_bindings():
+    for binding in sampled(spec.type_bindings()):
         for shape in ((), (2,), (2, 0), (1, 2, 3, 2)):
             parse(module_text(canonical(spec, binding, shape)))
 

@@ -1193,9 +1193,10 @@ def cmd_list(args) -> int:
         for f, ops in sorted(fams.items()):
             print(f"{f:15} {', '.join(ops)}")
     elif args.what == "types":
-        from conformance.core.types import ALL_ELEMENT_TYPES
-        for t in ALL_ELEMENT_TYPES:
-            print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}")
+        from conformance.core.types import ALL_ELEMENT_TYPES, SPEC_ELEMENT_TYPES
+        for t in SPEC_ELEMENT_TYPES:
+            drawn = "" if t in ALL_ELEMENT_TYPES else "  (not yet drawn by op bindings)"
+            print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}{drawn}")
     else:
         from conformance.backends import available
         print("\n".join(available()))

@@ -52,7 +52,7 @@ def mlir_float(r: str) -> str:
 
 def _float_text(x: float, bits: int, et: ElementType) -> str:
     if not np.isfinite(x):
-        return f"0x{bits:0{max(1, et.bits // 4)}X}"
+        return f"0x{bits:0{max(1, (et.bits + 3) // 4)}X}"
     if et.bits < 64:
         # The shortest text for the element type, if it reads back as MLIR reads it
         # (decimal -> double -> element type, round to nearest even); else the double.

@@ -56,8 +56,31 @@ def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
     if et.name in ("f64", "f32", "f16"):
         with np.errstate(over="ignore"):
             return x.astype(et.dtype)   # numpy rounds these directly, correctly
+    if not et.has_sign:
+        return _round_e8m0(x, et)
     with np.errstate(over="ignore", invalid="ignore"):
         return _round_to_odd_f32(x).astype(et.dtype)
+
+
+def _round_e8m0(x: np.ndarray, et: ElementType) -> np.ndarray:
+    """float64 to f8E8M0FNU (powers of two 2**-127 ... 2**127, NaN 0xFF; no zero, no
+    sign), to nearest, computed here: ml_dtypes rounds float32 subnormals up a binade
+    (1.2 * 2**-127 becomes 2**-126). A tie (1.5 * 2**k) rounds up: with no stored
+    mantissa bit both neighbours' significands are 1, odd, and LLVM's APFloat (MLIR,
+    the interpreter), XLA and ml_dtypes all take the upper one.
+    Positive values below 2**-127 round to 2**-127, the nearest value; zeros, negative
+    values, NaN and values past the midpoint of 2**127 and 2**128 are NaN (the format has
+    no zero and no sign: ml_dtypes' choice too)."""
+    mant, exp = np.frexp(x)                  # x = mant * 2**exp, 0.5 <= |mant| < 1
+    with np.errstate(invalid="ignore"):
+        e = exp.astype(np.int64) - 1         # x = (2 * mant) * 2**e, 1 <= 2*mant < 2
+        m2 = 2 * mant
+        up = m2 >= 1.5
+        biased = e + 127 + up.astype(np.int64)
+        biased = np.where(biased < 0, 0, biased)
+        nan = ~(x > 0) | ~np.isfinite(x) | (biased > 254)
+        biased = np.where(nan, 255, biased)
+    return biased.astype(np.uint8).view(et.dtype)
 
 
 def is_subnormal(x: np.ndarray) -> np.ndarray:
@@ -103,20 +126,34 @@ def ordinal(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    sign_bit = np.uint64(1 << (et.bits - 1))
+    if not et.sign_bit:                    # f8E8M0FNU: the encoding is the order
+        return bits.astype(np.int64)
+    sign_bit = np.uint64(et.sign_bit)
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
+    # (FNUZ: the one -0 pattern is the NaN, which callers mask; -x and +x are 2*x apart
+    # across the one zero, as they are across IEEE's two)
     return np.where((bits & sign_bit) != 0, -mag, mag)
 
 
 def total_order_key(x: np.ndarray) -> np.ndarray:
     """int64 keys ordering floats as IEEE-754 totalOrder:
-    -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN (NaNs by payload)."""
+    -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN (NaNs by payload).
+
+    A NaN goes to the end its sign bit names: the FNUZ formats' one NaN is the -0 bit
+    pattern, a NaN with its sign bit set, so it comes first (not where -0 would be);
+    f8E8M0FNU has no sign bit, its encoding is the order and its NaN (0xFF) comes last.
+    """
     x = np.asarray(x)
     et = element_type(x.dtype)
     bits = x.view(et.bits_dtype).astype(np.uint64)
-    sign_bit = np.uint64(1 << (et.bits - 1))
+    if not et.sign_bit:
+        return bits.astype(np.int64)
+    sign_bit = np.uint64(et.sign_bit)
     mag = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
-    return np.where((bits & sign_bit) != 0, -mag - 1, mag)
+    key = np.where((bits & sign_bit) != 0, -mag - 1, mag)
+    if et.is_float and not et.has_negative_zero and et.has_nan:
+        key = np.where(bits == sign_bit, -np.int64(sign_bit) - 1, key)   # FNUZ NaN first
+    return key
 
 
 def eps(et: "ElementType | str") -> float:
