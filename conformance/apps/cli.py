@@ -841,7 +841,9 @@ def cmd_run(args) -> int:
             bar.update(bar.total - bar.n)
             bar.close()
     replay_diverging = _print_replays(summary.get("replays", []))
-    index = reports.render(results, out, expectations=expectations)
+    from conformance.checking.stage_clock import stage
+    with stage("report"):
+        index = reports.render(results, out, expectations=expectations)
     records = _results(str(results))
     _print_totals(records, names, summary.get("elapsed"))
     print(f"results: {results}\nreport:  {index}")

@@ -25,6 +25,7 @@ from conformance.checking import golden, plan, verdicts
 from conformance.backends import Backend
 from conformance.checking.checker import accuracy_of, check_example, check_invalid, error_text
 from conformance.checking import stream
+from conformance.checking.stage_clock import stage
 from conformance.core.case import Case, Signature
 from conformance.core.literals import encode
 from conformance.core.results import ResultsWriter
@@ -85,6 +86,11 @@ def part_bindings(bindings: Sequence[dict], k: int, m: int) -> list[dict]:
 
 
 def plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
+    with stage("generate"):
+        return _plan_binding(spec, binding, config)
+
+
+def _plan_binding(spec: OpSpec, binding: dict[str, str], config: RunConfig) -> list[Signature]:
     """The signatures the runner runs for one type binding (index = position)."""
     return plan.plan_binding(spec, binding, config.seed, config.depth)
 
@@ -176,9 +182,11 @@ class Runner:
                     self._internal_error(spec.name, key, "generating signatures", sigs)
                     continue
                 planned += sigs
-                self._record_validity(spec, key, sigs)
+                with stage("validity"):
+                    self._record_validity(spec, key, sigs)
                 for i, sig in enumerate(sigs):
-                    self.packer.before(spec.name, key, i)
+                    with stage("pack"):
+                        self.packer.before(spec.name, key, i)
                     self.run_signature(spec, key, i, sig)
         finally:
             self.packer.clear()
@@ -187,20 +195,28 @@ class Runner:
             self.writer.write({"kind": "unit_done", "op": spec.name, "part": list(part)})
             return
         if self.config.invalid:
-            if part is not None and part[1] > 1:     # the other parts' signatures too
-                planned = []
-                for binding in every:
-                    try:
-                        planned += plan_binding(spec, binding, self.config)
-                    except Exception:  # noqa: BLE001 - its own part recorded the error
-                        pass
-            self.run_invalid(spec, planned)
+            with stage("invalid"):
+                self._invalid_unit(spec, part, every, planned)
         if self.config.examples:
-            self.run_examples(spec)
+            with stage("examples"):
+                self.run_examples(spec)
         if self.config.probes:
-            self.run_probes(spec)
+            with stage("probes"):
+                self.run_probes(spec)
         self.writer.write({"kind": "unit_done", "op": spec.name,
                            **({"part": list(part)} if part is not None else {})})
+
+    def _invalid_unit(self, spec: OpSpec, part: tuple[int, int] | None,
+                      every: list[dict[str, str]], planned: list[Signature]) -> None:
+        """The op's invalid programs, changed from the valid signatures of every part."""
+        if part is not None and part[1] > 1:     # the other parts' signatures too
+            planned = []
+            for binding in every:
+                try:
+                    planned += plan_binding(spec, binding, self.config)
+                except Exception:  # noqa: BLE001 - its own part recorded the error
+                    pass
+        self.run_invalid(spec, planned)
 
     def run_probes(self, spec: OpSpec) -> None:
         """The implementation-defined behaviour an op's probes find on each backend
@@ -252,7 +268,8 @@ class Runner:
             budget=self.hangs, accuracy=self.accuracy(spec, sig),
             case_id=lambda b, c: self.case_id(spec.name, key, index, b, c), key=key)
         for ev in events:
-            self.write_event(spec, key, sig, base, ev)
+            with stage("write"):
+                self.write_event(spec, key, sig, base, ev)
 
     def write_event(self, spec: OpSpec, key: str, sig: Signature, base: dict[str, Any],
                     ev: "stream.Event") -> None:

@@ -31,6 +31,7 @@ from conformance.checking.compare import (ELEMENT_CLASSES, PASS, BatchVerdict, r
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.checking.minimize import element_mask, minimize
+from conformance.checking.stage_clock import run_stage, stage
 from conformance.specs import Accuracy, OpSpec, load_spec
 from conformance.checking.verdicts import Judgement, judge
 
@@ -275,7 +276,8 @@ class SignatureCheck:
         the reason) or ``failed`` (with the failure class and the error)."""
         for name, b in self.backends.items():
             try:
-                self.executables[name] = b.batch_executable(self.sig)
+                with stage("compile"):
+                    self.executables[name] = b.batch_executable(self.sig)
                 if not self.sig.invalid:
                     from conformance.backends.vendor import note_compiled
                     note_compiled(b, self.sig.op)
@@ -299,30 +301,34 @@ class SignatureCheck:
         sig, spec = self.sig, self.spec
         with np.errstate(all="ignore"):
             try:
-                expected = list(oracles.evaluate_batch(sig, stacked, spec))
-                masks = oracles.implementation_defined(sig, stacked, spec, expected)
+                with stage("oracle"):
+                    expected = list(oracles.evaluate_batch(sig, stacked, spec))
+                    masks = oracles.implementation_defined(sig, stacked, spec, expected)
             except Exception as e:  # noqa: BLE001
                 raise OracleFailure(error_text(e)) from e
             results: dict[str, BackendBatch] = {}
             for name, exe in list(self.executables.items()):
                 r = results[name] = BackendBatch(name)
                 try:
-                    r.actual = exe(stacked)
+                    with run_stage(exe):
+                        r.actual = exe(stacked)
                 except Exception as e:  # noqa: BLE001 - error, crash or hang of the backend
                     r.error = e
                     r.outcome = "unsupported" if isinstance(e, Unsupported) else failure_class(e)
                     del self.executables[name]
                     continue
-                r.verdict = judge(Judgement(sig, spec, self.accuracy, stacked, expected,
-                                            r.actual, masks,
-                                            lambda xs: oracles.evaluate_batch(sig, xs, spec),
-                                            lambda exe=exe: exe(stacked),
-                                            rules_on=_rules_on(sig, spec),
-                                            run_on=exe,
-                                            run_fresh=lambda xs, b=self.backends[name]:
-                                                b.fresh_batch_executable(sig)(xs)))
+                with stage("verdict"):
+                    r.verdict = judge(Judgement(sig, spec, self.accuracy, stacked, expected,
+                                                r.actual, masks,
+                                                lambda xs: oracles.evaluate_batch(sig, xs, spec),
+                                                lambda exe=exe: exe(stacked),
+                                                rules_on=_rules_on(sig, spec),
+                                                run_on=exe,
+                                                run_fresh=lambda xs, b=self.backends[name]:
+                                                    b.fresh_batch_executable(sig)(xs)))
             batch = Batch(index, stacked, expected, masks, results)
-            batch.suspects = self._cross(batch)
+            with stage("cross"):
+                batch.suspects = self._cross(batch)
         return batch
 
     def _cross(self, batch: Batch) -> np.ndarray | None:
@@ -424,6 +430,11 @@ class SignatureCheck:
         return mask
 
     def divergence(self, name: str, batch: Batch, c: int, cls: str) -> Divergence:
+        """:meth:`_divergence`, its time charged to minimising."""
+        with stage("minimise"):
+            return self._divergence(name, batch, c, cls)
+
+    def _divergence(self, name: str, batch: Batch, c: int, cls: str) -> Divergence:
         """Case ``c`` of the batch, counted as class ``cls`` on backend ``name``,
         minimised to the fewest elements that still diverge with that class when the
         backend runs it alone (its one-case executable)."""

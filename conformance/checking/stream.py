@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from conformance.checking.stage_clock import stage
 from conformance import oracles
 
 from conformance.checking import plan
@@ -313,13 +314,16 @@ def check_signature(spec: OpSpec, sig: Signature, backends: Sequence[Backend], *
     if not exes:
         return
     totals = {name: BackendTotals() for name in exes}
-    met = plan.coverage_tally(spec, key, sig) if key is not None else None
+    with stage("coverage"):
+        met = plan.coverage_tally(spec, key, sig) if key is not None else None
     for index in range(batches):
         if not check.executables:
             break
-        stacked = draw(index)
+        with stage("generate"):
+            stacked = draw(index)
         if met is not None:
-            met.add(stacked)
+            with stage("coverage"):
+                met.add(stacked)
         try:
             batch = check.run_batch(index, stacked)
         except OracleFailure as e:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from conformance.checking.verdicts import UnknownVerdict, check_known
-from conformance.specs import SpecError, UnknownOp, load_spec, parse_accuracy
+from conformance.specs import SpecError, UnknownOp, load_spec, parse_accuracy, read_yaml
 from conformance.core.types import ALL_ELEMENT_TYPES, TYPE_CLASSES, UnknownElementType, element_type
 
 
@@ -29,7 +29,7 @@ def load_tolerances(path: "str | Path") -> dict[str, dict[str, Any]]:
     """Read and check a tolerance profile; returns {op: accuracy table}."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_yaml(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
