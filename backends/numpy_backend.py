@@ -21,6 +21,8 @@ class InvalidProgram(ValueError):
 class NumpyBackend(Backend):
     name = "numpy"
     isolate = False     # in-process: the oracle aborts on nothing the suite sends
+    no_pack = ("the oracle itself compiles nothing (each batch is evaluated from the "
+               "signature): a pack would share nothing")
 
     def describe(self) -> dict[str, Any]:
         import ml_dtypes

@@ -23,6 +23,17 @@ imports jax or jaxlib.
 - values are numpy arrays of the element type's dtype (:func:`storage`): ``bool`` for
   i1, ``ml_dtypes`` types for bf16, fp8 and int4, ``complex64/128`` for complex.
 
+**Packs** (issue 33). With ``--pack`` (the default) ``compile`` is also handed a
+``conformance.core.packs.PackSignature`` (op ``pack``): several independent signatures
+whose :func:`module_text` is ONE module, each member's op on its own arguments
+(``%s0_0, %s0_1, %s1_0, ...``: the members' input leaves in member order), its results
+the members' result leaves in member order; ``signature.input_leaves`` and
+``result_leaves`` are those lists. An adapter that compiles the text it is handed packs
+with no code of its own; one that builds programs from ``signature.op`` instead is
+found out (it never took the pack's text) and compiled one signature at a time. Any
+failure on a pack is never a verdict: the suite halves the pack down to the member at
+fault, which then runs alone.
+
 **Declining and failing.** Raise :class:`~conformance.backends.Unsupported` (its
 reason is reported) for what the backend does not implement; any other exception is a
 compile error — a backend error for a valid program, the right answer for an invalid

@@ -214,10 +214,34 @@ def test_a_backend_that_refuses_packs_goes_alone_with_the_reason(tmp_path, monke
     packed = _records(_run(tmp_path, "packed", [b], 16, ops, ["f32", "si8"]))
     assert plain == packed
     assert "only single-result functions" in b.pack_refusal
-    assert "each compiles alone" in b.pack_refusal and not b.can_pack
-    # the first pack, halved down to a pair whose members compile alone: then no more
+    assert "each member compiles alone" in b.pack_refusal and not b.can_pack
+    # the first pack, halved down to pairs whose members compile alone (two): then no more
     assert sizes[0] > 2 and sizes[-1] == 2 and all(s > 1 for s in sizes), sizes
     assert len(sizes) <= 5
+
+
+class RefusesAddWithSubtract(TextXla):
+    """Fails one combination only (a module holding both add and subtract)."""
+
+    name = "refuses-one-pair"
+
+    def compile_text(self, text, sig):
+        if '"stablehlo.add"' in text and '"stablehlo.subtract"' in text:
+            raise RuntimeError("acme-compile: error: internal compiler error")
+        return super().compile_text(text, sig)
+
+
+def test_a_failing_pair_after_a_good_pack_turns_nothing_off():
+    b = RefusesAddWithSubtract()
+    a, s = _sigs("add", 3), _sigs("subtract", 1)
+    items = [("k", 0, a[0]), ("k", 1, a[1]), ("k", 2, s[0]), ("k", 3, a[2])]
+    packer = packing.UnitPacker(
+        [b], items, 2, 1, lambda key, i, batch, sig:
+        [np.ones((2,) + t.shape, t.element_type.dtype) for t in sig.input_leaves])
+    packer.before("add", "k", 0)
+    packer.before("subtract", "k", 2)
+    assert packer.stats["packs"] == 1 and packer.stats["alone"] == 2
+    assert b.can_pack and not packer.refused
 
 
 def test_a_backend_that_does_not_compile_the_text_cannot_pack(monkeypatch):

@@ -33,9 +33,9 @@ minimisation, records and reproducers are those of an unpacked run.
   that cannot pack says why (``Backend.pack_refusal``: the class's ``no_pack``, a
   ``run(case)``-only backend, or :class:`~conformance.backends.base.CannotPack` from a
   compile that did not take the pack's text); so does one found refusing packs as such:
-  the first pair of a text pack that fails where both members compile alone, before any
-  pack of it succeeded (a compiler that takes one result per module), turns packing off
-  for that backend (``Backend.refuse_packs``; :attr:`UnitPacker.refused` has the reason).
+  ``REFUSED_PAIRS`` pairs of a text pack that fail where both members compile alone,
+  before any pack of it succeeded (a compiler that takes one result per module), turn
+  packing off for that backend (``Backend.refuse_packs``; :attr:`UnitPacker.refused` has the reason).
 - Not packed: ops whose spec says ``pack_alone`` (rng: hidden state shared by the
   copies in one executable), invalid signatures (each must be rejected alone),
   tuple-typed ones, collectives (a process grid), and spec examples and probes (run
@@ -59,6 +59,11 @@ DEFAULT_PACK = 16
 #: compiled alone: an op most of whose signatures a backend refuses (jax's int4 start
 #: indices, a vmap rule that refuses) would otherwise pay a bisection per pack.
 MAX_FAILED_PACKS = 3
+
+#: A text-packing backend none of whose packs has succeeded is taken to refuse packs as
+#: such (a compiler that takes one result per module) after this many failed pairs whose
+#: two members each compile alone: one such pair could be a bug of two programs together.
+REFUSED_PAIRS = 2
 
 PackExecutable = Callable[[Sequence["Sequence[np.ndarray] | None"]], list]
 
@@ -180,9 +185,13 @@ class UnitPacker:
         except Exception as e:  # noqa: BLE001 - a failing pack is bisected to its signature
             self.stats["failures"] += 1
             if len(chunk) == 2 and self._refuses_packs(backend, sigs):
-                self._refuse(backend, f"a pack of two signatures failed where each compiles "
-                             f"alone ({sigs[0].op}, {sigs[1].op}): {type(e).__name__}: "
-                             f"{' '.join(str(e).split())[:300]}")
+                pairs = backend.__dict__["_refused_pairs"] = \
+                    backend.__dict__.get("_refused_pairs", 0) + 1
+                if pairs >= REFUSED_PAIRS:
+                    self._refuse(backend, f"{pairs} packs of two signatures failed where "
+                                 f"each member compiles alone, and none succeeded (the "
+                                 f"last: {sigs[0].op}, {sigs[1].op}): {type(e).__name__}: "
+                                 f"{' '.join(str(e).split())[:300]}")
                 self.stats["alone"] += len(chunk)
                 return
             self.stats["bisections"] += 1
