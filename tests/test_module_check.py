@@ -582,3 +582,27 @@ def test_a_tanh_inside_a_loop_within_its_ulp_bound_passes(tmp_path):
     assert v.outcome == "pass", v.to_json()
     tanh = next(n for n, o in read.origins.items() if o.op == "stablehlo.tanh")
     assert v.op_outcomes[tanh] == "pass"          # judged inside the loop, and passed
+
+
+def test_a_program_module_entry_waives_a_whole_module_finding_and_only_module_findings(
+        tmp_path, capsys):
+    """``program: module`` (the corpus's entries in the shipped files): it waives what a
+    module shows, and is no pattern of generated programs, so it covers none of theirs."""
+    from conformance.apps.expectations import (
+        MODULE_PATTERN, load_expectations, match_program)
+    fma = tmp_path / "fma.mlir"
+    fma.write_text(FMA_MODULE)
+    npz = tmp_path / "fma.npz"
+    np.savez(npz, arg0=np.full((3, 2), np.float32(1 + 2 ** -12)),
+             arg1=np.full((3, 2), np.float32(-(1 + 2 ** -11))))
+    exp = tmp_path / "known.yaml"
+    exp.write_text("expectations:\n- {op: add, program: module, element_type: f32, "
+                   "class: value, reason: an FMA contraction}\n")
+    argv = ["check", str(fma), "--backend", "planted_programs:FusesMultiplyAdd", "--inputs",
+            str(npz), "--out", str(tmp_path / "out"), "--expectations", str(exp)]
+    assert cli.main(argv) == 0, capsys.readouterr().out
+    entries = load_expectations(exp)
+    item = {"backend": "fma", "op": "add", "element_type": "f32", "class": "value",
+            "fusion": True, "patterns": ["a*b+c"]}
+    assert match_program(entries, item, {}) is None           # a generated program's
+    assert match_program(entries, {**item, "patterns": [MODULE_PATTERN]}, {}) is not None

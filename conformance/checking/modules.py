@@ -237,9 +237,9 @@ def loop_findings(backend: Backend, o, xs: Sequence[np.ndarray], batch: int,
                     found[f.at] = f
             if mine and not first:
                 first.append((op, [y[None] for y in ys]))
-            before = outcomes.get(op.name, "pass")
-            outcomes[op.name] = worst([before] + [f.cls for f in mine]) if mine or \
-                before != "pass" else "pass"
+            # over every trip and case: the worst class seen, else pass
+            outcomes[op.name] = worst([outcomes.get(op.name, "pass")] +
+                                      [f.cls for f in mine])
         return [env[r] for r in program.results]
 
     for case in range(batch):
