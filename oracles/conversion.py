@@ -184,13 +184,17 @@ def _directed(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
     x_nan = np.isnan(xw) if xw is not None else np.zeros(r.shape, bool)
     if not element_type(r.dtype).has_sign:
         # f8E8M0FNU holds no zero and no negative value: the smallest value (2**-127)
-        # lies above them, NaN (the oracle's) stands below
+        # lies above them, NaN (the oracle's for zero) stands below, for a positive value
+        # under 2**-127 too (what would be a flush to zero: XLA CPU gives NaN there)
         xv = xw if xw is not None else x.astype(np.float64)
         low = ~x_nan & (xv <= 0)
+        tiny = ~x_nan & (xv > 0) & (xv < 2.0 ** -127)
         high = ~x_nan & (xv > 0) & np.isnan(rw)        # past 2**127: its largest value
         smallest = np.zeros(r.shape, np.uint8).view(r.dtype)
         largest = np.full(r.shape, 0xFE, np.uint8).view(r.dtype)
+        nan = np.full(r.shape, 0xFF, np.uint8).view(r.dtype)
         out = np.where(low & want_up, smallest, out)
+        out = np.where(tiny & ~want_up, nan, out)
         return np.where(high & ~want_up, largest, out).astype(r.dtype)
     overflow_nan = np.isnan(rw) & ~x_nan
     if overflow_nan.any():

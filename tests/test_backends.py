@@ -98,7 +98,12 @@ def test_jax_backend_runs_every_element_type_of_convert():
     from conformance.core.types import ALL_ELEMENT_TYPES
     for et in ALL_ELEMENT_TYPES:
         x = np.zeros(3, et.dtype)
-        out = jax.run(Case.make("convert", [x], [f"tensor<3xf32>"]))
+        case = Case.make("convert", [x], [f"tensor<3xf32>"])
+        if et.name in ("f6E2M3FN", "f6E3M2FN"):    # jaxlib 0.10.2 CPU cannot hold them
+            with pytest.raises(Unsupported, match=f"jax on cpu cannot hold {et.name} arrays"):
+                jax.run(case)
+            continue
+        out = jax.run(case)
         assert out[0].dtype == np.float32
 
 

@@ -341,3 +341,14 @@ def test_fnuz_reduce_precision_underflow_keeps_no_sign():
                            0x80)]
     classes, _ = judge(sig, signed_zero, x)
     assert classes[0] != "pass" and classes[1:] == ["pass", "pass"]
+
+
+def test_e8m0_underflow_may_be_nan_but_not_the_largest():
+    """Below 2**-127 the nearest value is 2**-127; what lies below it, zero, the format
+    lacks (the oracle's zero is its NaN): XLA CPU's NaN passes, a wrapped 2**127 fails."""
+    x = np.array([[1e-300], [2.0 ** -130]], np.float64)
+    sig = convert_sig("f64", "f8E8M0FNU")
+    nan = lambda ins, out: [np.full_like(out[0], np.nan)]  # noqa: E731
+    assert judge(sig, nan, x)[0] == ["pass", "pass"]
+    top = lambda ins, out: [_with_bits(out[0], np.ones(out[0].shape, bool), 0xFE)]  # noqa: E731
+    assert "pass" not in judge(sig, top, x)[0]

@@ -65,6 +65,10 @@ def test_every_element_type_round_trips_bit_exactly(backend, name):
     from conformance.core.literals import from_bit_patterns
     x = from_bit_patterns(raw if not et.is_boolean else raw & np.uint64(1), et)
     s = Signature.make("reshape", [f"tensor<2x3x{et.mlir}>"], [f"tensor<6x{et.mlir}>"])
+    if name in ("f6E2M3FN", "f6E3M2FN"):     # jaxlib 0.10.2's CPU client holds no f6 array
+        with pytest.raises(Unsupported, match=f"cannot hold {name} arrays"):
+            backend.run(Case(s, (x,)))
+        return
     out = backend.run(Case(s, (x,)))[0]
     assert out.dtype == et.dtype and np.array_equal(bit_patterns(out),
                                                     bit_patterns(x.reshape(6)))

@@ -31,9 +31,10 @@ from conformance.oracles import OracleError
 from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
+from conformance.backends import Unsupported
 from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TupleType, element_type,
                                     flatten, leaves, unflatten, value_type)
-from type_sampling import sampled  # noqa: E402  (CI time: the newer float formats once)
+from type_sampling import NEWER, sampled  # noqa: E402  (CI time: the newer float formats once)
 
 OPS = ["constant", "tuple", "get_tuple_element"]
 SETTINGS = settings(max_examples=30, deadline=None, database=None, derandomize=True,
@@ -145,7 +146,8 @@ def _bit_pattern_constants():
     """The special values of every element type, and every bit pattern of the 8- and
     16-bit floats (NaN payloads, signalling NaNs, -0.0, subnormals, int4, complex)."""
     for et in ALL_ELEMENT_TYPES:
-        yield et.name, special_values(et)
+        if et.name not in NEWER:        # (the newer float formats: every pattern only)
+            yield et.name, special_values(et)
         if et.is_float and et.bits <= 16:
             yield f"{et.name}-all", from_bit_patterns(np.arange(1 << et.bits, dtype=np.uint64),
                                                       et)
@@ -157,7 +159,11 @@ def test_constant_keeps_every_bit_pattern(backend):
     wrong = []
     for name, value in _bit_pattern_constants():
         case = _constant(value)
-        (got,) = b.run(case)
+        try:
+            (got,) = b.run(case)
+        except Unsupported as e:        # jaxlib 0.10.2 CPU holds no f6 array (measured)
+            assert name.startswith(("f6E2M3FN", "f6E3M2FN")) and "cannot hold" in str(e), e
+            continue
         if not _same_bits(got, value):
             wrong.append(name)
         (want,) = oracles.evaluate_case(case)

@@ -109,6 +109,11 @@ def test_every_element_type_round_trips_exactly(xla, et):
     x = special_values(et)
     n = x.shape[0]
     sig = Signature.make("convert", [f"tensor<{n}x{et.name}>"], [f"tensor<{n}x{et.name}>"])
+    if xla.pjrt.cannot_transfer(et.dtype):       # jaxlib 0.10.2 CPU: the f6 formats
+        assert et.name in ("f6E2M3FN", "f6E3M2FN")
+        with pytest.raises(Unsupported, match=f"cpu cannot hold {et.name} arrays"):
+            xla.run(Case(sig, (x,)))
+        return
     transfer = xla.pjrt.loaded(xla.compile_text(identity_text(f"tensor<{n}x{et.mlir}>"), sig))
     assert same_bits(transfer([xla.pjrt.put(x)])[0], x)
     # convert to the same type, through the emitter: still every bit (NaN payloads too)

@@ -175,9 +175,13 @@ _ALL = [
 NEWER_FLOAT_TYPES: tuple[str, ...] = (
     "f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FNUZ",
     "f8E4M3B11FNUZ", "f8E5M2FNUZ", "f8E8M0FNU")
-#: Whether op type bindings draw the newer formats (type classes such as "float"
-#: expand to them): off until every backend and expectation knows them.
-_NEWER_IN_CLASSES = False
+#: The newer formats that op type bindings draw (that type classes such as "float"
+#: expand to): a format joins once the shipped expectations know what XLA CPU gets wrong
+#: in it (docs/float-formats.md lists what a quick run found). Every other part of the
+#: suite (rounding, coverage classes, oracles, convert's allowed set, the backends'
+#: declines) takes all nine, for signatures that name them (convert's result type,
+#: tests); ``--types`` selects among the drawn ones only.
+DRAWN_NEWER_FLOAT_TYPES: tuple[str, ...] = ()
 
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in _ALL}
 #: Every element type of the spec's grammar, spec order (``conformance list types``).
@@ -185,7 +189,7 @@ SPEC_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(_ALL)
 #: The element types that op type bindings, type classes and invalid-type mutations
 #: draw from, spec order.
 ALL_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(
-    t for t in _ALL if _NEWER_IN_CLASSES or t.name not in NEWER_FLOAT_TYPES)
+    t for t in _ALL if t.name not in NEWER_FLOAT_TYPES or t.name in DRAWN_NEWER_FLOAT_TYPES)
 
 # Aliases accepted on input (MLIR spellings, numpy names). Output is always spec names.
 _ALIASES: dict[str, str] = {}
