@@ -190,6 +190,16 @@ class OpSpec:
         return tuple(self.data.get("xla", ()))
 
     @property
+    def spec_version(self) -> str:
+        """Which text of the specification the rules follow (schema.yaml: spec_version)."""
+        return self.data["spec_version"]
+
+    @property
+    def spec_changes(self) -> tuple[dict, ...]:
+        """The rules that follow the newer text: ``{rule, was, now}`` each."""
+        return tuple(self.data.get("spec_changes", ()))
+
+    @property
     def examples(self) -> list[dict]:
         return self.data["examples"]
 

@@ -1187,7 +1187,7 @@ def cmd_list(args) -> int:
     from conformance.specs import all_specs
     if args.what == "ops":
         for s in all_specs():
-            print(f"{s.name:24} {s.family:15} {s.summary}")
+            print(f"{s.name:24} {s.family:15} {s.spec_version:18} {s.summary}")
     elif args.what == "families":
         fams: dict[str, list[str]] = {}
         for s in all_specs():
@@ -1211,7 +1211,9 @@ def cmd_show(args) -> int:
     s = load_spec(resolve_op(args.op))
     w = textwrap.TextWrapper(width=96, initial_indent="    ", subsequent_indent="    ")
     print(f"{s.name}  ({s.family}; XLA: {', '.join(s.xla_names) or '-'})")
-    print(f"  spec: {s.data['spec_section']}")
+    print(f"  spec: {s.data['spec_section']}  (text: {s.spec_version})")
+    for ch in s.spec_changes:
+        print(w.fill(f"follows the newer text in {ch['rule']}: was {ch['was']} now {ch['now']}"))
     print(w.fill(s.summary))
     print("  semantics:")
     for k, v in s.data["semantics"].items():
