@@ -72,6 +72,46 @@ def become_subreaper() -> bool:
         return False
 
 
+def memory_cgroup() -> tuple[Path, str] | None:
+    """A new, empty memory cgroup under this process's own, and the name of its peak file
+    (cgroup v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``); None where none can be
+    made (not root, no memory controller, a read-only cgroup tree). Its peak is the most
+    memory charged to the tree at once, exactly: what a container's memory limit counts
+    (anonymous memory, and page cache the tree brought in; pages already cached by other
+    processes are charged to them)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    found = None
+    for line in lines:
+        _, controllers, where = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            found = (Path("/sys/fs/cgroup/memory") / where.lstrip("/"),
+                     "memory.max_usage_in_bytes")
+            break
+    else:
+        unified = [line[3:] for line in lines if line.startswith("0::")]
+        if unified:
+            found = (Path("/sys/fs/cgroup") / unified[0].lstrip("/"), "memory.peak")
+    if found is None:
+        return None
+    group = found[0] / f"bench-memory-{os.getpid()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    if not (group / found[1]).exists():
+        group.rmdir()
+        return None
+    return group, found[1]
+
+
+def _join_cgroup(group: Path) -> None:
+    """(In the measured child, before exec) move this process into ``group``."""
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+
+
 def _parents() -> dict[int, int]:
     out: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -165,6 +205,7 @@ class Peak:
     tree_high_kib: int               # at the readings: sum of the peaks of those alive
     output: str = ""
     subreaper: bool = True
+    cgroup_kib: int | None = None    # exact: the tree's own memory cgroup's peak, if made
 
     @property
     def listed_kib(self) -> int:
@@ -211,10 +252,13 @@ def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: st
             count += 1
             stop.wait(interval)
 
+    cgroup = memory_cgroup()
     with open(output, "w") as out:
         started = time.time()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT,
-                                cwd=cwd, env=env)
+                                cwd=cwd, env=env,
+                                preexec_fn=None if cgroup is None else
+                                (lambda: _join_cgroup(cgroup[0])))
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
     exact: dict[int, int] = {}
@@ -242,6 +286,13 @@ def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: st
         time.sleep(0.05)
     stop.set()
     thread.join()
+    cgroup_kib = None
+    if cgroup is not None:
+        cgroup_kib = int((cgroup[0] / cgroup[1]).read_text()) // 1024
+        try:
+            cgroup[0].rmdir()
+        except OSError:
+            pass
     processes = sorted(seen.values(), key=lambda p: -p.hwm_kib)
     # the upper bound: at each reading, the sum of the (eventual) peaks of the processes
     # alive then; never below the exact largest process
@@ -259,7 +310,7 @@ def _reap(cmd: Sequence[str], interval: float, leftover_grace: float, output: st
             "processes": [dataclasses.asdict(p) for p in processes],
             "tree_low_kib": tree_low,
             "tree_high_kib": max(high, max(exact.values(), default=0)),
-            "subreaper": subreaper}
+            "subreaper": subreaper, "cgroup_kib": cgroup_kib}
 
 
 def peak_of(cmd: Sequence[str], interval: float = INTERVAL, cwd: str | None = None,
@@ -285,7 +336,7 @@ def peak_of(cmd: Sequence[str], interval: float = INTERVAL, cwd: str | None = No
         text = Path(output).read_text(errors="replace") if Path(output).exists() else ""
     return Peak(r["exit"], r["seconds"], r["largest_kib"],
                 [Process(**p) for p in r["processes"]], r["tree_low_kib"],
-                r["tree_high_kib"], text, r["subreaper"])
+                r["tree_high_kib"], text, r["subreaper"], r["cgroup_kib"])
 
 
 def _mib(kib: int) -> int:
@@ -308,7 +359,8 @@ def measure(args: list[str]) -> dict:
             "processes": [{"pid": p.pid, "ppid": p.ppid, "peak_mb": _mib(p.hwm_kib),
                            "exact_mb": None if p.exact_kib is None else _mib(p.exact_kib),
                            "command": p.command[:120]} for p in peak.processes],
-            "subreaper": peak.subreaper, "summary": summary}
+            "subreaper": peak.subreaper, "summary": summary,
+            "cgroup_mb": None if peak.cgroup_kib is None else _mib(peak.cgroup_kib)}
 
 
 def report(r: dict) -> str:
@@ -316,6 +368,9 @@ def report(r: dict) -> str:
              f"kernel's maximum resident size over the tree); process tree at once between "
              f"{r['tree_low_mb']} and {r['tree_high_mb']} MiB; {r['seconds']} s; exit "
              f"{r['exit']}; {r['summary']}"]
+    if r.get("cgroup_mb") is not None:
+        lines.append(f"  the tree's memory cgroup: peak {r['cgroup_mb']} MiB charged at once "
+                     "(exact: anonymous memory and the page cache the tree brought in)")
     if not r["subreaper"]:
         lines.append("  (not a child subreaper here: an orphaned descendant is not counted)")
     for p in r["processes"]:
@@ -360,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         one = r["largest_process_mb"] <= target
         tree = ("MET" if r["tree_high_mb"] <= target else
                 "NOT MET" if r["tree_low_mb"] > target else "not decided (between bounds)")
+        if r.get("cgroup_mb") is not None:
+            tree = (f"{'MET' if r['cgroup_mb'] <= target else 'NOT MET'} by its cgroup's peak "
+                    f"({r['cgroup_mb']} MiB; resident bounds: {tree})")
         print(f"target <= {target} MiB for the {a.depth} run of {a.backend}: largest process "
               f"{'MET' if one else 'NOT MET'}; process tree {tree}")
     if a.flat:

@@ -132,3 +132,26 @@ def test_the_uniform_bits_statistics_hold_three_arrays_at_a_time():
         tracemalloc.stop()
     assert ok and stats["elements"] == 1 << 20
     assert peak < 256 << 20, peak >> 20
+
+
+def test_the_trees_cgroup_peak_counts_what_its_processes_held_at_once(tmp_path):
+    """Where a memory cgroup can be made (root, a writable cgroup tree), the whole tree's
+    peak is exact: two processes holding 120 MiB each at the same time are counted
+    together (>= 240 MiB), though neither alone is that large."""
+    made = bench_memory.memory_cgroup()
+    if made is None:
+        pytest.skip("no memory cgroup can be made here (not root, or no writable cgroup tree)")
+    made[0].rmdir()
+    script = tmp_path / "two.py"
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys, time
+        hold = ("b = bytearray(120 << 20); b[::4096] = b'x' * len(b[::4096]); "
+                "import time; time.sleep(1.5)")
+        procs = [subprocess.Popen([sys.executable, "-c", hold]) for _ in range(2)]
+        for p in procs:
+            p.wait()
+    """))
+    peak = bench_memory.peak_of([sys.executable, str(script)], interval=60.0)
+    assert peak.exit == 0
+    assert peak.largest_kib < 200 * MIB
+    assert peak.cgroup_kib is not None and peak.cgroup_kib >= 240 * MIB
