@@ -20,6 +20,10 @@ score; one that is killed is a false alarm of the suite and is listed as such.
     python bench/bench_mutation.py --mutants RoundEvenHalfAway,IsFiniteNaN
     python bench/bench_mutation.py --json mutation.json     # every figure and record summary
     python bench/bench_mutation.py --workers 2              # mutants spread over 2 processes
+    python bench/bench_mutation.py --family "NaN propagation,rounding"   # some families
+
+Each depth's report gives, per family, the fraction of planted bugs caught without
+expectations and gated with the shipped jax-cpu expectations (``by_family`` in --json).
 
 Exit code: 0 when every requested depth meets its target without expectations
 (quick >= 95%, default and deep 100%), 1 otherwise, 2 on a usage error.
@@ -194,6 +198,7 @@ def score(results: list[dict], depth: str) -> dict:
                 {"mutant": r["mutant"], "ops": r["ops"], "passed": not r[flag],
                  "why": why_survived(r, True) if not r[flag] else "killed"}
                 for r in listed]
+    out["by_family"] = by_family(real, listed)
     gen = [r for r in real if r["killed_by_generated_cases"]]
     out["killed_by_generated_cases"] = {"killed": len(gen), "total": len(real),
                                         "score": round(len(gen) / len(real), 4) if real else None}
@@ -213,6 +218,24 @@ def score(results: list[dict], depth: str) -> dict:
     return out
 
 
+def by_family(real: list[dict], listed: list[dict]) -> dict:
+    """Per mutant family (``family`` of bench/mutants.py): the planted bugs caught without
+    expectations and gated with jax-cpu (a mutant reproducing a bug jax-cpu lists is left
+    out of the latter, as in the overall score): killed, total, fraction."""
+    out: dict[str, dict] = {}
+    for fam in sorted({r["family"] for r in real}):
+        rows = [r for r in real if r["family"] == fam]
+        gated = [r for r in rows if r not in listed]
+        k0 = sum(1 for r in rows if r["killed"])
+        k1 = sum(1 for r in gated if r["killed_expectations"])
+        out[fam] = {"no_expectations": {"killed": k0, "total": len(rows),
+                                        "score": round(k0 / len(rows), 4)},
+                    "jax_cpu_expectations": {"killed": k1, "total": len(gated),
+                                             "score": round(k1 / len(gated), 4)
+                                             if gated else None}}
+    return out
+
+
 def _print_depth(s: dict) -> None:
     ne = s["no_expectations"]
     je = s["jax_cpu_expectations"]
@@ -226,6 +249,14 @@ def _print_depth(s: dict) -> None:
           f"{100 * je['score']:.1f}%")
     print(f"  killed by generated cases:     {ge['killed']}/{ge['total']} = "
           f"{100 * ge['score']:.1f}%  (spec examples left out)")
+    fams = s.get("by_family") or {}
+    if fams:
+        print("  per family (killed/total: no expectations | jax-cpu expectations):")
+        for fam, f in fams.items():
+            a, b = f["no_expectations"], f["jax_cpu_expectations"]
+            pb = f"{100 * b['score']:5.1f}%" if b["score"] is not None else "    -"
+            print(f"    {fam:28s} {a['killed']:3d}/{a['total']:<3d} {100 * a['score']:5.1f}%  |  "
+                  f"{b['killed']:3d}/{b['total']:<3d} {pb}")
     for title, part in (("survivors (no expectations)", ne),
                         ("survivors (jax-cpu expectations)", je)):
         if part["survivors"]:
@@ -254,6 +285,8 @@ def main(argv=None) -> int:
     p.add_argument("--depth", default="quick,default",
                    help="comma list of depths (quick, default, deep)")
     p.add_argument("--mutants", help="comma list of mutant class names (default: all)")
+    p.add_argument("--family", help="comma list of mutant families (see --list): only "
+                                    "their mutants")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     p.add_argument("--json", metavar="OUT", help="write every figure here")
@@ -291,6 +324,13 @@ def main(argv=None) -> int:
         if unknown:
             p.error(f"--mutants: unknown {', '.join(unknown)}")
         names = wanted
+    if args.family:
+        fams = [f.strip() for f in args.family.split(",") if f.strip()]
+        known = {c.family for c in every}
+        unknown = [f for f in fams if f not in known]
+        if unknown:
+            p.error(f"--family: unknown {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        names = [n for n in names if mutants.by_name(n).family in fams]
 
     workdir = args.keep or tempfile.mkdtemp(prefix="mutation-")
     os.makedirs(workdir, exist_ok=True)

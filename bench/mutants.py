@@ -2638,6 +2638,108 @@ class CompositeConstantsElided(Mutant):
         return Case(sig, (fp([5, 6], "si32"),))
 
 
+class CompositeFusesMultiplyAdd(Mutant):
+    """composite whose float decomposition has an add of a multiply's result contracted
+    into one fused multiply-add (the product kept exact, one rounding), as XLA on CPU
+    does (issue 32 item 1: the erf-like decomposition's ``x*x*(-0.375) + 1.125``), here
+    also in bf16 and f16 decompositions, which XLA leaves alone: not the bug jax-cpu
+    lists (its f32/f64 entries), so not ``listed_in``. Only a plan holding a float
+    decomposition that computes meets it."""
+
+    ops, family, batched = ("composite",), "call and composite", False
+
+    @staticmethod
+    def _fused(text: str) -> str | None:
+        """The decomposition with every add(multiply(a, b), c) of bf16/f16/f32 values
+        computed as convert(add(multiply(a', b'), c')) in f64 (the product exact, the sum
+        rounded to f64 and then once more: an FMA but for a double rounding); None
+        where there is none."""
+        from conformance.core import region_program
+        from conformance.core.program import Operation
+        body = region_program.parse(text)
+        made = {o.name: o for o in body.program.operations}
+        out, changed = [], False
+        for o in body.program.operations:
+            t = o.signature.result_types[0] if o.signature.result_types else None
+            m = next((made.get(x) for x in o.operands if made.get(x) is not None
+                      and made[x].op == "multiply"), None) if o.op == "add" else None
+            if m is None or t.element_type.name not in ("bf16", "f16", "f32"):
+                out.append(o)
+                continue
+            w = TensorType(t.shape, element_type("f64"))
+            c = next(x for x in o.operands if x != m.name) if o.operands.count(m.name) == 1 \
+                else m.name
+            wide = []
+            for x in (*m.operands, c):
+                wide.append(Operation(Signature.make("convert", [t], [w]), (x,),
+                                      f"{o.name}_w{len(wide)}"))
+            prod = Operation(Signature.make("multiply", [w, w], [w]),
+                             (wide[0].name, wide[1].name), f"{o.name}_p")
+            total = Operation(Signature.make("add", [w, w], [w]), (prod.name, wide[2].name),
+                              f"{o.name}_s")
+            out += [*wide, prod, total,
+                    Operation(Signature.make("convert", [w], [t]), (total.name,), o.name)]
+            changed = True
+        if not changed:
+            return None
+        program = dataclasses.replace(body.program, operations=tuple(out))
+        return region_program.text(region_program.Body(program, body.block))
+
+    def applies(self, sig):
+        return bool(sig.regions) and '"op":"multiply"' in sig.regions[0] \
+            and self._fused(sig.regions[0]) is not None
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        return _evaluate(sig, inputs, regions=(self._fused(sig.regions[0]),))
+
+    @classmethod
+    def witness(cls):
+        t = "tensor<f32>"
+        decomposition = _region(
+            [("p0", t)], [("c0", "constant", [], [], [t], {"value": "dense<1.125> : tensor<f32>"}),
+                          ("c1", "constant", [], [], [t], {"value": "dense<-0.375> : tensor<f32>"}),
+                          ("x2", "multiply", ["p0", "p0"], [t, t], [t], {}),
+                          ("t1", "multiply", ["x2", "c1"], [t, t], [t], {}),
+                          ("t2", "add", ["t1", "c0"], [t, t], [t], {}),
+                          ("t3", "multiply", ["p0", "t2"], [t, t], [t], {})], ["t3"], 1)
+        sig = Signature.make("composite", [t], [t],
+                             {"name": "my_namespace.my_op", "composite_attributes": "{}",
+                              "version": 0}, regions=(decomposition,))
+        return Case(sig, (fp(1.597127079963684, "f32"),))
+
+
+class SelectAndScatterSumInitNegated(Mutant):
+    """select_and_scatter whose scatter is a float sum and whose init constant is
+    materialised with its sign flipped (a zero left alone): S - e instead of S + k·e.
+    Only the rows whose init value is no identity meet it, which the suite masked before
+    issue 32 (item 2)."""
+
+    ops, family, batched = ("select_and_scatter",), "reduction", False
+
+    def applies(self, sig):
+        from conformance.specs.expressions import _region_calls
+        calls = _region_calls(sig.regions[1]) if len(sig.regions) > 1 else []
+        return bool(calls) and calls[0][0] == "add" and \
+            (et_in(sig, 1).is_float or et_in(sig, 1).is_complex)
+
+    def mutate(self, sig, inputs, outputs, oracle):
+        new = list(inputs)
+        e = np.asarray(inputs[2])
+        new[2] = np.where(e == 0, e, -e).astype(e.dtype)
+        return _evaluate(sig, new)
+
+    @classmethod
+    def witness(cls):
+        t = "tensor<4xf32>"
+        sig = Signature.make("select_and_scatter", [t, "tensor<2xf32>", "tensor<f32>"], [t],
+                             {"window_dimensions": [2], "window_strides": [2],
+                              "padding": "dense<[[0, 0]]> : tensor<1x2xi64>"},
+                             regions=("(f32, f32) -> compare(arg0, arg1, 'GE', 'FLOAT')",
+                                      "(f32, f32) -> add(arg0, arg1)"))
+        return Case(sig, (fp([1.0, 3.0, 2.0, 0.0], "f32"), fp([5.0, 7.0], "f32"),
+                          fp(10.0, "f32")))
+
+
 # ======================================================================================
 # XLA's forms: binary ops with broadcast_dimensions, set_dimension_size, rng_bernoulli
 # ======================================================================================

@@ -887,7 +887,8 @@ def _sum_member(g, x, e, a, et: ElementType) -> "tuple[np.ndarray, np.ndarray]":
     real = g.leaves(np.ones(np.shape(x), bool), np.zeros(np.shape(e), bool)).astype(bool)
     leaves = np.where(real, leaves, np.zeros((), leaves.dtype))
     n = real.sum(axis=-1)
-    ew = np.broadcast_to(_lead_shaped(ew, leaves[..., 0], g), leaves.shape[:-1])
+    # (leaves.shape[:-1]: the result elements, also where a reduce has no leaves at all)
+    ew = np.broadcast_to(_lead_shaped(ew, np.empty(leaves.shape[:-1]), g), leaves.shape[:-1])
     aw = to_wide(np.asarray(a))
     tiny = float(_finfo(et).smallest_normal)
     with np.errstate(all="ignore"):

@@ -219,3 +219,64 @@ def test_check_names_broad_class_entries_without_looks_like(tmp_path, capsys):
                  "looks_like: {error_at_most: 16}}\n")
     assert main(["expectations", "check", str(results), str(p), "--strict"]) == 0
     assert "LOOKS_LIKE" not in capsys.readouterr().out
+
+
+# -- a bound class: the error as a fraction of the bound ---------------------------------
+
+REDUCE_SUM = Signature.make("reduce", ["tensor<4x16xf32>", "tensor<f32>"], ["tensor<4xf32>"],
+                            {"dimensions": [1]}, regions=("(f32, f32) -> add(arg0, arg1)",))
+
+
+class SumOffBy(OracleBackend):
+    """The oracle, except that f32 sums are off by ``rel`` relative to their value (an
+    accumulator that loses bits: a few bounds off; or a broken one: thousands)."""
+
+    name = "planted"
+
+    def __init__(self, rel: float) -> None:
+        super().__init__()
+        self.rel = rel
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "reduce":
+            return inner
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            out = np.asarray(out, np.float32)
+            with np.errstate(all="ignore"):
+                bumped = (out.astype(np.float64) * (1 + self.rel)).astype(np.float32)
+            return [np.where(np.isfinite(out) & (np.abs(out) > 1e-30), bumped, out)]
+        return run
+
+
+def reduce_records(backend, batches=2):
+    spec = load_spec("reduce")
+    chk = SignatureCheck(spec, REDUCE_SUM, [backend])
+    chk.compile()
+    totals = BackendTotals()
+    for b in range(batches):
+        stacked = batch_for(0, "default", spec, "f32", 0, b, REDUCE_SUM)
+        totals.add(chk.run_batch(b, stacked).results["planted"].verdict)
+    return [{"kind": "run", "seed": 0, "depth": "default", "started": 0.0,
+             "backends": [{"name": "jax", "platform": "cpu"}], "ops": ["reduce"],
+             "families": None, "element_types": None},
+            {"kind": "signature", "op": "reduce", "family": "reduction", "type_key": "f32",
+             "backend": "jax", "signature": REDUCE_SUM.key(), "index": 0, **totals.record()}]
+
+
+def test_a_bound_entry_waives_a_sum_a_few_bounds_off_and_not_one_far_off(tmp_path):
+    few, far = reduce_records(SumOffBy(2e-5)), reduce_records(SumOffBy(3e-2))
+    ce = few[1]["class_errors"]["bound"]
+    assert ce["unit"] == "bound" and 1 < ce["worst"] < 64, ce
+    assert far[1]["class_errors"]["bound"]["worst"] > 64 * ce["worst"]
+    p = tmp_path / "e.yaml"
+    p.write_text("expectations:\n- {op: reduce, element_type: f32, class: bound, reason: r, "
+                 f"looks_like: {{error_at_most: {error_margin(ce['worst'])}}}}}\n")
+    exp = load_expectations(p)
+    # (rows whose every partial sum is exact have a bound of 0: off there is class value,
+    # which this entry does not name)
+    bound = lambda g: [i for i in classes(g.unexpected) if i[2] == "bound"]  # noqa: E731
+    assert not bound(gate(few, exp)) and gate(few, exp).expected
+    assert bound(gate(far, exp)) == [("reduce", "f32", "bound")]

@@ -99,11 +99,17 @@ def test_smoke_benchmark_kills_two_mutants_at_quick_depth(tmp_path):
     assert s["no_expectations"]["score"] == 1.0
     assert s["jax_cpu_expectations"]["score"] == 1.0
     assert s["no_expectations"]["survivors"] == []
+    # per family, the same figures (bench_mutation's by_family)
+    assert set(s["by_family"]) == {"rounding ties", "stride and padding"}
+    assert all(f["no_expectations"]["score"] == 1.0 and f["jax_cpu_expectations"]["score"]
+               == 1.0 for f in s["by_family"].values()), s["by_family"]
 
 
 #: the mutants of the later families, each with an element type at which a quick run of
 #: its ops meets the bug (the benchmark runs every type; one keeps these checks short)
 LATER_FAMILIES = [
+    # issue 32 item 2: select_and_scatter's init value (masked before)
+    ("SelectAndScatterSumInitNegated", "f32"),
     ("AllReduceIgnoresReplicaGroups", "si8"),
     ("AllGatherReversedGroupOrder", "si32"),
     # complex<f64>: the wrong shards' huge values once stopped the run (bound_hist inf)
@@ -144,3 +150,13 @@ def test_dot_general_sum_wrapped_at_the_operand_type_is_allowed(tmp_path):
                                str(tmp_path), "si8")
     assert r["stats"]["changed_elements"] > 0
     assert r["exit_code"] == 0 and not r["divergences"], r["divergences"]
+
+
+def test_a_fused_multiply_add_in_a_float_composite_is_caught_at_quick_and_is_xlas(tmp_path):
+    """Issue 32 item 1: the quick plan's erf-like f32 composite meets an FMA contraction;
+    on f32 it is the very divergence jax-cpu lists for XLA (composite f32 value, worst a
+    few ULPs: its looks_like), so the shipped file waives it there."""
+    r = bench_mutation.run_one("CompositeFusesMultiplyAdd", "quick", 0, str(tmp_path), "f32")
+    assert r["stats"]["changed_elements"] > 0, "the quick run never met the bug"
+    assert r["killed"] and r["killed_by_generated_cases"], r["log_tail"] or r
+    assert not r["killed_expectations"] and {w["class"] for w in r["waived"]} >= {"value"}
