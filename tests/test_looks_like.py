@@ -280,3 +280,18 @@ def test_a_bound_entry_waives_a_sum_a_few_bounds_off_and_not_one_far_off(tmp_pat
     bound = lambda g: [i for i in classes(g.unexpected) if i[2] == "bound"]  # noqa: E731
     assert not bound(gate(few, exp)) and gate(few, exp).expected
     assert bound(gate(far, exp)) == [("reduce", "f32", "bound")]
+
+
+def test_program_and_module_entries_are_not_asked_for_a_looks_like(tmp_path):
+    """Their findings carry no per-class error (Expectation.fits ignores looks_like for
+    them), so an entry for a module's value finding is not counted as lacking one, while
+    the same entry for the single op is."""
+    import yaml
+    from conformance.apps.expectations import without_looks_like
+    single = {"op": "add", "element_type": "f32", "class": "value", "reason": "r"}
+    counts = []
+    for entry in (single, {**single, "program": "module"}):
+        p = tmp_path / "e.yaml"
+        p.write_text(yaml.safe_dump({"expectations": [entry]}))
+        counts.append(len(without_looks_like(load_expectations(p))))
+    assert counts == [1, 0]

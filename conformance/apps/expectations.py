@@ -1136,8 +1136,11 @@ def looks_of(cls: str, items: list[dict]) -> tuple[tuple[str, Any], ...]:
 def without_looks_like(expectations: "Expectations") -> list[Expectation]:
     """The entries of a broad class (:data:`BROAD_CLASSES`, or a class pattern naming one)
     that do not say what their divergence looks like: each would waive any other bug of
-    its op, element type and class (``expectations check`` names them: ``LOOKS_LIKE``)."""
+    its op, element type and class (``expectations check`` names them: ``LOOKS_LIKE``).
+    Program and module entries (``program:``) are not asked for one: their findings carry
+    no per-class error yet, so :meth:`Expectation.fits` cannot use it."""
     return [e for e in expectations.entries if not e.looks_like and e.rules is None
+            and e.programs is None
             and any(fnmatch.fnmatchcase(c, e.cls) for c in BROAD_CLASSES)]
 
 
