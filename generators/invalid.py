@@ -359,25 +359,53 @@ def breaks_only(spec: OpSpec, sig: Signature, target: str) -> bool:
     return target in broken and set(broken) - {target} <= _allowed_collateral(spec, target)
 
 
+_CHANGES: dict = {}
+
+
+def _changes(spec: OpSpec, valid: Signature) -> tuple[Signature, ...]:
+    """Every single change of ``valid`` (mutations, then rebound ones), once per signature:
+    candidates() asks for them once per rule, and drawing them dominates the invalid
+    generator (convolution's rules asked ~40 times). Keyed like :func:`_violations`."""
+    hit = _CHANGES.get((id(spec), valid))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_CHANGES) > 1 << 12:
+        _CHANGES.clear()
+    changes = tuple(mutations(spec, valid)) + tuple(rebound(spec, valid))
+    _CHANGES[(id(spec), valid)] = (spec, changes)
+    return changes
+
+
 def candidates(spec: OpSpec, valid: Signature, target: str) -> list[Signature]:
     """Every single change of ``valid`` that breaks ``target`` and nothing else, and
     prints as another module (:func:`_same_program`)."""
-    out = [m for m in mutations(spec, valid) if breaks_only(spec, m, target)]
-    out += [m for m in rebound(spec, valid) if breaks_only(spec, m, target)]
+    out = [m for m in _changes(spec, valid) if breaks_only(spec, m, target)]
     base = _printed(valid) if out else None
     if base is not None:
         out = [m for m in out if _printed(m) != base]
     return [dataclasses.replace(m, invalid=target) for m in out]
 
 
+_PRINTED: dict = {}
+
+
 def _printed(sig: Signature) -> str | None:
     """The module a backend receives for ``sig``; None where the emitter cannot print it
-    (such a module is judged elsewhere)."""
+    (such a module is judged elsewhere). Once per signature: every rule's candidates
+    compare against the valid module's text (anew when the custom_call targets change)."""
+    from conformance.specs import custom_calls
+    key = (sig, custom_calls.generation())
+    if key in _PRINTED:
+        return _PRINTED[key]
     from conformance.mlir.emitter import module_text
     try:
-        return module_text(sig)
+        text = module_text(sig)
     except Exception:  # noqa: BLE001 - a module the emitter cannot print is judged elsewhere
-        return None
+        text = None
+    if len(_PRINTED) > 1 << 12:
+        _PRINTED.clear()
+    _PRINTED[key] = text
+    return text
 
 
 def _same_program(valid: Signature, changed: Signature) -> bool:
