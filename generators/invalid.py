@@ -425,6 +425,12 @@ def unbreakable(op: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=None)
 def _unbreakable(op: str, generation: int) -> dict[str, str]:
+    from conformance.generators import draw_cache
+    return draw_cache.cached("unbreakable", op, (), lambda: _search_unbreakable(op))
+
+
+def _search_unbreakable(op: str) -> dict[str, str]:
+    """Tries each rule on a sample of canonical signatures (seconds for all ops)."""
     spec = load_spec(op)
     out: dict[str, str] = {c.id: c.unbreakable for c in spec.constraints if c.unbreakable}
     bindings = spec.type_bindings()

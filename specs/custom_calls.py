@@ -124,6 +124,14 @@ def generation() -> int:
     return _GENERATION[0]
 
 
+def stock() -> bool:
+    """Whether exactly the shipped example targets are registered (so custom_call's
+    draws are the same in every process: what the draw cache needs)."""
+    _load_entry_points()
+    return _REGISTERED.keys() == EXAMPLE_TARGETS.keys() and all(
+        _REGISTERED[k] is v for k, v in EXAMPLE_TARGETS.items())
+
+
 def unregister_target(name: str) -> None:
     _REGISTERED.pop(name, None)
     if name in EXAMPLE_TARGETS:

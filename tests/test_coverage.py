@@ -372,6 +372,7 @@ def test_a_plan_is_drawn_once_per_process_for_the_same_spec_binding_seed_and_dep
     change its own), drawn anew for another seed, depth or spec object (a spec re-read
     with other data), and no more than PLANS_HELD plans."""
     from conformance.specs import parse_spec
+    monkeypatch.delenv("CONFORMANCE_PLAN_CACHE", raising=False)    # counts this process's draws
     drawn = []
     real = plan.draw_plan
     monkeypatch.setattr(plan, "draw_plan", lambda *a: drawn.append(a[2:]) or real(*a))

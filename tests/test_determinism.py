@@ -15,6 +15,7 @@ from hypothesis.internal.conjecture import providers
 
 from conformance.checking import plan
 from conformance.generators import determinism
+from conformance.generators.draw_cache import ENV as PLAN_CACHE
 from conformance.specs import all_specs
 from type_sampling import sampled  # noqa: E402  (CI time: the newer float formats once)
 
@@ -92,9 +93,16 @@ def _plain_draws(n: int) -> None:
     collect()
 
 
+def _fresh_env(**extra) -> dict:
+    """This process's environment without the session's draw cache: these processes
+    must draw for themselves what they compare."""
+    env = {k: v for k, v in os.environ.items() if k != PLAN_CACHE}
+    return {**env, **extra}
+
+
 def conformance(*args):
     return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=_fresh_env())
 
 
 def _records(out: Path) -> Counter:
@@ -148,12 +156,11 @@ PLAN_DIGESTS = ("import json, sys; sys.path.insert(0, 'tests'); "
                 "from test_determinism import plan_digests; print(json.dumps(plan_digests()))")
 
 
-@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_every_op_s_quick_plan_is_the_same_in_a_fresh_process_with_other_string_hashes():
     """Every op's quick plan at seed 0, drawn in a new process whose str hashes (set and
     dict orders of strings) differ from this one's, is this process's plan: what a
     --jobs worker, a cluster worker or a later `conformance repro` draws."""
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    env = _fresh_env(PYTHONHASHSEED="12345")
     p = subprocess.Popen([sys.executable, "-c", PLAN_DIGESTS], cwd=ROOT, env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)   # drawn meanwhile
     here = plan_digests()

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.generators import batch_inputs, candidates, canonical, signatures
-from conformance.generators import coverage
+from conformance.generators import coverage, draw_cache
 from conformance.generators.determinism import seed_only
 from conformance.specs import OpSpec, UnknownOp, binding_key, custom_calls, load_spec, op_names
 
@@ -151,11 +151,24 @@ def plan_binding(spec: OpSpec, binding: dict[str, str], seed: int,
     if held is not None and held[0] is spec:
         _PLANS.move_to_end(key)
         return list(held[1])
-    sigs = draw_plan(spec, binding, seed, depth)
+    if _stock(spec):          # another process may have drawn it (generators/draw_cache.py)
+        sigs = draw_cache.cached("plan", spec.name, (binding_key(binding), seed, depth),
+                                 lambda: draw_plan(spec, binding, seed, depth))
+    else:
+        sigs = draw_plan(spec, binding, seed, depth)
     _PLANS[key] = (spec, tuple(sigs))
     while len(_PLANS) > PLANS_HELD:
         _PLANS.popitem(last=False)
     return list(sigs)
+
+
+def _stock(spec: OpSpec) -> bool:
+    """Whether ``spec`` is the shipped spec of its op (a test's or a user's own spec
+    object is drawn for, never read from the draw cache)."""
+    try:
+        return load_spec(spec.name) is spec
+    except Exception:  # noqa: BLE001 - a spec with no file of its name
+        return False
 
 
 def binding_for(spec: OpSpec, key: str) -> dict[str, str]:
