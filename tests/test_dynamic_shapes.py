@@ -88,8 +88,8 @@ def test_invalid_cases_are_rejected(op):
     rng = np.random.default_rng(0)
     covered = set()
     for rule in breakable(spec):
-        for valid in pool:
-            for bad in candidates(spec, valid, rule)[:2]:
+        for valid in pool[:2]:          # (the canonical signatures of one binding)
+            for bad in candidates(spec, valid, rule)[:1]:
                 assert rule in violations(bad, spec)
                 with pytest.raises(InvalidProgram, match=rule):
                     numpy_backend.run(Case(bad, case_inputs(bad, rng, spec)))
@@ -185,3 +185,14 @@ def test_xla_declines_an_op_its_importer_cannot_translate():
     want = oracles.evaluate("dynamic_iota", inputs, pool[0].attributes,
                             result_types=pool[0].result_types)
     np.testing.assert_array_equal(np.asarray(run(list(inputs))[0]), want[0])
+
+
+def test_the_interpreter_runs_every_spec_example():
+    """jaxlib 0.10.2's StableHLO interpreter runs all six ops (XLA only three, jax none):
+    the spec examples, shape operands passed as arguments, agree with the oracle."""
+    interpreter = get_backend("interpreter")
+    for op in OPS:
+        for ex in golden.examples(load_spec(op)):
+            run = interpreter.compile(ex.case.signature)
+            got = run(list(ex.case.inputs))
+            assert golden.mismatch(ex, tuple(np.asarray(g) for g in got)) is None, (op, ex.name)
