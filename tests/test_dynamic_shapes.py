@@ -196,3 +196,18 @@ def test_the_interpreter_runs_every_spec_example():
             run = interpreter.compile(ex.case.signature)
             got = run(list(ex.case.inputs))
             assert golden.mismatch(ex, tuple(np.asarray(g) for g in got)) is None, (op, ex.name)
+
+
+def test_iree_runs_the_shape_operand_ops_it_lowers():
+    """IREE 3.13 (the [iree] extra) lowers dynamic_iota and dynamic_reshape: their spec
+    examples agree with the oracle; dynamic_pad it refuses (iree-cpu.yaml)."""
+    pytest.importorskip("iree.compiler")
+    pytest.importorskip("iree.runtime")
+    iree = get_backend("iree")
+    for op in ("dynamic_iota", "dynamic_reshape"):
+        ex = next(iter(golden.examples(load_spec(op))))
+        got = iree.compile(ex.case.signature)(list(ex.case.inputs))
+        assert golden.mismatch(ex, tuple(np.asarray(g) for g in got)) is None, op
+    ex = next(iter(golden.examples(load_spec("dynamic_pad"))))
+    with pytest.raises(Exception, match="failed to legalize operation 'stablehlo.dynamic_pad'"):
+        iree.compile(ex.case.signature)
