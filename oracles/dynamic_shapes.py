@@ -70,9 +70,13 @@ def dynamic_pad(inputs, attrs, types):
 
 @register("dynamic_gather")
 def dynamic_gather(inputs, attrs, types):
-    """(The result type's agreement with slice_sizes is gather's own reshape to it.)"""
     operand, start_indices, slice_sizes = inputs
-    own = dict(attrs, slice_sizes=_values(slice_sizes))
+    sizes = _values(slice_sizes)
+    collapsed, offsets = attrs["collapsed_slice_dims"], attrs["offset_dims"]
+    _agree("dynamic_gather", "slice_sizes outside collapsed_slice_dims",
+           [n for d, n in enumerate(sizes) if d not in collapsed],
+           [types[0].shape[d] for d in offsets if d < len(types[0].shape)])
+    own = dict(attrs, slice_sizes=sizes)
     return oracle_for("gather")([operand, start_indices], own, types)
 
 

@@ -211,3 +211,21 @@ def test_iree_runs_the_shape_operand_ops_it_lowers():
     ex = next(iter(golden.examples(load_spec("dynamic_pad"))))
     with pytest.raises(Exception, match="failed to legalize operation 'stablehlo.dynamic_pad'"):
         iree.compile(ex.case.signature)
+
+
+def test_the_oracle_refuses_shape_operands_that_disagree_with_the_result_type():
+    """Such a case is no program the spec defines (the result type and the operand's
+    values must agree), so there is no oracle value for it."""
+    from conformance.oracles.registry import OracleError
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(OracleError, match="dynamic_reshape: output_shape"):
+        oracles.evaluate("dynamic_reshape", [x, np.array([2, 3])],
+                         result_types=["tensor<3x2xf32>"])
+    with pytest.raises(OracleError, match="dynamic_pad: interior_padding"):
+        oracles.evaluate("dynamic_pad", [x, np.float32(0), np.array([0, 0]), np.array([0, 0]),
+                                         np.array([-1, 0])], result_types=["tensor<2x3xf32>"])
+    with pytest.raises(OracleError, match="dynamic_gather: slice_sizes"):
+        oracles.evaluate("dynamic_gather", [x, np.array([0]), np.array([1, 2])],
+                         {"offset_dims": [0], "collapsed_slice_dims": [0],
+                          "start_index_map": [0], "index_vector_dim": 1,
+                          "indices_are_sorted": False}, result_types=["tensor<3xf32>"])
