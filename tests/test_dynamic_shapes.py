@@ -229,3 +229,53 @@ def test_the_oracle_refuses_shape_operands_that_disagree_with_the_result_type():
                          {"offset_dims": [0], "collapsed_slice_dims": [0],
                           "start_index_map": [0], "index_vector_dim": 1,
                           "indices_are_sorted": False}, result_types=["tensor<3xf32>"])
+
+
+CONV_1D = {"window_strides": [1], "lhs_dilation": [1], "rhs_dilation": [1],
+           "window_reversal": ["false"], "input_batch_dimension": 0,
+           "input_feature_dimension": 2, "input_spatial_dimensions": [1],
+           "kernel_input_feature_dimension": 1, "kernel_output_feature_dimension": 2,
+           "kernel_spatial_dimensions": [0], "output_batch_dimension": 0,
+           "output_feature_dimension": 2, "output_spatial_dimensions": [1],
+           "feature_group_count": 1, "batch_group_count": 1,
+           "precision_config": ["DEFAULT", "DEFAULT"]}
+
+
+@pytest.mark.skipif("dynamic_conv" not in OPS, reason="no dynamic_conv spec")
+def test_dynamic_conv_with_the_padding_sides_swapped_fails_and_a_mirror_padding_passes():
+    """A realistic bug: the padding operand's columns read as (high, low). The same total
+    padding keeps the result type, so only the values tell; symmetric paddings pass."""
+    sig = Signature.make("dynamic_conv", ["tensor<1x5x1xsi32>", "tensor<2x1x1xsi32>",
+                                          "tensor<1x2xsi64>"], ["tensor<1x6x1xsi32>"], CONV_1D)
+
+    def swapped(sig, ins, out):
+        return list(oracles.evaluate("dynamic_conv", [ins[0], ins[1], ins[2][:, ::-1]],
+                                     sig.attributes, result_types=sig.result_types))
+    lhs = np.arange(1, 11, dtype=np.int32).reshape(2, 1, 5, 1)
+    rhs = np.array([[[[1]], [[10]]]] * 2, np.int32)
+    assert _judge(sig, swapped, [lhs, rhs, np.array([[[2, 0]], [[0, 2]]])]) == ["value"] * 2
+    assert _judge(sig, swapped, [lhs, rhs, np.array([[[1, 1]], [[1, 1]]])]) == ["pass"] * 2
+
+
+@pytest.mark.skipif("dynamic_conv" not in OPS, reason="no dynamic_conv spec")
+def test_dynamic_conv_rounding_each_product_passes_the_bound_per_padding():
+    """A legal variant: every product rounded to f32 before an f32 sum (one order the
+    spec's reduce allows) stays within the contraction bound, which is computed per case
+    from that case's own padding (three paddings in one batch); a result off by 1% fails
+    (HIGHEST: beyond the bound is `bound`, not `precision`)."""
+    sig = Signature.make("dynamic_conv", ["tensor<1x5x1xf32>", "tensor<2x1x1xf32>",
+                                          "tensor<1x2xsi64>"], ["tensor<1x6x1xf32>"],
+                         dict(CONV_1D, precision_config=["HIGHEST", "HIGHEST"]))
+
+    def rounded(sig, ins, out):
+        x, w, p = ins[0][0, :, 0], ins[1][:, 0, 0], ins[2][0]
+        a = np.concatenate([np.zeros(p[0], np.float32), x, np.zeros(p[1], np.float32)])
+        y = np.float32(a[:-1] * w[0]) + np.float32(a[1:] * w[1])
+        return [y.astype(np.float32).reshape(1, 6, 1)]
+    rng = np.random.default_rng(3)
+    lhs = rng.standard_normal((3, 1, 5, 1)).astype(np.float32)
+    rhs = rng.standard_normal((3, 2, 1, 1)).astype(np.float32)
+    pads = np.array([[[2, 0]], [[0, 2]], [[1, 1]]])
+    assert _judge(sig, rounded, [lhs, rhs, pads]) == ["pass"] * 3
+    off = _judge(sig, lambda s, i, o: [o[0] * np.float32(1.01)], [lhs, rhs, pads])
+    assert set(off) <= {"bound", "value"} and "pass" not in off
