@@ -11,7 +11,8 @@ Outcomes:
 
 - a compile error for a valid signature is a backend error (it propagates), except
   XLA's ``UNIMPLEMENTED`` status, which is the platform saying it does not support
-  the case: ``Unsupported``, with XLA's message;
+  the case, and an op XLA's StableHLO importer "can't [translate] to XLA HLO" (no HLO
+  instruction for it): ``Unsupported``, with XLA's message;
 - any compile error for an invalid signature is the right answer (a rejection);
 - an input element type that the device cannot hold is ``Unsupported`` at compile
   time (PJRT CPU holds all 19 StableHLO element types).
@@ -82,6 +83,10 @@ class XlaBackend(Backend):
             compiled = self.pjrt.compile(text)
         except Exception as e:  # noqa: BLE001 - classified below, re-raised otherwise
             if not sig.invalid and jaxlib_support.status_code(e) == "UNIMPLEMENTED":
+                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
+            if not sig.invalid and "can't be translated to XLA HLO" in str(e):
+                # a StableHLO op that XLA's importer has no HLO for (jaxlib 0.10.2:
+                # dynamic_pad, dynamic_gather, dynamic_conv)
                 raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
             if not sig.invalid and jaxlib_support.status_code(e) == "NOT_FOUND" and \
                     "custom call" in str(e):

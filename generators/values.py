@@ -196,6 +196,9 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "dynamic_size": _default_sources,
     "contraction": _default_sources,
     "while_state": _default_sources,
+    "dynamic_shape": _default_sources,
+    "dynamic_pad": _default_sources,
+    "dynamic_conv": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -230,6 +233,11 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "contraction": "contraction:contraction_values",
     # a while loop's counter and bound: trip counts 0, 1 and many (generators/control_flow.py)
     "while_state": "control_flow:while_state_values",
+    # the dynamic-shape ops' shape operands, agreeing with the static result type
+    # (generators/dynamic_shapes.py)
+    "dynamic_shape": "dynamic_shapes:shape_values",
+    "dynamic_pad": "dynamic_shapes:pad_values",
+    "dynamic_conv": "dynamic_shapes:conv_padding_values",
 }
 
 
