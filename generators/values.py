@@ -196,6 +196,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "dynamic_size": _default_sources,
     "contraction": _default_sources,
     "while_state": _default_sources,
+    "dynamic_root": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -230,6 +231,9 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "contraction": "contraction:contraction_values",
     # a while loop's counter and bound: trip counts 0, 1 and many (generators/control_flow.py)
     "while_state": "control_flow:while_state_values",
+    # collective_broadcast's and collective_reduce's root operand within the group
+    # (generators/collectives.py)
+    "dynamic_root": "collectives:root_values",
 }
 
 

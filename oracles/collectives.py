@@ -194,6 +194,45 @@ def collective_permute(inputs, attrs, types):
     return out
 
 
+def _sources(attrs, roots, n: int) -> list[list[int | None]]:
+    """Per process (flattened id) and data operand ``j < n``: the flattened id of the
+    process it receives from (collective_broadcast, collective_reduce), or None for a
+    process in no group. The source is the group's first process, or with
+    ``has_dynamic_root`` the group's member at the process's own ``roots[process][j]``."""
+    nr, npart = grid(attrs)
+    out: list[list[int | None]] = [[None] * n for _ in range(nr * npart)]
+    for g in process_groups(strategy(attrs), attrs["replica_groups"], nr, npart):
+        flat = [_flat(p, npart) for p in g]
+        for q in flat:
+            out[q] = [flat[int(roots[q][j])] if roots is not None else flat[0]
+                      for j in range(n)]
+    return out
+
+
+def _data_and_roots(inputs, attrs) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The data operands and, with ``has_dynamic_root``, the root operand (the last)."""
+    if attrs.get("has_dynamic_root"):
+        return list(inputs[:-1]), np.asarray(inputs[-1])
+    return list(inputs), None
+
+
+@register("collective_broadcast")
+@_per_process
+def collective_broadcast(inputs, attrs, types):
+    """``results[j]@process = operands[j]@source`` (the group's first process, or the
+    member the root operand names); zeros for a process in no group."""
+    data, roots = _data_and_roots(inputs, attrs)
+    src = _sources(attrs, roots, len(data))
+    outs = []
+    for j, x in enumerate(data):
+        out = np.zeros_like(x)
+        for q, s in enumerate(src):
+            if s[j] is not None:
+                out[q] = x[s[j]]
+        outs.append(out)
+    return tuple(outs)
+
+
 # ---------------------------------------------------------------------------
 # all_reduce, reduce_scatter: the body over the group's values
 # ---------------------------------------------------------------------------

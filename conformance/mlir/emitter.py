@@ -268,6 +268,8 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
     decomposition's value of a bounded dynamic type).
     """
     syntax = op_syntax(sig.op)
+    if syntax.jaxlib_lacks and _jaxlib_lacks(sig, syntax.jaxlib_lacks[0]):
+        raise EmitError(f"{sig.op}: {syntax.jaxlib_lacks[1]}")
     n = len(sig.result_types)
     lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
     texts = result_type_texts(sig, syntax)
@@ -282,6 +284,18 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
             f"{_attributes_text(sig, syntax)} : "
             f"({', '.join(operand_types) if operand_types is not None else _types(inputs)})"
             f" -> {results}")
+
+
+def _jaxlib_lacks(sig: Signature, when: str) -> bool:
+    """Whether ``sig`` is a program of the spec's ``mlir.jaxlib_lacks`` (one the dialect
+    jaxlib ships cannot hold); a signature the expression cannot read (an invalid one
+    with a group cut short) is printed and left to the verifier."""
+    from conformance.specs import expressions
+    from conformance.specs.validity import environment
+    try:
+        return bool(expressions.evaluate(when, environment(load_spec(sig.op), sig)))
+    except (expressions.ExpressionError, ValueError, TypeError, IndexError):
+        return False
 
 
 def result_type_texts(sig: Signature, syntax: OpSyntax | None = None) -> list[str]:
