@@ -13,7 +13,9 @@ the results are stacked back. What jax.lax expresses there:
 - collective_permute: ``ppermute`` with the source_target_pairs (a partial permutation:
   jax gives zeros where nothing arrives, as the spec does);
 - collective_broadcast (stablehlo-spec-2026-08): ``pbroadcast`` from the group's first
-  id (lowered on GPU only in jax 0.10.2: Unsupported on CPU, measured).
+  id (lowered on GPU only in jax 0.10.2: Unsupported on CPU, measured);
+- collective_reduce (stablehlo-spec-2026-08; jax has none): ``psum`` / ``pmax`` /
+  ``pmin`` kept at the group's first id (``axis_index``), zeros elsewhere.
 
 jax's collectives under shard_map take no replica groups (``axis_index_groups`` is
 pmap-only), so a case whose groups are not one group of every process of the axis, in
@@ -160,6 +162,33 @@ def _collective_broadcast(sig: Signature):
     # lowering probe turns into Unsupported.
     axis, source = _source_first(sig)
     return per_process(lambda *xs: tuple(lax.pbroadcast(list(xs), axis, source)))
+
+
+@builder("collective_reduce")
+def _collective_reduce(sig: Signature):
+    # jax has no collective_reduce: psum / pmax / pmin over the axis, kept where the
+    # process is the group's source (axis_index), zeros elsewhere, as the spec's prose
+    a = sig.attributes
+    if a.get("has_dynamic_root"):
+        raise Unsupported(f"{sig.op}: jax.lax takes no dynamic root operand")
+    axis, domain = {"cross_replica": ("replicas", sig.num_replicas),
+                    "cross_partition": ("partitions", sig.num_partitions)}[_strategy(a)]
+    groups = [list(g) for g in a["replica_groups"]]
+    if len(groups) != 1 or sorted(groups[0]) != list(range(domain)):
+        raise Unsupported(f"{sig.op}: jax.lax collectives under shard_map take no replica "
+                          f"groups; replica_groups = {a['replica_groups']} is not one group "
+                          f"of all {domain} ids")
+    op = _body(sig)
+    if op not in _REDUCERS:
+        raise Unsupported(f"{sig.op}: jax.lax has no collective for the body {op!r} "
+                          "(psum, pmax, pmin only)")
+    source = int(groups[0][0])
+
+    def run(*xs):
+        here = lax.axis_index(axis) == source
+        return tuple(lax.select(lax.broadcast(here, x.shape), _REDUCERS[op](x, axis),
+                                lax.full_like(x, 0)) for x in xs)
+    return per_process(run)
 
 
 def on_grid(sig: Signature, fn: Callable[..., Any], devices: Sequence[Any]):
