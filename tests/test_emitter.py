@@ -53,6 +53,11 @@ def test_every_spec_names_a_registered_op(op):
         (field,) = syntax.name_fields
         (attr,) = [a for a in load_spec(op).attributes if a.name == field]
         names = [syntax.name.format(**{field: v}) for v in attr.values]
+    if syntax.jaxlib_lacks and syntax.jaxlib_lacks[0].strip() == "True":
+        # an op newer than jaxlib's dialect (collective_reduce): if this fails, jaxlib
+        # learnt it, and its spec's mlir.jaxlib_lacks is out of date
+        assert not any(emitter.context().is_registered_operation(n) for n in names), names
+        return
     for name in names:
         assert emitter.context().is_registered_operation(name), name
 

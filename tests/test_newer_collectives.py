@@ -1,10 +1,13 @@
-"""The collectives that stablehlo-spec-2026-08 adds (issue 30): collective_broadcast.
+"""The collectives that stablehlo-spec-2026-08 adds (issue 30): collective_broadcast and
+collective_reduce.
 
 The spec's examples through the oracle; planted backends that must fail (the source is
 the group's last process, a process in no group keeps its own value, the dynamic root is
-ignored) and an independent simulation that must pass; generated signatures valid and
-every constraint broken alone; what jaxlib 0.10.2 holds (one operand, no dynamic root:
-mlir.jaxlib_lacks) and what each backend says, measured."""
+ignored, the reduced value kept at every process) and ones that must pass (an independent
+simulation, another legal reduction order); generated signatures valid and every
+constraint broken alone; what jaxlib 0.10.2 holds (collective_broadcast: one operand, no
+dynamic root; collective_reduce: nothing; mlir.jaxlib_lacks) and what each backend says,
+measured."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,15 +63,19 @@ def failing(counts):
 
 # -- the oracle --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ex", examples(load_spec(OP)), ids=lambda e: e.name)
+REDUCE = "collective_reduce"
+EXAMPLES = [ex for op in (OP, REDUCE) for ex in examples(load_spec(op))]
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: f"{e.spec.name}: {e.name}")
 def test_the_examples_are_what_the_oracle_computes(ex):
     sig = ex.case.signature
     attrs = {**sig.attributes, "num_replicas": sig.num_replicas,
              "num_partitions": sig.num_partitions}
     n = sig.num_replicas * sig.num_partitions            # results carry a process axis
-    out = oracles.evaluate(OP, list(ex.case.inputs), attrs,
+    out = oracles.evaluate(sig.op, list(ex.case.inputs), attrs,
                            result_types=[TensorType((n,) + t.shape, t.element_type).mlir()
-                                         for t in sig.result_types])
+                                         for t in sig.result_types], regions=sig.regions)
     out = out if isinstance(out, tuple) else (out,)
     assert len(out) == len(ex.expected)
     for got, want in zip(out, ex.expected):
@@ -106,7 +113,8 @@ class FromLastProcess(GridOracle):
         a = sig.attributes
         return Signature.make(sig.op, sig.input_types, sig.result_types,
                               {**a, "replica_groups": [g[::-1] for g in a["replica_groups"]]},
-                              num_replicas=sig.num_replicas, num_partitions=sig.num_partitions)
+                              regions=sig.regions, num_replicas=sig.num_replicas,
+                              num_partitions=sig.num_partitions)
 
 
 class KeepsOwnValueOutsideGroups(GridOracle):
@@ -136,7 +144,7 @@ class IgnoresDynamicRoot(GridOracle):
     def compile(self, sig):
         fixed = Signature.make(sig.op, sig.input_types[:-1], sig.result_types,
                                {**sig.attributes, "has_dynamic_root": False},
-                               num_replicas=sig.num_replicas,
+                               regions=sig.regions, num_replicas=sig.num_replicas,
                                num_partitions=sig.num_partitions)
         inner = super().compile(fixed)
         return lambda inputs: inner(inputs[:-1])
@@ -300,3 +308,116 @@ def test_xla_cpu_has_no_collective_broadcast():
     assert "Side-effect HLO must have sharding" in \
         outcomes["two groups over the partitions of a 2x4 grid"].message
     assert outcomes["two operands with a dynamic root"].cls == "unsupported"
+
+
+# -- collective_reduce ----------------------------------------------------------------------
+
+ADD = "(f32, f32) -> add(arg0, arg1)"
+
+
+def _reduce_sig(grid, operands, groups, body=ADD, channel_id=0, dyn=False):
+    results = operands[:-1] if dyn else operands
+    sig = Signature.make(REDUCE, operands, results, {"replica_groups": groups,
+                                                     "channel_id": channel_id,
+                                                     "has_dynamic_root": dyn},
+                         regions=(body,), num_replicas=grid[0], num_partitions=grid[1])
+    assert not violations(sig), violations(sig)
+    return sig
+
+
+SUM_4X1 = _reduce_sig((4, 1), ["tensor<3xf32>", "tensor<2x2xf32>"], [[2, 0, 3, 1]])
+MAX_2X4 = _reduce_sig((2, 4), ["tensor<3xsi8>"], [[3, 1], [0, 2]],
+                      body="(si8, si8) -> maximum(arg0, arg1)", channel_id=1)
+SUM_DYNAMIC = _reduce_sig((4, 1), ["tensor<4xf32>", "tensor<1xsi32>"], [[0, 1], [2, 3]],
+                          dyn=True)
+
+
+class KeepsEverywhere(GridOracle):
+    """all_reduce's answer: the reduced value at every process of the group."""
+    name = "keeps-everywhere"
+
+    def compile(self, sig):
+        a = sig.attributes
+        nr, npart = sig.num_replicas, sig.num_partitions
+        sources = [Signature.make(sig.op, sig.input_types, sig.result_types,
+                                  {**a, "replica_groups": [g[i:] + g[:i] for g in
+                                                           a["replica_groups"]]},
+                                  regions=sig.regions, num_replicas=nr, num_partitions=npart)
+                   for i in range(len(a["replica_groups"][0]))]
+        runs = [GridOracle.compile(self, s) for s in sources]
+
+        def run(inputs):
+            outs = [r(inputs) for r in runs]       # one per choice of source
+            return [sum(o[j] for o in outs) for j in range(len(outs[0]))]
+        return run
+
+
+class SequentialSums(GridOracle):
+    """Float sums added last process first, rounding after every addition (another
+    legal order), kept at the group's first process."""
+    name = "sequential"
+
+    def compile(self, sig):
+        a = sig.attributes
+        nr, npart = sig.num_replicas, sig.num_partitions
+
+        def run(inputs):
+            outs = []
+            for x in (np.asarray(v) for v in inputs):
+                out = np.zeros_like(x)
+                for g in co.process_groups(co.strategy(a), a["replica_groups"], nr, npart):
+                    ids = [r * npart + p for r, p in g]
+                    acc = x[ids[-1]]
+                    with np.errstate(all="ignore"):
+                        for s in ids[-2::-1]:
+                            acc = (acc.astype(np.float64) + x[s]).astype(x.dtype)
+                    out[ids[0]] = acc
+                outs.append(out)
+            return outs
+        return run
+
+
+@pytest.mark.parametrize("sig", [SUM_4X1, MAX_2X4, SUM_DYNAMIC],
+                         ids=["sum", "max-partitions", "dynamic-root"])
+def test_keeping_the_reduced_value_everywhere_fails(sig):
+    assert failing(classes(KeepsEverywhere(), sig)) > 0
+
+
+def test_reducing_at_the_wrong_source_fails():
+    assert failing(classes(FromLastProcess(), MAX_2X4)) > 0
+    assert failing(classes(IgnoresDynamicRoot(), SUM_DYNAMIC)) > 0
+
+
+def test_another_legal_reduction_order_passes():
+    assert set(classes(SequentialSums(), SUM_4X1)) <= {"pass"}
+
+
+def test_collective_reduce_rules_break_alone():
+    spec = load_spec(REDUCE)
+    assert set(invalid.unbreakable(REDUCE)) == {"I1", "O1"}
+    assert invalid.breakable(spec) == ["C1", "C2", "C3", "C4"]
+    for rule in invalid.breakable(spec):
+        for shape in ((2,), ()):           # C3 of both forms, with and without a root
+            assert invalid.candidates(spec, canonical(spec, {"E": "f32"}, shape), rule), rule
+
+
+def test_no_mlir_backend_gets_a_collective_reduce_program():
+    """jaxlib 0.10.2's dialect has no collective_reduce: no module, so the interpreter
+    (and XLA, IREE) declines it as Unsupported with the parser's measured words."""
+    b = get_backend("interpreter")
+    for sig in (SUM_4X1, _reduce_sig((1, 1), ["tensor<2xf32>"], [[0]])):
+        with pytest.raises(Unsupported, match="unregistered operation"):
+            b.compile(sig)
+
+
+def test_jax_reduces_one_group_of_the_whole_axis_at_its_source():
+    import jax
+    if len(jax.devices("cpu")) < 4:
+        pytest.skip("jax started before XLA_FLAGS asked for 8 host devices")
+    b = get_backend("jax")
+    assert check_case(b, examples(load_spec(REDUCE))[0].case).cls == "pass"
+    assert set(classes(b, SUM_4X1)) <= {"pass"}
+    with pytest.raises(Unsupported, match="take no replica groups"):
+        b.compile(MAX_2X4)
+    with pytest.raises(Unsupported, match="no dynamic root"):
+        b.compile(SUM_DYNAMIC)
