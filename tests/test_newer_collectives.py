@@ -22,6 +22,7 @@ from conformance.checking.plan import batch_for
 from conformance.core.case import Signature
 from conformance.core.types import TensorType
 from conformance.generators import invalid
+from conformance.backends.vendor import module_text
 from conformance.generators.signatures import canonical, signatures
 from conformance.oracles import collectives as co
 from conformance.specs import load_spec
@@ -255,7 +256,6 @@ def test_the_verifier_rejects_what_jaxlib_can_check():
 # -- what jaxlib holds, and the backends ---------------------------------------------------
 
 def test_jaxlib_holds_one_operand_without_a_dynamic_root():
-    from conformance.backends.vendor import module_text
     from conformance.mlir.emitter import parse
     text = module_text(GROUPS_4X1)
     assert "replica_groups = dense<[[2, 1], [0, 3]]> : tensor<2x2xi64>" in text
@@ -264,6 +264,20 @@ def test_jaxlib_holds_one_operand_without_a_dynamic_root():
     for sig in (DYNAMIC_4X1, _sig((2, 1), ["tensor<f32>", "tensor<2xf32>"], [[0, 1]])):
         with pytest.raises(Unsupported, match="requires a single operand"):
             module_text(sig)
+
+
+def test_its_module_reads_back_as_the_same_signature():
+    """``conformance check`` reads the module (has_dynamic_root printed false, read back
+    through the spec's mlir.defaults where a module leaves it out)."""
+    from conformance.mlir.reader import read_text
+    for sig in (GROUPS_4X1, PARTITIONS_2X4):
+        read = read_text(module_text(sig), OP)
+        assert not read.unjudged, read.unjudged
+        assert sig in [o.signature for o in read.program.operations], sig.key()
+    plain = module_text(PARTIAL_8X1).replace(", has_dynamic_root = false", "")
+    assert "has_dynamic_root" not in plain
+    read = read_text(plain, OP)
+    assert PARTIAL_8X1 in [o.signature for o in read.program.operations]
 
 
 def test_the_interpreter_declines_it():
