@@ -69,7 +69,7 @@ ABORTS_VERIFIED.update({
          f"{op} is only supported when run via interpreter.run_parallel\"), and run_parallel, "
          "the interpreter's entry point for a process grid, is not in jaxlib's bindings")
     for op in ("all_gather", "all_reduce", "all_to_all", "collective_permute",
-               "reduce_scatter", "replica_id", "partition_id")})
+               "reduce_scatter", "replica_id", "partition_id", "collective_broadcast")})
 
 
 class InterpreterError(RuntimeError):

@@ -134,6 +134,10 @@ class JaxBackend(Backend):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 jax.eval_shape(grid_fn, *specs)
+                # lowered once here, so that a collective jax lowers on some platforms
+                # only (pbroadcast: GPU) is Unsupported, not a failure of every case
+                with jax.default_device(self.device):
+                    jax.jit(grid_fn).lower(*specs)
         except (TypeError, ValueError, NotImplementedError) as e:
             if sig.invalid:
                 raise

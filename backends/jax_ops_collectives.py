@@ -11,7 +11,11 @@ the results are stacked back. What jax.lax expresses there:
 - all_gather: ``all_gather(tiled=True)``; all_to_all: ``all_to_all(tiled=True)``;
   reduce_scatter: ``psum_scatter(tiled=True)`` (body add);
 - collective_permute: ``ppermute`` with the source_target_pairs (a partial permutation:
-  jax gives zeros where nothing arrives, as the spec does).
+  jax gives zeros where nothing arrives, as the spec does);
+- collective_broadcast (stablehlo-spec-2026-08): ``pbroadcast`` from the group's first
+  id (lowered on GPU only in jax 0.10.2: Unsupported on CPU, measured);
+- collective_reduce (stablehlo-spec-2026-08; jax has none): ``psum`` / ``pmax`` /
+  ``pmin`` kept at the group's first id (``axis_index``), zeros elsewhere.
 
 jax's collectives under shard_map take no replica groups (``axis_index_groups`` is
 pmap-only), so a case whose groups are not one group of every process of the axis, in
@@ -128,6 +132,63 @@ def _collective_permute(sig: Signature):
     axis = _axis(sig, groups_attr="")
     perm = [(int(s), int(t)) for s, t in sig.attributes["source_target_pairs"]]
     return per_process(lambda x: lax.ppermute(x, axis, perm))
+
+
+def _source_first(sig: Signature):
+    """The mesh axis and the source's axis index of a one-group collective whose group is
+    ``[source] + the axis's other ids in order`` (how jax's pbroadcast lowers its source);
+    Unsupported for any other grouping or a dynamic root."""
+    a = sig.attributes
+    if a.get("has_dynamic_root"):
+        raise Unsupported(f"{sig.op}: jax.lax takes the source as a static axis index "
+                          "(no dynamic root operand)")
+    axis, domain = {"cross_replica": ("replicas", sig.num_replicas),
+                    "cross_partition": ("partitions", sig.num_partitions)}[_strategy(a)]
+    groups = [list(g) for g in a["replica_groups"]]
+    if len(groups) != 1 or sorted(groups[0]) != list(range(domain)) or \
+            groups[0][1:] != sorted(groups[0][1:]):
+        raise Unsupported(f"{sig.op}: jax.lax collectives under shard_map take no replica "
+                          f"groups; replica_groups = {a['replica_groups']} is not one group of "
+                          f"all {domain} ids, the source first and the others in order")
+    return (axis,), int(groups[0][0])
+
+
+@builder("collective_broadcast")
+def _collective_broadcast(sig: Signature):
+    # jax's CollectiveBroadcast analog. The axis goes as a tuple: jax 0.10.2 reads a bare
+    # string's characters as axis names ("Found an unbound axis name: r"). jax 0.10.2
+    # registers its lowering for GPU only: on CPU, lowering fails ("MLIR translation rule
+    # for primitive 'pbroadcast' not found for platform cpu"), which JaxBackend's
+    # lowering probe turns into Unsupported.
+    axis, source = _source_first(sig)
+    return per_process(lambda *xs: tuple(lax.pbroadcast(list(xs), axis, source)))
+
+
+@builder("collective_reduce")
+def _collective_reduce(sig: Signature):
+    # jax has no collective_reduce: psum / pmax / pmin over the axis, kept where the
+    # process is the group's source (axis_index), zeros elsewhere, as the spec's prose
+    a = sig.attributes
+    if a.get("has_dynamic_root"):
+        raise Unsupported(f"{sig.op}: jax.lax takes no dynamic root operand")
+    axis, domain = {"cross_replica": ("replicas", sig.num_replicas),
+                    "cross_partition": ("partitions", sig.num_partitions)}[_strategy(a)]
+    groups = [list(g) for g in a["replica_groups"]]
+    if len(groups) != 1 or sorted(groups[0]) != list(range(domain)):
+        raise Unsupported(f"{sig.op}: jax.lax collectives under shard_map take no replica "
+                          f"groups; replica_groups = {a['replica_groups']} is not one group "
+                          f"of all {domain} ids")
+    op = _body(sig)
+    if op not in _REDUCERS:
+        raise Unsupported(f"{sig.op}: jax.lax has no collective for the body {op!r} "
+                          "(psum, pmax, pmin only)")
+    source = int(groups[0][0])
+
+    def run(*xs):
+        here = lax.axis_index(axis) == source
+        return tuple(lax.select(lax.broadcast(here, x.shape), _REDUCERS[op](x, axis),
+                                lax.full_like(x, 0)) for x in xs)
+    return per_process(run)
 
 
 def on_grid(sig: Signature, fn: Callable[..., Any], devices: Sequence[Any]):

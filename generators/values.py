@@ -199,6 +199,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "dynamic_shape": _default_sources,
     "dynamic_pad": _default_sources,
     "dynamic_conv": _default_sources,
+    "dynamic_root": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -238,6 +239,9 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     "dynamic_shape": "dynamic_shapes:shape_values",
     "dynamic_pad": "dynamic_shapes:pad_values",
     "dynamic_conv": "dynamic_shapes:conv_padding_values",
+    # collective_broadcast's and collective_reduce's root operand within the group
+    # (generators/collectives.py)
+    "dynamic_root": "collectives:root_values",
 }
 
 

@@ -194,6 +194,45 @@ def collective_permute(inputs, attrs, types):
     return out
 
 
+def _sources(attrs, roots, n: int) -> list[list[int | None]]:
+    """Per process (flattened id) and data operand ``j < n``: the flattened id of the
+    process it receives from (collective_broadcast, collective_reduce), or None for a
+    process in no group. The source is the group's first process, or with
+    ``has_dynamic_root`` the group's member at the process's own ``roots[process][j]``."""
+    nr, npart = grid(attrs)
+    out: list[list[int | None]] = [[None] * n for _ in range(nr * npart)]
+    for g in process_groups(strategy(attrs), attrs["replica_groups"], nr, npart):
+        flat = [_flat(p, npart) for p in g]
+        for q in flat:
+            out[q] = [flat[int(roots[q][j])] if roots is not None else flat[0]
+                      for j in range(n)]
+    return out
+
+
+def _data_and_roots(inputs, attrs) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The data operands and, with ``has_dynamic_root``, the root operand (the last)."""
+    if attrs.get("has_dynamic_root"):
+        return list(inputs[:-1]), np.asarray(inputs[-1])
+    return list(inputs), None
+
+
+@register("collective_broadcast")
+@_per_process
+def collective_broadcast(inputs, attrs, types):
+    """``results[j]@process = operands[j]@source`` (the group's first process, or the
+    member the root operand names); zeros for a process in no group."""
+    data, roots = _data_and_roots(inputs, attrs)
+    src = _sources(attrs, roots, len(data))
+    outs = []
+    for j, x in enumerate(data):
+        out = np.zeros_like(x)
+        for q, s in enumerate(src):
+            if s[j] is not None:
+                out[q] = x[s[j]]
+        outs.append(out)
+    return tuple(outs)
+
+
 # ---------------------------------------------------------------------------
 # all_reduce, reduce_scatter: the body over the group's values
 # ---------------------------------------------------------------------------
@@ -276,6 +315,99 @@ reduction.LEAVES["all_reduce"] = _all_reduce_leaves
 reduction.LEAVES["reduce_scatter"] = _reduce_scatter_leaves
 
 
+# ---------------------------------------------------------------------------
+# collective_reduce (stablehlo-spec-2026-08): the body over the group's values, kept at
+# the group's source
+# ---------------------------------------------------------------------------
+
+def _rooted_leaves(x: np.ndarray, attrs, roots, j: int, lead: int):
+    """collective_reduce's data operand ``j``: (leaves, keep). ``leaves`` is [lead axes...,
+    processes, shape..., group size], the group's values in group order at every process
+    of a group (zeros at a process in none); ``keep`` (broadcastable to the result) says
+    which processes keep the reduced value: the group's source (its first process, or
+    with a root operand the one the process's own root names). ``roots``: [lead axes...,
+    processes, n] or None."""
+    nr, npart = grid(attrs)
+    groups = [[_flat(p, npart) for p in g] for g in
+              process_groups(strategy(attrs), attrs["replica_groups"], nr, npart)]
+    size = len(groups[0]) if groups and groups[0] else 1
+    leaves = np.zeros(x.shape + (size,), x.dtype)
+    keep = np.zeros(x.shape[:lead + 1] + (1,) * (x.ndim - lead - 1), bool)
+    index = (slice(None),) * lead
+    for ids in groups:
+        values = np.moveaxis(np.take(x, ids, axis=lead), lead, -1)   # lead + shape + [g]
+        for q in ids:
+            leaves[index + (q,)] = values
+            if roots is None:
+                mine = np.full(x.shape[:lead], q == ids[0])
+            else:
+                mine = np.asarray(roots)[index + (q, j)] == ids.index(q)
+            keep[index + (q,)] = np.reshape(mine, np.shape(mine) + (1,) * (x.ndim - lead - 1))
+    return leaves, keep
+
+
+@register("collective_reduce")
+@_per_process
+def collective_reduce(inputs, attrs, types):
+    """Each data operand reduced over the group (``computation``, in group order as
+    all_reduce's), kept at the group's source process; zeros at every other process."""
+    data, roots = _data_and_roots(inputs, attrs)
+    outs = []
+    for j, x in enumerate(data):
+        et = types[j].element_type.dtype
+        leaves, keep = _rooted_leaves(x.astype(et, copy=False), attrs, roots, j, 0)
+        reduced = _reduce_leaves(attrs["computation"], leaves).astype(et, copy=False)
+        outs.append(np.where(keep, reduced, np.zeros((), et)))
+    return tuple(outs)
+
+
+def _collective_reduce_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
+    """The ``reduction`` bound's leaves of result ``k``: the group's values where the
+    process keeps the result, zeros (an exact result) elsewhere."""
+    single = "num_replicas" not in attrs
+    xs = [_batched(x, attrs)[0] for x in inputs]
+    a = _batched(inputs[0], attrs)[1]
+    roots = xs[-1] if attrs.get("has_dynamic_root") else None
+    leaves, keep = _rooted_leaves(xs[k], a, roots, k, 1)
+    leaves = np.where(keep[..., None], leaves, np.zeros((), leaves.dtype))
+    return leaves[:, 0] if single else leaves
+
+
+reduction.LEAVES["collective_reduce"] = _collective_reduce_leaves
+
+
+@condition("collective_reduce_sums_may_overflow")
+def reduce_sums_may_overflow(operands, computation, replica_groups, channel_id,
+                             has_dynamic_root, num_replicas, num_partitions):
+    """Per result of collective_reduce: the elements where a float sum's finite magnitudes
+    add up past the largest finite value (one order overflows, another may not).
+    ``operands`` stacked as all_reduce's ``operand``."""
+    attrs = {"replica_groups": replica_groups, "channel_id": channel_id,
+             "has_dynamic_root": has_dynamic_root}
+    if num_replicas * num_partitions > 1:
+        attrs.update(num_replicas=num_replicas, num_partitions=num_partitions)
+    xs = [np.asarray(x) for x in operands]
+    out = []
+    for k in range(len(xs) - (1 if has_dynamic_root else 0)):
+        leaves = _collective_reduce_leaves(xs, attrs, 1, k)
+        out.append(_overflows(leaves, element_type(leaves.dtype), computation))
+    return out
+
+
+def _overflows(leaves: np.ndarray, et, computation: str) -> np.ndarray:
+    """Elements whose float leaves' finite magnitudes add up past the largest finite value
+    (per part for complex); none for other bodies or types."""
+    if not (et.is_float or et.is_complex) or "add" not in computation:
+        return np.zeros(leaves.shape[:-1], bool)
+    big = float(ml_dtypes.finfo(et.component.dtype).max)
+    w = leaves.astype(np.complex128 if et.is_complex else np.float64)
+    out = np.zeros(leaves.shape[:-1], bool)
+    for part in ([w.real, w.imag] if et.is_complex else [w]):
+        a = np.where(np.isfinite(part), np.abs(part), 0.0)
+        out |= a.sum(axis=-1) > big
+    return out
+
+
 @condition("collective_sum_may_overflow")
 def sum_may_overflow(operand, computation, replica_groups, channel_id, use_global_device_ids,
                      num_replicas, num_partitions, scatter_dimension):
@@ -294,12 +426,4 @@ def sum_may_overflow(operand, computation, replica_groups, channel_id, use_globa
         leaves = _reduce_scatter_leaves([x], attrs, 1, 0)
     else:
         leaves = _all_reduce_leaves([x], attrs, 1, 0)
-    if not (et.is_float or et.is_complex) or "add" not in computation:
-        return np.zeros(leaves.shape[:-1], bool)
-    big = float(ml_dtypes.finfo(et.component.dtype).max)
-    w = leaves.astype(np.complex128 if et.is_complex else np.float64)
-    out = np.zeros(leaves.shape[:-1], bool)
-    for part in ([w.real, w.imag] if et.is_complex else [w]):
-        a = np.where(np.isfinite(part), np.abs(part), 0.0)
-        out |= a.sum(axis=-1) > big
-    return out
+    return _overflows(leaves, et, computation)

@@ -54,6 +54,9 @@ class OpSyntax:
     # how the op's regions are held: "expression" (specs/regions.py: rank-0 element-wise
     # bodies) or "program" (conformance/core/region_program.py: if, case, while, ...)
     region_form: str = "expression"
+    # (when, says): the signatures, by an expression over what a constraint sees, that the
+    # dialect jaxlib ships cannot hold (a newer spec's form), and the measured reason
+    jaxlib_lacks: tuple[str, str] | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -126,6 +129,8 @@ def syntax_of(spec) -> OpSyntax:
     if region_form not in ("expression", "program"):
         raise MlirSyntaxError(f"{spec.path}: mlir.region_form: {region_form!r} must be "
                               "expression or program")
+    lacks = data.get("jaxlib_lacks")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
                     captured, data.get("decomposition"), data.get("dynamic_result"),
-                    function, tuple((k, str(v)) for k, v in defaults.items()), region_form)
+                    function, tuple((k, str(v)) for k, v in defaults.items()), region_form,
+                    (lacks["when"], " ".join(lacks["says"].split())) if lacks else None)

@@ -11,7 +11,8 @@ from jax import export
 
 from conformance.checking import plan
 from conformance.core.region_program import is_program
-from conformance.mlir.emitter import MLIR_LOCK, context, module_text, op_syntax, parse
+from conformance.mlir.emitter import (MLIR_LOCK, context, jaxlib_lacks, module_text, op_syntax,
+                                      parse)
 from conformance.mlir.reader import ReadError, read_file, read_text
 from conformance.specs import load_spec, op_names
 
@@ -31,7 +32,9 @@ def _readable_ops() -> list[str]:
     out = []
     for op in op_names():
         syntax, spec = op_syntax(op), load_spec(op)
-        if not (syntax.decomposition or syntax.function == "callee" or spec.host_transfer):
+        whole_op_lacking = syntax.jaxlib_lacks and syntax.jaxlib_lacks[0].strip() == "True"
+        if not (syntax.decomposition or syntax.function == "callee" or spec.host_transfer
+                or whole_op_lacking):       # (collective_reduce: no module holds it)
             out.append(op)
     return out
 
@@ -41,6 +44,8 @@ def test_every_op_reads_back_from_its_canonical_text_as_the_same_signature(op):
     spec = load_spec(op)
     for binding in plan.select_bindings(spec, None)[:2]:
         for sig in plan.plan_binding(spec, binding, 0, "quick")[:2]:
+            if jaxlib_lacks(sig):           # a newer spec's form: no module holds it
+                continue
             read = read_text(module_text(sig), op)
             if sig.has_tuples:
                 # token and tuple values: named as not judged (a stated limitation)

@@ -56,7 +56,7 @@ from conformance.core.region_program import (RegionProgramError, is_program as
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
            "op_text", "module_text", "context", "parse", "verify", "verifier_rejects", "MLIR_LOCK",
-           "functions_of"]
+           "functions_of", "jaxlib_lacks"]
 
 
 class EmitError(ValueError):
@@ -268,6 +268,9 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
     decomposition's value of a bounded dynamic type).
     """
     syntax = op_syntax(sig.op)
+    lacks = jaxlib_lacks(sig)
+    if lacks:
+        raise EmitError(f"{sig.op}: {lacks}")
     n = len(sig.result_types)
     lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
     texts = result_type_texts(sig, syntax)
@@ -282,6 +285,22 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
             f"{_attributes_text(sig, syntax)} : "
             f"({', '.join(operand_types) if operand_types is not None else _types(inputs)})"
             f" -> {results}")
+
+
+def jaxlib_lacks(sig: Signature) -> str | None:
+    """Why the dialect jaxlib ships cannot hold ``sig``'s program (its spec's
+    ``mlir.jaxlib_lacks``), or None. A signature the expression cannot read (an invalid
+    one with a group cut short) is printed and left to the verifier."""
+    lacks = op_syntax(sig.op).jaxlib_lacks
+    if not lacks:
+        return None
+    from conformance.specs import expressions
+    from conformance.specs.validity import environment
+    try:
+        held = not expressions.evaluate(lacks[0], environment(load_spec(sig.op), sig))
+    except (expressions.ExpressionError, ValueError, TypeError, IndexError):
+        held = True
+    return None if held else lacks[1]
 
 
 def result_type_texts(sig: Signature, syntax: OpSyntax | None = None) -> list[str]:

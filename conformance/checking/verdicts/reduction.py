@@ -121,13 +121,23 @@ def _attributes(j: Judgement) -> dict:
 _LAST_BOUND: list = [None, None]
 
 
+def _body_ops(j: Judgement) -> tuple:
+    """Per result: the op of the body that computes it (reduction.components). With the
+    option ``each_result`` one binary body computes every result (a collective's
+    variadic operands, each reduced alone: collective_reduce)."""
+    options = j.accuracy.options
+    names = [r.name for r in j.spec.regions]
+    ops = reduction.components(j.sig.regions[names.index(options.get("region", names[0]))])
+    if options.get("each_result") and ops:
+        return ops[:1] * len(j.expected)
+    return ops
+
+
 @bound_function("reduction")
 def reduction_bound(j: Judgement) -> list[np.ndarray]:
     """Per result: the error bound of its body op's model, 0 for every other result."""
     options = j.accuracy.options
-    names = [r.name for r in j.spec.regions]
-    text = j.sig.regions[names.index(options.get("region", names[0]))]
-    ops = reduction.components(text)
+    ops = _body_ops(j)
     leaves_of = reduction.LEAVES[j.sig.op]
     attrs = _attributes(j)
     n = len(j.expected)
@@ -212,8 +222,7 @@ def _oracle_on(j: Judgement, inputs) -> list[np.ndarray]:
 def _summed(j: Judgement) -> list[bool]:
     """Per result: is it a float or complex sum (the body's op for it judged as ``sum``)?"""
     options = j.accuracy.options
-    names = [r.name for r in j.spec.regions]
-    ops = reduction.components(j.sig.regions[names.index(options.get("region", names[0]))])
+    ops = _body_ops(j)
     out = []
     for k, e in enumerate(j.expected):
         et = element_type(np.asarray(e).dtype)
