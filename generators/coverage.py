@@ -88,7 +88,8 @@ def classify(x: np.ndarray, et: "ElementType | str", scheme: str = "generic") ->
     x = np.asarray(x)
     table = _class_table(et, scheme)
     if table is not None and x.dtype == et.dtype:
-        return table[np.ascontiguousarray(x).view(np.uint8 if table.size == 256 else np.uint16)]
+        bits = np.ascontiguousarray(x).reshape(x.shape)     # (0-d stays 0-d)
+        return np.asarray(table[bits.view(np.uint8 if table.size == 256 else np.uint16)])
     with np.errstate(all="ignore"):
         return SCHEMES[scheme].classify(x, et)
 

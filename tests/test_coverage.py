@@ -427,6 +427,9 @@ def test_classify_by_table_is_the_schemes_own_classification(et):
         with np.errstate(all="ignore"):
             want = coverage.SCHEMES[scheme].classify(x, et)
         assert np.array_equal(coverage.classify(x, et, scheme), want), scheme
+        # strided and 0-d arrays keep their shapes
+        assert np.array_equal(coverage.classify(x[:, ::2], et, scheme), want[:, ::2])
+        assert coverage.classify(x[0, 0], et, scheme).shape == ()
 
 
 def _reference_met(spec, sig, binding, arrays):
