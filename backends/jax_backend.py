@@ -9,6 +9,7 @@ invalid case whose only fault is that declared type.
 """
 from __future__ import annotations
 
+import collections
 import warnings
 from typing import Any, Sequence
 
@@ -18,6 +19,14 @@ from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
 
 from .base import Backend, BackendLoadError, Unsupported
+
+
+#: (backend class, platform, signature, batch) -> what :meth:`JaxBackend._infer` found: a
+#: function of the signature alone, so that a signature compiled again (alone after its
+#: pack, per case for a culprit, by another backend object) is not traced again to learn
+#: it; least recently used dropped first.
+_INFERRED: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
+INFERRED_HELD = 16384
 
 
 class JaxBackend(Backend):
@@ -79,13 +88,35 @@ class JaxBackend(Backend):
         return build(sig)
 
     def _check_types(self, sig: Signature, fn, batch: int | None) -> None:
-        """Trace once (no compile) to learn the result types jax.lax infers.
+        """Trace once (no compile; once per signature in the process) to learn the result
+        types jax.lax infers.
 
         jax.lax refusing the input types is "unsupported" for a valid case and a
         rejection for an invalid one.
         """
-        jax = self._jax
         self._check_holds(sig)          # (every path comes here: alone, batched, packed)
+        key = (type(self), self.platform, sig, batch)
+        held = _INFERRED.get(key)
+        if held is None:
+            held = _INFERRED[key] = self._infer(sig, fn, batch)
+            while len(_INFERRED) > INFERRED_HELD:
+                _INFERRED.popitem(last=False)
+        else:
+            _INFERRED.move_to_end(key)
+        if isinstance(held, BaseException):
+            raise held.with_traceback(None)
+        if isinstance(held, str):
+            raise Unsupported(held)
+        if sig.invalid and held != list(sig.result_leaves):
+            raise Unsupported("jax.lax infers the result type "
+                              f"{', '.join(map(str, held))}; the invalid case declares "
+                              f"{', '.join(map(str, sig.result_types))}, which jax cannot express")
+
+    def _infer(self, sig: Signature, fn,
+               batch: int | None) -> "list[TensorType] | str | BaseException":
+        """The result types jax.lax infers (one trace, no compile), or why it refuses:
+        the reason (a valid case: unsupported) or jax's own error (an invalid case)."""
+        jax = self._jax
         lead = () if batch is None else (batch,)
         specs = [jax.ShapeDtypeStruct(lead + t.shape, t.element_type.dtype)
                  for t in sig.input_leaves]
@@ -95,16 +126,11 @@ class JaxBackend(Backend):
                 out = jax.eval_shape(fn, *specs)
         except (TypeError, ValueError, NotImplementedError) as e:
             if sig.invalid:
-                raise
-            raise Unsupported(f"jax.lax refuses {sig.op} on "
-                              f"{', '.join(map(str, sig.input_types))}: "
-                              f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+                return e
+            return (f"jax.lax refuses {sig.op} on {', '.join(map(str, sig.input_types))}: "
+                    f"{(str(e).splitlines() or [type(e).__name__])[0]}")
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        inferred = [TensorType(o.shape[len(lead):], element_type(o.dtype)) for o in outs]
-        if sig.invalid and list(inferred) != list(sig.result_leaves):
-            raise Unsupported("jax.lax infers the result type "
-                              f"{', '.join(map(str, inferred))}; the invalid case declares "
-                              f"{', '.join(map(str, sig.result_types))}, which jax cannot express")
+        return [TensorType(o.shape[len(lead):], element_type(o.dtype)) for o in outs]
 
     def _compiled(self, sig: Signature, batched: bool):
         jax = self._jax

@@ -35,9 +35,11 @@ for the ``coverage`` field of the runner's ``signature`` records.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
+import zlib
 from typing import Any, Callable, Mapping, Sequence
 
 import ml_dtypes
@@ -79,10 +81,33 @@ def classes_of(et: "ElementType | str", scheme: str = "generic") -> tuple[str, .
 
 
 def classify(x: np.ndarray, et: "ElementType | str", scheme: str = "generic") -> np.ndarray:
-    """The class of every element of ``x`` (an index into :func:`classes_of`), int16."""
+    """The class of every element of ``x`` (an index into :func:`classes_of`), int16.
+    Types of one or two bytes look their bit patterns up in a table of the scheme's own
+    codes (the same answer, without a dozen passes over the array per call)."""
     et = element_type(et)
+    x = np.asarray(x)
+    table = _class_table(et, scheme)
+    if table is not None and x.dtype == et.dtype:
+        bits = np.ascontiguousarray(x).reshape(x.shape)     # (0-d stays 0-d)
+        return np.asarray(table[bits.view(np.uint8 if table.size == 256 else np.uint16)])
     with np.errstate(all="ignore"):
-        return SCHEMES[scheme].classify(np.asarray(x), et)
+        return SCHEMES[scheme].classify(x, et)
+
+
+@functools.lru_cache(maxsize=None)
+def _class_table(et: ElementType, scheme: str) -> "np.ndarray | None":
+    """The code of every bit pattern of a one- or two-byte type (None for the others, and
+    for booleans and complex numbers): classification is element by element, so a
+    lookup gives exactly the scheme's codes."""
+    size = np.dtype(et.dtype).itemsize
+    if size > 2 or et.is_boolean or et.is_complex:
+        return None
+    index = np.uint8 if size == 1 else np.uint16
+    every = np.arange(1 << (8 * size), dtype=index).view(et.dtype)
+    with np.errstate(all="ignore"):
+        table = np.asarray(SCHEMES[scheme].classify(every, et), np.int16)
+    table.flags.writeable = False
+    return table
 
 
 def sample(et: "ElementType | str", cls: str, n: int, rng: np.random.Generator,
@@ -731,20 +756,82 @@ def _layout(spec: OpSpec, sig: Signature, m: Model) -> list:
     return out
 
 
-def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
-            arrays: Sequence[np.ndarray], rng: np.random.Generator, batch_no: int = 0) -> None:
-    """Write the model's class combinations into the first positions of ``arrays`` (the
-    stacked inputs of one batch, changed in place); batch ``batch_no`` of a signature
-    goes on where the one before it stopped.
+# ---------------------------------------------------------------------------
+# Class pools: each class's values drawn once per seed
+# ---------------------------------------------------------------------------
 
-    Element-wise ops: the inputs of the largest shape take the combinations position by
-    position; inputs broadcast from a scalar take theirs case by case. Other ops: each
-    input its own classes."""
+#: Values of each class in a seed's pool; every batch gathers its systematic values from
+#: the pools (a random member per position), so that drawing costs one gather per input.
+POOL = 256
+#: Pools held (one per seed, element type, scheme and distribution: a few per op), least
+#: recently used dropped first.
+POOLS_HELD = 512
+_POOLS: "collections.OrderedDict[tuple, np.ndarray]" = collections.OrderedDict()
+
+
+def class_pool(et: "ElementType | str", scheme: str, distribution: str,
+               seed: int) -> np.ndarray:
+    """[classes, POOL] values of ``et``, row ``c`` of class ``c`` of ``scheme``
+    (:func:`sample`): drawn from the seed and the type alone, so that every process and
+    every front-end gathers from the same pool."""
+    et = element_type(et)
+    key = (seed, et, scheme, distribution)
+    pool = _POOLS.get(key)
+    if pool is not None:
+        _POOLS.move_to_end(key)
+        return pool
+    tag = "\x1f".join(("coverage pool", et.name, scheme, distribution))
+    rng = np.random.default_rng([seed, zlib.crc32(tag.encode())])
+    pool = np.stack([sample(et, c, POOL, rng, scheme, distribution)
+                     for c in classes_of(et, scheme)])
+    pool.flags.writeable = False
+    _POOLS[key] = pool
+    while len(_POOLS) > POOLS_HELD:
+        _POOLS.popitem(last=False)
+    return pool
+
+
+# ---------------------------------------------------------------------------
+# What is fixed per signature (cached: the overlay and the tally run per batch)
+# ---------------------------------------------------------------------------
+
+#: Per-signature layouts held, least recently used dropped first.
+SIGNATURES_HELD = 4096
+_PER_SIGNATURE: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+
+
+def _per_signature(what: str, spec: OpSpec, sig: Signature, binding: Mapping[str, str],
+                   build: Callable[[], Any]) -> Any:
+    key = (what, id(spec), sig, tuple(sorted(binding.items())))
+    held = _PER_SIGNATURE.get(key)
+    if held is not None and held[0] is spec:        # (specs hold dicts: keyed by id)
+        _PER_SIGNATURE.move_to_end(key)
+        return held[1]
+    value = build()
+    _PER_SIGNATURE[key] = (spec, value)
+    while len(_PER_SIGNATURE) > SIGNATURES_HELD:
+        _PER_SIGNATURE.popitem(last=False)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """Inputs of one shape that take class combinations position by position."""
+    rows: np.ndarray                             # [combinations, inputs] codes; -1: any
+    cycle: bool                                  # over the whole systematic share
+    inputs: tuple[tuple[int, Operand], ...]      # (stacked array index, operand)
+    free: tuple[bool, ...]                       # per input: has a row left it free (-1)
+
+
+def _groups(spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> tuple[_Group, ...]:
+    """Element-wise ops: the inputs of the largest shape take the combinations position
+    by position; inputs broadcast from a scalar take theirs case by case. Other ops:
+    each input its own classes."""
     m = model(spec, binding)
     layout = _layout(spec, sig, m)
     live = [k for k, l in enumerate(layout) if l is not None and l[1].size > 0]
     if not live:
-        return
+        return ()
     cycle = False
     if m.pairs:
         shape = max((layout[k][1].shape for k in live), key=lambda s: math.prod(s))
@@ -756,33 +843,54 @@ def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
         cycle = bool(scalars)
     else:
         groups = [[k] for k in live]
+    out = []
+    for ops in groups:
+        if ops:
+            rows = np.array(_rows(m, ops), np.int64).reshape(-1, len(ops))
+            out.append(_Group(rows, cycle, tuple((layout[k][0], m.operands[k]) for k in ops),
+                              tuple(bool(f) for f in (rows < 0).any(axis=0))))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# The systematic part of a batch
+# ---------------------------------------------------------------------------
+
+def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
+            arrays: Sequence[np.ndarray], rng: np.random.Generator, batch_no: int = 0,
+            seed: int = 0) -> None:
+    """Write the model's class combinations into the first positions of ``arrays`` (the
+    stacked inputs of one batch, changed in place); batch ``batch_no`` of a signature
+    goes on where the one before it stopped. Each position's value is a random member
+    of its class's pool for ``seed`` (:func:`class_pool`)."""
+    groups = _per_signature("groups", spec, sig, binding,
+                            lambda: _groups(spec, sig, binding))
     with np.errstate(all="ignore"):
-        for ops in groups:
-            if ops:
-                _fill(m, ops, layout, arrays, rng, batch_no, cycle)
+        for g in groups:
+            _fill(g, arrays, rng, batch_no, seed)
 
 
-def _fill(m: Model, ops: list[int], layout, arrays, rng, batch_no: int,
-          cycle: bool = False) -> None:
-    """Rows of :func:`_rows` into the first positions of the inputs ``ops`` (of one
-    shape): once through (``cycle``: over the whole systematic share)."""
-    rows = _rows(m, ops)
-    positions = arrays[layout[ops[0]][0]].size      # cases x elements (same in the group)
+def _fill(g: _Group, arrays, rng: np.random.Generator, batch_no: int, seed: int) -> None:
+    """Rows of the group into the first positions of its inputs (of one shape): once
+    through (``cycle``: over the whole systematic share)."""
+    positions = arrays[g.inputs[0][0]].size         # cases x elements (same in the group)
+    if not positions:
+        return
     cap = max(1, int(positions * SYSTEMATIC_SHARE))
-    count = cap if cycle else min(len(rows), cap)
-    start = batch_no * count
-    picked = np.array([rows[(start + p) % len(rows)] for p in range(count)], np.int64)
-    for col, k in enumerate(ops):
-        o = m.operands[k]
-        target = arrays[layout[k][0]]
+    count = cap if g.cycle else min(len(g.rows), cap)
+    picked = g.rows[(batch_no * count + np.arange(count)) % len(g.rows)]
+    for col, (index, o) in enumerate(g.inputs):
+        pool = class_pool(o.et, o.scheme, o.distribution, seed)
+        target = arrays[index]
         flat = target.reshape(-1)
         assert np.shares_memory(flat, target), "value batches are contiguous arrays"
         codes = picked[:, col]
-        for c in np.unique(codes):
-            if c >= 0:
-                where = np.nonzero(codes == c)[0]
-                flat[where] = sample(o.et, o.classes[c], where.size, rng, o.scheme,
-                                     o.distribution)
+        member = rng.integers(0, POOL, count)
+        if g.free[col]:
+            at = np.nonzero(codes >= 0)[0]
+            flat[at] = pool[codes[at], member[at]]
+        else:
+            flat[:count] = pool[codes, member]
 
 
 # ---------------------------------------------------------------------------
@@ -792,76 +900,143 @@ def _fill(m: Model, ops: list[int], layout, arrays, rng, batch_no: int,
 def met(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
         arrays: Sequence[np.ndarray]) -> set[tuple[str, str]]:
     """What one batch of ``sig`` meets: (kind, item) pairs of the model's universe."""
+    t = Tally(spec, sig, binding)
+    t.add(arrays)
+    return t.seen
+
+
+@dataclasses.dataclass(frozen=True)
+class _Probe:
+    """What measuring a signature's batches needs that the signature alone fixes."""
+    inputs: dict[int, tuple[int, Operand]]      # live operand -> (array index, operand)
+    sizes: dict[int, int]                       # live operand -> its classes
+    pairs: tuple[tuple[int, int], ...]          # pairs of live operands
+    targets: tuple[Target, ...]                 # the `at` targets whose `where` holds
+    plain: tuple[str, ...]                      # the targets met by any batch (no `at`)
+
+
+def _probe(spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> _Probe:
     m = model(spec, binding)
-    out: set[tuple[str, str]] = set()
-    layout = _layout(spec, sig, m)
-    codes: dict[int, np.ndarray] = {}
-    for k, l in enumerate(layout):
-        if l is None or l[1].size == 0:
-            continue
-        idx, t = l
-        x = np.asarray(arrays[idx])
-        codes[k] = classify(x.reshape(len(x), -1), m.operands[k].et, m.operands[k].scheme)
-    if m.pairs:
-        live = list(codes)
-        if live:
-            width = max(codes[k].shape[1] for k in live)
-            for k in live:
-                if codes[k].shape[1] not in (1, width):
-                    codes.pop(k)        # not element-aligned: no pairs with it
-        for i, j in m.pairs:
-            if i in codes and j in codes:
-                a, b = np.broadcast_arrays(codes[i], codes[j])
-                ka = len(m.operands[j].classes)
-                for v in np.unique(a.astype(np.int64) * ka + b):
-                    x, y = divmod(int(v), ka)
-                    out.add(("pairs", pair_item(m.operands[i].name, m.operands[i].classes[x],
-                                                m.operands[j].name, m.operands[j].classes[y])))
-    else:
-        for k, c in codes.items():
-            for v in np.unique(c):
-                out.add(("classes", f"{m.operands[k].name}={m.operands[k].classes[int(v)]}"))
-    names = {o.name: k for k, o in enumerate(m.operands)}
+    inputs = {k: (l[0], m.operands[k]) for k, l in enumerate(_layout(spec, sig, m))
+              if l is not None and l[1].size > 0}
+    targets, plain = [], []
     for t in m.targets:
         if t.where and not meets_where(spec, sig, binding, t.where):
             continue
-        if not t.at:
-            if nonempty(sig):
-                out.add(("targets", t.name))
-            continue
-        ks = [names[n] for n, _ in t.at]
-        if any(k not in codes for k in ks):
-            continue
-        try:
-            hits = np.broadcast_arrays(*[codes[names[n]] == m.operands[names[n]].classes.index(c)
-                                         for n, c in t.at])
-        except ValueError:
-            continue
-        if np.logical_and.reduce(hits).any():
-            out.add(("targets", t.name))
-    return out
+        if t.at:
+            targets.append(t)
+        elif nonempty(sig):
+            plain.append(t.name)
+    return _Probe(inputs, {k: len(o.classes) for k, (_, o) in inputs.items()},
+                  tuple((i, j) for i, j in m.pairs if i in inputs and j in inputs),
+                  tuple(targets), tuple(plain))
 
 
 class Tally:
-    """What the batches of one signature met, for the runner's ``signature`` records."""
+    """What the batches of one signature met, for the runner's ``signature`` records:
+    per pair of inputs a table of the class pairs met, per input its classes met, and
+    the targets met; once every item of the universe is met, later batches are not
+    looked at."""
 
     def __init__(self, spec: OpSpec, sig: Signature, binding: Mapping[str, str]) -> None:
         self.spec, self.sig, self.binding = spec, sig, dict(binding)
-        self.universe = model(spec, binding).items()
-        self.seen: set[tuple[str, str]] = set()
+        self.model = model(spec, binding)
+        self.universe = self.model.items()
+        self.probe = _per_signature("probe", spec, sig, binding,
+                                    lambda: _probe(spec, sig, binding))
+        size = self.probe.sizes
+        self._pairs = {(i, j): np.zeros(size[i] * size[j], bool) for i, j in self.probe.pairs}
+        self._classes = {k: np.zeros(n, bool) for k, n in size.items()} \
+            if not self.model.pairs else {}
+        self._targets: set[str] = set()
+        self._total = sum(map(len, self.universe.values()))
+        self._done = False
 
     def add(self, arrays: Sequence[np.ndarray]) -> None:
-        self.seen |= met(self.spec, self.sig, self.binding, arrays)
+        if self._done:
+            return
+        p, m = self.probe, self.model
+        self._targets.update(p.plain)
+        live = dict(p.inputs)
+        if m.pairs and live:
+            widths = {k: _width(arrays[i]) for k, (i, _) in live.items()}
+            width = max(widths.values())
+            live = {k: v for k, v in live.items() if widths[k] in (1, width)}
+            # (an input that is not element-aligned makes no pairs and meets no target)
+        codes: dict[int, np.ndarray] = {}
+
+        def code(k: int) -> np.ndarray:
+            if k not in codes:
+                i, o = live[k]
+                x = np.asarray(arrays[i])
+                codes[k] = classify(x.reshape(len(x), -1), o.et, o.scheme)
+            return codes[k]
+
+        for (i, j), seen in self._pairs.items():
+            if i in live and j in live and not seen.all():
+                kj, ki = p.sizes[j], p.sizes[i]
+                a, b = np.broadcast_arrays(code(i), code(j))
+                # (a code of -1, no class, is read as Python reads index -1: the last)
+                x, y = np.divmod(a.astype(np.int64) * kj + b, kj)
+                seen |= np.bincount(((x % ki) * kj + y).reshape(-1),
+                                    minlength=ki * kj).astype(bool)
+        for k, seen in self._classes.items():
+            if not seen.all():
+                n = p.sizes[k]
+                seen |= np.bincount((code(k).astype(np.int64) % n).reshape(-1),
+                                    minlength=n).astype(bool)
+        for t in p.targets:
+            if t.name in self._targets or any(self._index(n) not in live for n, _ in t.at):
+                continue
+            try:
+                hits = np.broadcast_arrays(*[code(self._index(n)) ==
+                                             m.operands[self._index(n)].classes.index(c)
+                                             for n, c in t.at])
+            except ValueError:
+                continue
+            if np.logical_and.reduce(hits).any():
+                self._targets.add(t.name)
+        self._done = self._met_count() == self._total
+
+    def _index(self, name: str) -> int:
+        return next(k for k, o in enumerate(self.model.operands) if o.name == name)
+
+    def _met_count(self) -> int:
+        return sum(int(s.sum()) for s in (*self._pairs.values(), *self._classes.values())) \
+            + len(self._targets)
+
+    @property
+    def seen(self) -> set[tuple[str, str]]:
+        """(kind, item) pairs of the model's universe met so far."""
+        ops, out = self.model.operands, set()
+        for (i, j), seen in self._pairs.items():
+            kj = len(ops[j].classes)
+            for v in np.nonzero(seen)[0].tolist():
+                x, y = divmod(v, kj)
+                out.add(("pairs", pair_item(ops[i].name, ops[i].classes[x],
+                                            ops[j].name, ops[j].classes[y])))
+        for k, seen in self._classes.items():
+            out.update(("classes", f"{ops[k].name}={ops[k].classes[v]}")
+                       for v in np.nonzero(seen)[0].tolist())
+        out.update(("targets", t) for t in self._targets)
+        return out
 
     def record(self) -> dict[str, Any]:
         """``{"of": {kind: n}, "met": {kind: n}, "missing": {kind: [item, ...]}}`` (kinds
         with an empty universe left out)."""
+        seen = self.seen
         of, got, missing = {}, {}, {}
         for kind, items in self.universe.items():
             if not items:
                 continue
-            miss = [i for i in items if (kind, i) not in self.seen]
+            miss = [i for i in items if (kind, i) not in seen]
             of[kind], got[kind] = len(items), len(items) - len(miss)
             if miss:
                 missing[kind] = miss
         return {"of": of, "met": got, "missing": missing}
+
+
+def _width(x: np.ndarray) -> int:
+    """Elements per case of a stacked input."""
+    x = np.asarray(x)
+    return x.size // len(x) if len(x) else math.prod(x.shape[1:])

@@ -10,6 +10,7 @@ named in the spec YAML (``values:`` on an input) and defined here.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, Sequence
 
 import ml_dtypes
@@ -251,18 +252,31 @@ def _signature_distribution(name: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
+@functools.lru_cache(maxsize=None)
+def _mixture(et: ElementType, name: str) -> tuple[list[tuple[float, Source]], np.ndarray]:
+    """A distribution's sources for ``et`` and the cumulative weights ``rng.choice``
+    draws a source index from."""
+    try:
+        sources = DISTRIBUTIONS[name](et)
+    except KeyError:
+        raise ValueError(f"unknown value distribution {name!r}; known: "
+                         f"{', '.join(DISTRIBUTIONS)}") from None
+    weights = np.array([w for w, _ in sources], np.float64)
+    cdf = (weights / weights.sum()).cumsum()
+    cdf /= cdf[-1]
+    cdf.flags.writeable = False
+    return sources, cdf
+
+
 def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Generator,
                distribution: str = "default") -> np.ndarray:
     """An array of ``shape`` whose elements mix the distribution's sources."""
     et = element_type(et)
-    try:
-        sources = DISTRIBUTIONS[distribution.partition(":")[0]](et)
-    except KeyError:
-        raise ValueError(f"unknown value distribution {distribution!r}; known: "
-                         f"{', '.join(DISTRIBUTIONS)}") from None
-    n = int(np.prod(shape, dtype=np.int64))
-    weights = np.array([w for w, _ in sources], np.float64)
-    which = rng.choice(len(sources), size=n, p=weights / weights.sum())
+    sources, cdf = _mixture(et, distribution.partition(":")[0])
+    n = math.prod(shape)
+    # rng.choice(len(sources), n, p=weights / weights.sum()) draws exactly this (its
+    # checks of p cost more than the draw; tests/test_values_draws.py holds the equality)
+    which = cdf.searchsorted(rng.random(n), side="right")
     out = np.empty(n, et.dtype)
     for i, (_, source) in enumerate(sources):
         idx = np.nonzero(which == i)[0]

@@ -136,3 +136,32 @@ def test_jax_backend_runs_case_by_case_where_vmap_cannot_lower(op, types, result
     want = [oracles.evaluate(op, [x[b] for x in stacked], attrs, result_types=results)[0]
             for b in range(2)]
     assert out.tolist() == [w.tolist() for w in want]
+
+
+def test_jax_backend_traces_a_signature_once_to_learn_its_result_types(monkeypatch):
+    """What jax.lax infers for a signature is learnt once per process (issue 33: a trace
+    per compile was 6% of a fresh signature's time): another backend object compiling
+    the same signature does not trace it again and gets the same answer, a refusal
+    included; after the cache is emptied it traces again."""
+    import jax
+    from conformance.backends import jax_backend
+    sig = Signature.make("add", ["tensor<3xf32>"] * 2, ["tensor<3xf32>"])
+    refused = Signature.make("add", ["tensor<3xi1>"] * 2, ["tensor<3xi1>"])
+    jax_backend._INFERRED.clear()
+    first = get_backend("jax")
+    first.batch_executable(sig)
+    with pytest.raises(Unsupported, match="jax.lax refuses add") as was:
+        first.batch_executable(refused)
+    calls = []
+    real = jax.eval_shape
+    monkeypatch.setattr(jax, "eval_shape", lambda *a, **k: calls.append(a) or real(*a, **k))
+    second = get_backend("jax")
+    assert second is not first
+    (out,) = second.batch_executable(sig)([np.ones((2, 3), np.float32)] * 2)
+    assert out.tolist() == [[2.0] * 3] * 2
+    with pytest.raises(Unsupported) as again:
+        second.batch_executable(refused)
+    assert calls == [] and str(again.value) == str(was.value)
+    jax_backend._INFERRED.clear()
+    get_backend("jax").batch_executable(sig)
+    assert len(calls) == 1

@@ -393,3 +393,112 @@ def test_a_plan_is_drawn_once_per_process_for_the_same_spec_binding_seed_and_dep
     assert len(plan._PLANS) == 2
     plan.plan_binding(spec, {"E": "si8"}, 5, "quick")      # the oldest went: drawn again
     assert len(drawn) == 6
+
+
+# ---------------------------------------------------------------------------
+# The warm path (issue 33): class pools, lookup tables, per-signature tallies
+# ---------------------------------------------------------------------------
+
+def test_class_pools_hold_their_classes_and_depend_on_the_seed_alone():
+    for et, scheme in (("f32", "generic"), ("bf16", "rounding"), ("si8", "shift_count"),
+                       ("complex<f32>", "generic"), ("i1", "generic")):
+        pool = coverage.class_pool(et, scheme, "default", 7)
+        names = coverage.classes_of(et, scheme)
+        assert pool.shape == (len(names), coverage.POOL) and not pool.flags.writeable
+        assert (coverage.classify(pool, et, scheme) ==
+                np.arange(len(names))[:, None]).all(), (et, scheme)
+        coverage._POOLS.clear()             # drawn again: the same values
+        again = coverage.class_pool(et, scheme, "default", 7)
+        assert again.tobytes() == pool.tobytes()
+    other = coverage.class_pool("f32", "generic", "default", 8)
+    assert other.tobytes() != coverage.class_pool("f32", "generic", "default", 7).tobytes()
+
+
+@pytest.mark.parametrize("et", [t for t in ALL_ELEMENT_TYPES
+                                if np.dtype(t.dtype).itemsize <= 2 and t.is_float
+                                or t.name in ("si8", "ui16", "si4", "ui2")],
+                         ids=lambda t: t.name)
+def test_classify_by_table_is_the_schemes_own_classification(et):
+    """One- and two-byte types are classified by a table of every bit pattern: the same
+    codes as the scheme's element-by-element classification, for every pattern."""
+    size = np.dtype(et.dtype).itemsize
+    every = np.arange(1 << (8 * size), dtype=np.uint8 if size == 1 else np.uint16)
+    x = np.random.default_rng(0).permutation(every).view(et.dtype).reshape(-1, 4)
+    for scheme in coverage.SCHEMES:
+        with np.errstate(all="ignore"):
+            want = coverage.SCHEMES[scheme].classify(x, et)
+        assert np.array_equal(coverage.classify(x, et, scheme), want), scheme
+        # strided and 0-d arrays keep their shapes
+        assert np.array_equal(coverage.classify(x[:, ::2], et, scheme), want[:, ::2])
+        assert coverage.classify(x[0, 0], et, scheme).shape == ()
+
+
+def _reference_met(spec, sig, binding, arrays):
+    """What one batch meets, counted directly (the per-batch measure the tallies
+    replaced): per pair of element-aligned inputs the class pairs at each position, per
+    input its classes, the targets' classes at one position."""
+    m = coverage.model(spec, binding)
+    layout = coverage._layout(spec, sig, m)
+    codes = {}
+    for k, lay in enumerate(layout):
+        if lay is not None and lay[1].size:
+            x = np.asarray(arrays[lay[0]])
+            with np.errstate(all="ignore"):
+                codes[k] = coverage.SCHEMES[m.operands[k].scheme].classify(
+                    x.reshape(len(x), -1), m.operands[k].et)
+    out = set()
+    ops = m.operands
+    if m.pairs:
+        width = max((c.shape[1] for c in codes.values()), default=0)
+        codes = {k: c for k, c in codes.items() if c.shape[1] in (1, width)}
+        for i, j in m.pairs:
+            if i in codes and j in codes:
+                a, b = np.broadcast_arrays(codes[i], codes[j])
+                for x, y in set(zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())):
+                    out.add(("pairs", coverage.pair_item(ops[i].name, ops[i].classes[x],
+                                                         ops[j].name, ops[j].classes[y])))
+    else:
+        for k, c in codes.items():
+            out.update(("classes", f"{ops[k].name}={ops[k].classes[v]}")
+                       for v in set(c.reshape(-1).tolist()))
+    names = {o.name: k for k, o in enumerate(ops)}
+    for t in m.targets:
+        if t.where and not coverage.meets_where(spec, sig, binding, t.where):
+            continue
+        if not t.at:
+            if coverage.nonempty(sig):
+                out.add(("targets", t.name))
+            continue
+        if any(names[n] not in codes for n, _ in t.at):
+            continue
+        try:
+            hits = np.broadcast_arrays(*[codes[names[n]] == ops[names[n]].classes.index(c)
+                                         for n, c in t.at])
+        except ValueError:
+            continue
+        if np.logical_and.reduce(hits).any():
+            out.add(("targets", t.name))
+    return out
+
+
+@pytest.mark.parametrize("op, key", [("add", "f32"), ("select", "bf16"), ("clamp", "si8"),
+                                     ("shift_left", "ui16"), ("round_nearest_even", "f32"),
+                                     ("compare", "f16"), ("sort", "f32"), ("atan2", "f16")])
+def test_tallies_meet_what_a_direct_count_meets(op, key):
+    """A signature's tally (class-pair tables, early stop once all is met) gives, batch
+    after batch, the union of what a direct count of each batch meets; random batches
+    (no systematic positions) included, so that partly met tallies are compared too."""
+    spec = load_spec(op)
+    binding = plan.binding_for(spec, key)
+    rng = np.random.default_rng(1)
+    from conformance.generators import batch_inputs
+    for i, sig in enumerate(plan.plan_binding(spec, binding, 0, "quick")):
+        tally, union = plan.coverage_tally(spec, key, sig), set()
+        for b in range(3):
+            arrays = list(batch_inputs(sig, rng, 3)) if b < 2 else \
+                plan.batch_for(0, "quick", spec, key, i, 0, sig)
+            tally.add(arrays)
+            union |= _reference_met(spec, sig, binding, arrays)
+            assert tally.seen == union, (sig.key(), b)
+        assert coverage.met(spec, sig, binding, arrays) == \
+            _reference_met(spec, sig, binding, arrays)

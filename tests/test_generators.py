@@ -9,7 +9,7 @@ from conformance.generators import (batch_inputs, breakable, candidates, canonic
 from conformance.apps.runner import plan_signatures
 from conformance.specs import load_spec, op_names
 from conformance.specs.validity import violations
-from conformance.core.types import ALL_ELEMENT_TYPES
+from conformance.core.types import ALL_ELEMENT_TYPES, element_type
 from type_sampling import sampled  # noqa: E402  (CI time: the newer float formats once)
 
 SETTINGS = settings(max_examples=15, deadline=None, database=None,
@@ -128,3 +128,22 @@ def test_shift_amounts_cluster_around_the_bit_width():
     a = amount.astype(np.int64)
     assert ((a >= 0) & (a < 8)).mean() > 0.4
     assert (a == 8).any() or (a == 9).any()
+
+
+def test_draw_array_picks_sources_as_rng_choice_does():
+    """draw_array draws each element's source with the cumulative weights and
+    ``rng.random`` (issue 33: ``rng.choice``'s checks of ``p`` cost more than the draw);
+    that is exactly what ``rng.choice(k, n, p=...)`` draws, and leaves the generator in
+    the same state, so the values stay those of ``rng.choice``."""
+    from conformance.generators.values import DISTRIBUTIONS, _mixture
+    for et in ("f32", "bf16", "si8", "ui64", "i1", "complex<f32>"):
+        for name in ("default", "shift_amount", "exponent", "multiplicand", "index",
+                     "repeated"):
+            sources, cdf = _mixture(element_type(et), name)
+            w = np.array([w for w, _ in DISTRIBUTIONS[name](element_type(et))])
+            for n in (0, 1, 77, 768):
+                a, b = np.random.default_rng(n), np.random.default_rng(n)
+                want = a.choice(len(sources), size=n, p=w / w.sum())
+                got = cdf.searchsorted(b.random(n), side="right")
+                assert np.array_equal(want, got) and want.dtype == got.dtype, (et, name, n)
+                assert a.random() == b.random()

@@ -100,8 +100,10 @@ def test_SHIPPED_GATE_quick_xla_run_of_a_few_ops_exits_0_with_xla_cpu(tmp_path, 
     assert not stale and " 0 stale," in text, "\n".join(stale)
     gate = json.loads((out / "summary.json").read_text())["gate"]
     # the run met XLA's own divergences (not a run that diverged nowhere), each listed
+    # (compare's complex LE/GE value divergence is met at default depth: about 1 position
+    # in 500, which the quick run's one LE signature did not meet after issue 33)
     waived = {(m["op"], m["class"]) for m in gate["expected"]}
-    assert {("add", "subnormal_flush"), ("compare", "value"), ("maximum", "value"),
+    assert {("add", "subnormal_flush"), ("compare", "subnormal_flush"), ("maximum", "value"),
             ("dot_general", "accepted_invalid"), ("reduce", "backend_error")} <= waived, waived
     # no entry broader than what the run matched (--strict would also fail on the entries
     # of broad classes without looks_like: those are counted by

@@ -196,11 +196,12 @@ def batch_for(seed: int, depth: str, spec: OpSpec, key: str, index: int, batch: 
     ``key``: what every front-end feeds the backend, and what :func:`rebuild` redraws.
 
     The first positions of the batch hold the op's value-class combinations
-    systematically (:func:`conformance.generators.coverage.overlay`), the rest is random.
+    systematically (:func:`conformance.generators.coverage.overlay`, from class pools
+    drawn once per seed), the rest is random.
     """
     rng = np.random.default_rng([seed, stable_hash(spec.name, key), index, batch])
     stacked = batch_inputs(sig, rng, DEPTHS[depth].batch_size, spec)
-    coverage.overlay(spec, sig, binding_for(spec, key), stacked, rng, batch)
+    coverage.overlay(spec, sig, binding_for(spec, key), stacked, rng, batch, seed)
     return stacked
 
 
