@@ -7,7 +7,7 @@ and every process draws them anew: each `conformance` subprocess of a test, each
 
 A draw is a pure function of its key and of the code and libraries that draw it, so
 the folder holding the files is named by a digest of both: the source of the packages
-that plan (generators, specs, core, the planner), and the versions of Python,
+that plan (the conformance package, generators, specs), and the versions of Python,
 hypothesis, numpy and ml_dtypes. Changing any of them starts an empty folder. Off
 (draws as usual) unless the variable is set, and whenever custom-call targets other
 than the shipped examples are registered (custom_call's draws follow them). A file that
@@ -35,14 +35,16 @@ def code_digest() -> str:
     import ml_dtypes
     import numpy
 
-    from conformance import core, generators, specs
-    from conformance.checking import plan
+    import conformance
+    from conformance import specs
     h = hashlib.sha256()
     for v in (sys.version, hypothesis.__version__, numpy.__version__, ml_dtypes.__version__):
         h.update(v.encode() + b"\0")
-    roots = [Path(m.__file__).parent for m in (core, generators, specs)]
-    files = [Path(plan.__file__)] + sorted(
-        p for r in roots for p in r.rglob("*") if p.suffix in (".py", ".yaml"))
+    # the whole conformance package (its core, and checking/plan.py, which picks a plan
+    # from the draws: more than decides a draw, never less), the generators, the specs
+    roots = [Path(conformance.__file__).parent, Path(__file__).parent,      # (generators/)
+             Path(specs.__file__).parent]
+    files = sorted(p for r in roots for p in r.rglob("*") if p.suffix in (".py", ".yaml"))
     for p in files:
         h.update(str(p.name).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:20]

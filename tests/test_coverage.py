@@ -135,7 +135,6 @@ def test_every_pair_class_is_met_at_quick_depth(op, seed):
         assert floats == len(FLOATS)        # f8E4M3FN, f8E5M2, bf16, f16, f32, f64
 
 
-@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_every_named_target_is_met_at_quick_depth():
     """compare TOTALORDER with (-0, +0), (+0, -0) and (NaN, NaN) for every float type,
     INT_MIN by -1, shift counts at and past the bit width, ties of the rounding ops, a NaN
@@ -179,7 +178,6 @@ def test_every_float_binding_of_compare_plans_a_totalorder_signature():
 # Scheduling
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_quick_depth_plans_a_rich_signature_for_every_binding():
     """No binding is left with zero-sized (or only tiny) signatures: where hypothesis draws
     a rich one, the plan holds it (the minimal, often zero-sized draw stays too)."""

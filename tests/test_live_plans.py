@@ -36,7 +36,6 @@ def _degenerate(depth: str, ops) -> list:
     return bad
 
 
-@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_every_binding_of_every_op_plans_a_live_signature_at_quick():
     assert _degenerate("quick", op_names()) == []
 

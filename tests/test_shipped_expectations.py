@@ -25,7 +25,6 @@ from conformance.apps.cli import main
 pytest.importorskip("jax")
 
 
-@pytest.mark.xdist_group("quick_plans")    # one worker draws the quick plans once (plan.plan_binding)
 def test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations(tmp_path, capsys):
     out = tmp_path / "quick"
     code = main(["run", "--depth", "quick", "--expectations", "jax-cpu", "--out", str(out),
