@@ -202,7 +202,7 @@ def test_a_complex_constant_and_a_hex_constant_read_exactly():
 def test_what_cannot_be_judged_is_named_and_the_rest_is_still_read():
     text = _module("""
   %0 = stablehlo.abs %a : tensor<2xf32>
-  %1 = stablehlo.dynamic_broadcast_in_dim %a, %s, dims = [0] : (tensor<2xf32>, tensor<1xi64>) -> tensor<2xf32>
+  %1 = stablehlo.real_dynamic_slice %a, %s, %s, %s : (tensor<2xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xf32>
   %2 = stablehlo.negate %1 : tensor<2xf32>
   %3 = stablehlo.exponential %0 : tensor<2xf32>
   return %3, %2 : tensor<2xf32>, tensor<2xf32>""", "%a: tensor<2xf32>, %s: tensor<1xi64>",
@@ -210,7 +210,7 @@ def test_what_cannot_be_judged_is_named_and_the_rest_is_still_read():
     read = read_text(text, "m.mlir")
     assert read.program.ops() == ["abs", "exponential"]
     first, second = read.unjudged
-    assert first.op == "stablehlo.dynamic_broadcast_in_dim" and first.location == "m.mlir:4:8" \
+    assert first.op == "stablehlo.real_dynamic_slice" and first.location == "m.mlir:4:8" \
         and "no spec" in first.reason
     assert second.op == "stablehlo.negate" and "not judged" in second.reason
     assert read.dropped_results == (1,) and read.program.results == ("v1",)
@@ -318,3 +318,15 @@ def oracle_run(read, inputs):
     from conformance.oracles.programs import evaluate_program
     values = evaluate_program(read.program, inputs, batch=1)
     return [values.values[r] for r in read.program.results]
+
+
+def test_dynamic_broadcast_in_dim_without_its_optional_hints_reads_with_the_dialect_s_empty_ones():
+    text = _module("""
+  %0 = stablehlo.dynamic_broadcast_in_dim %a, %s, dims = [0] : (tensor<2xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>""", "%a: tensor<2xf32>, %s: tensor<2xi64>", "tensor<2x3xf32>")
+    read = read_text(text, "m.mlir")
+    assert read.unjudged == () or list(read.unjudged) == []
+    (op,) = read.program.operations
+    assert op.signature.op == "dynamic_broadcast_in_dim"
+    assert list(op.signature.attributes["known_expanding_dimensions"]) == []
+    assert list(op.signature.attributes["known_nonexpanding_dimensions"]) == []
