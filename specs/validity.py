@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from conformance.core.case import Signature
-from conformance.core.types import TensorType, TokenType, TupleType
+from conformance.core.types import TensorType, TokenType, TupleType, allowed_by
 from . import OpSpec, load_spec
 from . import expressions as ex
 
@@ -99,7 +99,7 @@ def _type_row_broken(t, value) -> bool:
                 (t.value_kind == "tensor_or_token" and
                  not isinstance(x, (TensorType, TokenType))):
             return True
-        if any(leaf.element_type not in t.types for leaf in x.leaves()):
+        if any(not allowed_by(leaf.element_type, t.types) for leaf in x.leaves()):
             return True
     return False
 

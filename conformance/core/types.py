@@ -56,6 +56,11 @@ class ElementType:
     def is_complex(self) -> bool:
         return self.kind == "complex"
 
+    @property
+    def is_quantized(self) -> bool:
+        """A quantized element type or family (conformance/core/quantized.py)."""
+        return self.kind == "quantized"
+
     @cached_property
     def component(self) -> "ElementType":
         """The real type of a complex type (``real_type`` in the spec); else itself."""
@@ -209,6 +214,9 @@ TYPE_CLASSES: dict[str, tuple[str, ...]] = {
     "float": ("float",),
     "complex": ("complex",),
     "any": ("boolean", "signed", "unsigned", "float", "complex"),
+    # the quantized families (conformance/core/quantized.py); not part of "any": the
+    # spec says "tensor or quantized tensor" where an op takes both
+    "quantized": ("quantized",),
 }
 
 
@@ -230,6 +238,12 @@ def element_type(name: "str | ElementType | np.dtype") -> ElementType:
         return ELEMENT_TYPES[key]
     if key in _ALIASES:
         return ELEMENT_TYPES[_ALIASES[key]]
+    if key.startswith("!quant.") or key.startswith("quant_"):
+        from . import quantized
+        if key in quantized.FAMILIES:
+            return quantized.FAMILIES[key]
+        if key.startswith("!quant."):
+            return quantized.parse(key)
     raise UnknownElementType(
         f"unknown element type {key!r}; the spec's element types are: "
         + ", ".join(ELEMENT_TYPES))
@@ -246,8 +260,23 @@ def element_types_of(spec: "str | list[str]") -> tuple[ElementType, ...]:
         else:
             names.add(element_type(item).name)
     drawn = set(ALL_ELEMENT_TYPES)
-    return tuple(t for t in SPEC_ELEMENT_TYPES
-                 if (t.kind in kinds and t in drawn) or t.name in names)
+    out = tuple(t for t in SPEC_ELEMENT_TYPES
+                if (t.kind in kinds and t in drawn) or t.name in names)
+    if "quantized" in kinds or any(n.startswith("quant_") for n in names):
+        from .quantized import FAMILY_LIST
+        out += tuple(f for f in FAMILY_LIST if "quantized" in kinds or f.name in names)
+    return out
+
+
+def allowed_by(et: ElementType, types) -> bool:
+    """Is ``et`` one of ``types`` (a type-table row)? A concrete quantized type is when
+    its family is (``quant_si8_f32`` stands for every parameter choice)."""
+    if et in types:
+        return True
+    if et.is_quantized:
+        from .quantized import family_of
+        return family_of(et) in types
+    return False
 
 
 def complex_type(t: ElementType) -> ElementType:
@@ -286,6 +315,13 @@ class TensorType:
 
     def to_json(self) -> str:
         return str(self)
+
+    def held_as(self) -> "TensorType":
+        """The type of the array that holds a value of this type: itself, or for a
+        quantized tensor the same shape of its storage type (the parameters are the
+        type's, not the values')."""
+        storage = getattr(self.element_type, "storage", None)
+        return self if storage is None else TensorType(self.shape, storage)
 
     def leaves(self) -> tuple["TensorType", ...]:
         """The tensors of this value type: a tensor is its own only leaf (see TupleType)."""
