@@ -101,6 +101,11 @@ def _type_row_broken(t, value) -> bool:
             return True
         if any(not allowed_by(leaf.element_type, t.types) for leaf in x.leaves()):
             return True
+        # a quantized tensor's own rules ("Types" C12-C13: the quantization dimension
+        # within the rank, one scale per slice)
+        if any(getattr(leaf.element_type, "violations", None) is not None and
+               leaf.element_type.violations(leaf.shape) for leaf in x.leaves()):
+            return True
     return False
 
 

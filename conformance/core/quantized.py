@@ -79,6 +79,35 @@ class QuantizedElementType(ElementType):
         """The family this type belongs to (``quant_si8_f32``, ``quant_axis_si8_f32``)."""
         return family_of(self)
 
+    def violations(self, shape: "tuple[int, ...] | None" = None) -> list[str]:
+        """The rules of "Types" this type breaks: C1-C11 of quantized element types,
+        and with a tensor's ``shape`` C12-C13 of quantized tensor types. A scale is a
+        constant of the expressed type (C4): it is read rounded to it."""
+        out = []
+        st = self.storage
+        if not st.int_min <= self.storage_min < self.storage_max <= st.int_max:
+            out.append("C3")
+        s = self.scales_as_expressed().astype(np.float64)
+        if not np.all(s > 0):
+            out.append("C5")
+        if not np.all(np.isfinite(s)):
+            out.append("C6")
+        if not all(self.storage_min <= z <= self.storage_max for z in self.zero_points):
+            out.append("C7")
+        if len(self.scales) != len(self.zero_points):
+            out.append("C9")
+        if self.quantization_dimension is None and len(self.scales) != 1:
+            out.append("C10")
+        qd = self.quantization_dimension
+        if qd is not None and qd < 0:
+            out.append("C11")
+        if shape is not None and qd is not None and qd >= 0:
+            if qd >= len(shape):
+                out.append("C12")
+            elif shape[qd] != len(self.scales):
+                out.append("C13")
+        return out
+
     def scales_as_expressed(self) -> np.ndarray:
         """``constant(scale, expressed_type)`` of the spec's compute_scales: the scales
         rounded to the expressed type."""

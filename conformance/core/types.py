@@ -270,12 +270,14 @@ def element_types_of(spec: "str | list[str]") -> tuple[ElementType, ...]:
 
 def allowed_by(et: ElementType, types) -> bool:
     """Is ``et`` one of ``types`` (a type-table row)? A concrete quantized type is when
-    its family is (``quant_si8_f32`` stands for every parameter choice)."""
+    its family is (``quant_si8_f32`` stands for every parameter choice) and the type
+    keeps the rules of quantized element types ("Types" C1-C11): a broken type is no
+    quantized type."""
     if et in types:
         return True
     if et.is_quantized:
         from .quantized import family_of
-        return family_of(et) in types
+        return family_of(et) in types and not getattr(et, "violations", list)()
     return False
 
 
