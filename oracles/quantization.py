@@ -19,8 +19,9 @@ dimension counted in the signature's shape; arrays may carry leading batch axes)
 The spec fixes every rounding of those steps, but an implementation that folds the scales
 into one multiplier (``(lhs_scale / result_scale) * (x - zp)``) or keeps more precision
 differs from the spec's order of operations only where the exact value lies within the
-expressed type's rounding of a .5 tie: ``near_tie`` allows the other storage neighbour
-there (:func:`near_tie_mask`, :func:`other_neighbour`).
+expressed type's rounding of a .5 tie: ``near_tie`` allows both storage neighbours of
+the exact value there, besides the spec's own value (:func:`near_tie_mask`,
+:func:`exact_neighbour`).
 """
 from __future__ import annotations
 
@@ -175,16 +176,19 @@ def near_tie_mask(sig, *values):
     return np.isfinite(v) & near & inside
 
 
-@alternative("quantized_other_neighbour")
-def other_neighbour(sig, *values):
-    """Each element's other storage neighbour of the exact value (the oracle's result
-    is one of the two; elsewhere the alternative equals the oracle's value)."""
+@alternative("quantized_exact_neighbour")
+def exact_neighbour(sig, *values):
+    """The storage neighbour of the exact value on one side (the last argument:
+    ``'down'`` or ``'up'``), clamped to the storage range. With a low-precision
+    expressed type (bf16) the spec's own evaluation may land on neither (its roundings
+    add up to more than one storage step); the oracle's value stays allowed besides."""
+    *values, side = values
     expected = np.asarray(values[-1])
     with np.errstate(all="ignore"):
         v, _, qt = _exact(sig, values[:len(sig.input_types)])
         lo, hi = _neighbours(np.where(np.isfinite(v), v, 0.0), qt)
-    other = np.where(expected.astype(np.float64) == lo, hi, lo)
-    return other.astype(np.int64).astype(expected.dtype)
+    pick = lo if side == "down" else hi
+    return np.broadcast_to(pick, expected.shape).astype(np.int64).astype(expected.dtype)
 
 
 @condition("quantized_per_axis")
