@@ -166,14 +166,35 @@ def _neighbours(v, qt):
     return lo, hi
 
 
+def _spec_unrounded(sig, values) -> np.ndarray:
+    """The spec's ``x_scaled_add_zp`` (before clamp and rounding), float64: the value
+    the expressed type's arithmetic gives for the exact one."""
+    ins = [np.asarray(x) for x in values]
+    lead = ins[0].ndim - sig.input_types[0].rank
+    floats = [dequantize(x, t.element_type, lead) if t.element_type.is_quantized else x
+              for x, t in zip(ins, sig.input_types)]
+    qt = _quantized(sig.result_types[0], sig.op)
+    e = qt.expressed
+    total = floats[0] if len(floats) == 1 else \
+        round_to(floats[0].astype(np.float64) + floats[1].astype(np.float64), e)
+    s, z = _params(qt, np.ndim(total), lead)
+    scaled = round_to(np.asarray(total, np.float64) / s, e)
+    return round_to(scaled.astype(np.float64) + round_to(z, e).astype(np.float64),
+                    e).astype(np.float64)
+
+
 @condition("quantized_near_tie")
 def near_tie_mask(sig, *values):
-    """Elements whose exact value lies within the band of a .5 tie (and in range)."""
+    """Elements whose exact value lies within the band of a .5 tie (and in range), where
+    the spec's evaluation rounded on the way (where it is exact, its round half to even
+    of that exact value is the one answer)."""
+    values = values[:len(sig.input_types)]
     with np.errstate(all="ignore"):
-        v, band, qt = _exact(sig, values[:len(sig.input_types)])
+        v, band, qt = _exact(sig, values)
         near = np.abs(v - np.floor(v) - 0.5) <= band
         inside = (v > qt.storage_min - 1) & (v < qt.storage_max + 1)
-    return np.isfinite(v) & near & inside
+        rounded = _spec_unrounded(sig, values) != v
+    return np.isfinite(v) & near & inside & rounded
 
 
 @alternative("quantized_exact_neighbour")
