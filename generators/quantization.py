@@ -13,7 +13,7 @@ import numpy as np
 
 from conformance.core.case import Signature
 from conformance.core.numerics import round_to
-from conformance.core.quantized import QuantizedElementType, quantized_type
+from conformance.core.types import QuantizedElementType, quantized_type
 from conformance.core.types import ELEMENT_TYPES, ElementType, TensorType
 from conformance.specs import OpSpec
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
-from conformance.core.quantized import family_of
+from conformance.core.types import family_of
 from conformance.core.types import TensorType, element_type, value_type
 
 

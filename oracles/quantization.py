@@ -29,7 +29,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.core.numerics import round_to
-from conformance.core.quantized import QuantizedElementType
+from conformance.core.types import QuantizedElementType
 from conformance.specs.expressions import alternative, condition
 
 from .registry import register_typed

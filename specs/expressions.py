@@ -290,7 +290,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "alternative": lambda name, *args: _alternative(name, *args),
     "saturate": lambda x, t: _saturate(x, t),
     "where": lambda c, a, b: np.where(c, a, b),
-    # quantized element types (conformance/core/quantized.py; spec "Types" and
+    # quantized element types (conformance/core/types.py ("Quantized element types"); spec "Types" and
     # "Quantization computations"): a family name or a concrete type; storage_type and
     # the rest of a type that is not quantized is an error (the rule reading it breaks)
     "is_quantized": lambda x: _as_type(x).is_quantized,
@@ -471,7 +471,7 @@ def _quant(x: Any, what: str):
 def _quantized(family, scales, zero_points, dim):
     """The concrete type of a family with these parameters (a per-tensor family ignores
     ``dim``; a scalar scale or zero point is one parameter)."""
-    from conformance.core.quantized import quantized_type
+    from conformance.core.types import quantized_type
     f = _as_type(family)
     if not f.is_quantized:
         raise ExpressionError(f"quantized({f.name}, ...): not a quantized family")

@@ -10,7 +10,7 @@ import pytest
 from conformance import oracles
 from conformance.checking import golden
 from conformance.core.case import Signature
-from conformance.core.quantized import FAMILIES, QuantizedElementType
+from conformance.core.types import FAMILIES, QuantizedElementType
 from conformance.core.types import element_type, tensor_type
 from conformance.specs import load_spec
 from conformance.specs.validity import violations

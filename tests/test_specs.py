@@ -30,7 +30,9 @@ def test_every_spec_has_examples_constraints_and_xla_names():
         # 003 labels no constraint for ops without inputs or attributes (replica_id,
         # partition_id): their one rule is the result type, which the type rows hold.
         assert spec.constraints or not (spec.inputs or spec.attributes), name
-        assert spec.xla_names, name
+        # (XLA has no HLO op for the current text's quantization ops: `xla: []` there)
+        assert spec.xla_names or (spec.family == "quantization" and
+                                  spec.spec_version == "stablehlo-2026-08"), name
         assert spec.type_bindings(), name
 
 
