@@ -231,3 +231,21 @@ def test_jax_xla_and_interpreter_decline_with_their_reasons():
                          ["tensor<2xf32>"], invalid="I1")
     with pytest.raises(Exception, match="storage min and storage max"):
         XlaBackend().compile(bad)
+
+
+def test_iree_rounds_each_term_of_a_quantized_add():
+    """The iree-cpu entry's reproducer (case 0:quick:add_quantized:quant_si8_f32:1:0:6):
+    IREE 3.13 gives -60 where the spec gives -59, and the term-rounding model says why.
+    Skipped without IREE (pip install -e '.[iree]')."""
+    pytest.importorskip("iree.compiler")
+    pytest.importorskip("iree.runtime")
+    from conformance.backends.iree_backend import IreeBackend
+    backend = IreeBackend()
+    try:
+        got = np.asarray(backend.compile(ADD)([LHS[0], RHS[0]])[0])
+    finally:
+        backend.close()
+    (want,) = oracles.evaluate_batch(ADD, [LHS, RHS])
+    assert want[0].tolist() == [-59, -128, 112]
+    assert got.tolist() == _terms_rounded(ADD, [LHS[0], RHS[0]], [want[0]])[0].tolist() \
+        == [-60, -128, 112]
