@@ -202,12 +202,12 @@ def test_type_misuse_breaks_one_rule_and_the_numpy_backend_rejects_it():
             NumpyBackend().compile(dataclasses.replace(sig, invalid=violations(sig)[-1]))
 
 
-def test_every_constraint_breaks_alone_but_the_tensor_rule_of_add():
-    from conformance.generators import breakable, unbreakable
+def test_every_constraint_breaks_alone():
+    from conformance.generators import breakable
     assert breakable(load_spec("uniform_quantize")) == ["I1", "C1", "C2", "O1"]
     assert set(breakable(load_spec("uniform_dequantize"))) >= {"I1", "C1", "C2"}
     assert set(breakable(load_spec("add_quantized"))) >= {"C2", "C3", "C4", "C5", "C6", "C7"}
-    assert list(unbreakable("add_quantized")) == ["C1"]
+    assert "C1" not in {c.id for c in load_spec("add_quantized").constraints}   # add.yaml's
 
 
 # ---------------------------------------------------------------------------
