@@ -283,8 +283,9 @@ def report(seed: str, current: str, seed_name: str, current_name: str,
     new_ops = [op for op in new if op not in old]
     lines += ["", f"## Op headings of {current_name} that {seed_name} lacks", ""]
     for op in new_ops:
-        has = (f"spec file from another source: {files[op]}" if op in by_name
-               else "no spec file")
+        has = ("no spec file" if op not in by_name else
+               f"spec file from this text: {files[op]}" if files[op].startswith(current_name)
+               else f"spec file from another source: {files[op]}")
         lines.append(f"- {op}: {has}")
     missing = [op for op in old if op not in new]
     lines += ["", f"## Op headings of {seed_name} missing in {current_name}", ""]
