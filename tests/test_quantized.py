@@ -249,3 +249,12 @@ def test_iree_rounds_each_term_of_a_quantized_add():
     assert want[0].tolist() == [-59, -128, 112]
     assert got.tolist() == _terms_rounded(ADD, [LHS[0], RHS[0]], [want[0]])[0].tolist() \
         == [-60, -128, 112]
+
+
+def test_the_module_reader_says_it_cannot_read_quantized_types():
+    """jaxlib 0.10.2's bindings register no quant dialect: a module with quantized types is
+    refused with that reason (docs/quantized-types.md, "What is not covered")."""
+    from conformance.mlir.emitter import module_text
+    from conformance.mlir.reader import ReadError, read_text
+    with pytest.raises(ReadError, match="unregistered dialect"):
+        read_text(module_text(ADD), "quantized add")
