@@ -194,14 +194,14 @@ def _grid_batch(run, signature: Signature):
 #: (measured on jaxlib 0.10.2, CPU): the quant ops have no HLO counterpart, and a quantized
 #: tensor has no XLA primitive type. The StableHLO verifier runs first, so an invalid
 #: quantized program is still rejected with the verifier's own message.
-_QUANT_UNTRANSLATABLE = ("can't be translated to XLA HLO", "primitive_type_invalid",
+QUANT_UNTRANSLATABLE = ("can't be translated to XLA HLO", "primitive_type_invalid",
                          "PRIMITIVE_TYPE_INVALID")
 
 
 def _untranslatable_quantized(sig: Signature, e: Exception) -> bool:
     quantized = any(t.element_type.is_quantized
                     for t in tuple(sig.input_leaves) + tuple(sig.result_leaves))
-    return quantized and any(m in str(e) for m in _QUANT_UNTRANSLATABLE)
+    return quantized and any(m in str(e) for m in QUANT_UNTRANSLATABLE)
 
 
 def _one_line(e: BaseException) -> str:

@@ -307,7 +307,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
                                                                           zero_points, dim),
     # significant bits of a float type (or of a quantized type's expressed type)
     "precision": lambda t: _precision(_as_type(t)),
-    "is_finite_value": lambda v: bool(np.isfinite(v)),
     "region_calls": lambda r: _region_calls(r),
     # whether a region text parses and type-checks (a spec draws only bodies that do)
     "is_region": lambda r: _is_region(r),

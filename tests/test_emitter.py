@@ -45,13 +45,13 @@ def _verify_with_xla(sig: Signature, text: str) -> None:
     quant dialect), through XLA's parser and StableHLO verifier instead: the compile
     must get past them and fail only at HLO translation (backends/xla_backend.py)."""
     from conformance.backends import jaxlib_support
-    from conformance.backends.xla_backend import _QUANT_UNTRANSLATABLE
+    from conformance.backends.xla_backend import QUANT_UNTRANSLATABLE
     if not _PJRT:
         _PJRT.append(jaxlib_support.Pjrt(jaxlib_support.load("xla", "pjrt"), "cpu"))
     try:
         _PJRT[0].compile(text)
     except Exception as e:  # noqa: BLE001 - which stage refused it is the point
-        if not any(m in str(e) for m in _QUANT_UNTRANSLATABLE):
+        if not any(m in str(e) for m in QUANT_UNTRANSLATABLE):
             pytest.fail(f"{sig.key()}: XLA's parser or verifier refused it: {e}\n{text}")
 
 
