@@ -118,8 +118,10 @@ class IreeBackend(Backend):
         ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
         entry = ctx.modules.module["main"]
         device = self.config.device
-        put = [self._putter(t.element_type) for t in sig.input_leaves]
-        outs_t = list(sig.result_leaves)
+        # (a quantized tensor crosses as its storage integers: IREE's ABI lowers the
+        # !quant.uniform types of @main to them)
+        put = [self._putter(t.held_as().element_type) for t in sig.input_leaves]
+        outs_t = [t.held_as() for t in sig.result_leaves]
 
         def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
             out = entry(*(p(np.asarray(x)) for p, x in zip(put, inputs)))

@@ -76,6 +76,9 @@ def _type_mutations(t) -> Iterator:
             yield TensorType(t.shape, et)
     for shape in _shape_mutations(t.shape):
         yield TensorType(shape, t.element_type)
+    if t.element_type.is_quantized:     # its parameters, storage and expressed types
+        from .quantization import type_variants
+        yield from type_variants(t)
 
 
 def _tensor_attribute_mutations(text) -> Iterator[str]:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
+from conformance.core.types import family_of
 from conformance.core.types import TensorType, element_type, value_type
 
 
@@ -293,4 +294,27 @@ def binding_of(spec: OpSpec, sig: Signature) -> dict[str, str]:
                     continue
                 out[name] = first.leaves()[0].element_type.name
                 break
+        else:
+            # A quantized tensor's expression builds its type from the family variable
+            # and drawn parameters (``quantized(Q, ...)``): the column is the family.
+            for t, tt in pairs:
+                if t.element_type is None or t.variadic or not tt.leaves() or \
+                        name not in ex.names(t.element_type):
+                    continue
+                family = family_of(tt.leaves()[0].element_type)
+                if family is not None:
+                    out[name] = family.name
+                    break
+            else:
+                # (uniform_quantize's operand: ``quantized(O, ...) if is_quantized(O) else
+                # O``, a float type here) the one type variable such an expression names
+                domain = spec.type_variables[name][0]
+                for t, tt in pairs:
+                    if t.element_type is None or t.variadic or not tt.leaves():
+                        continue
+                    named = ex.names(t.element_type) & set(spec.type_variables)
+                    et = tt.leaves()[0].element_type
+                    if named == {name} and et in domain:
+                        out[name] = et.name
+                        break
     return out

@@ -30,6 +30,16 @@ def special_values(et: ElementType) -> np.ndarray:
     """The values of ``et`` that most often expose bugs, as a 1-D array of ``et``."""
     if et.is_boolean:
         return np.array([False, True])
+    if et.is_quantized:
+        # the storage range's ends, the zero points and their neighbours
+        st = getattr(et, "storage", et)
+        lo, hi = sorted((et.int_min, et.int_max))
+        lo, hi = max(lo, st.int_min), min(hi, st.int_max)
+        vals = {lo, hi, lo + 1, hi - 1, 0}
+        for z in getattr(et, "zero_points", ()):
+            vals |= {z - 1, z, z + 1}
+        vals = sorted(v for v in vals if lo <= v <= hi)
+        return np.array(vals, np.int64).astype(et.dtype)
     if et.is_integer:
         lo, hi = et.int_min, et.int_max
         vals = {0, 1, lo, hi, lo + 1, hi - 1, 2, et.bits - 1, et.bits, 1 << (et.bits // 2)}
@@ -124,7 +134,18 @@ def _ints_in(lo: int, hi: int) -> Callable:
 Source = Callable[[ElementType, int, np.random.Generator], np.ndarray]
 
 
+def _storage(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Storage values of a quantized type, uniform in [storage_min, storage_max]."""
+    # (an invalid type's range may be empty or inverted: its storage type's range then)
+    lo, hi = sorted((et.int_min, et.int_max))
+    st = getattr(et, "storage", et)
+    lo, hi = max(lo, st.int_min), min(hi, st.int_max)
+    return rng.integers(lo, hi, n, endpoint=True).astype(et.dtype)
+
+
 def _default_sources(et: ElementType) -> list[tuple[float, Source]]:
+    if et.is_quantized:
+        return [(SPECIAL_SHARE, _specials), (1.0 - SPECIAL_SHARE, _storage)]
     if et.is_float or et.is_complex:
         return [(SPECIAL_SHARE, _specials), (0.30, _small), (0.25, _random_bits),
                 (0.20, _log_uniform)]
@@ -201,6 +222,7 @@ DISTRIBUTIONS: dict[str, Callable[[ElementType], list[tuple[float, Source]]]] = 
     "dynamic_pad": _default_sources,
     "dynamic_conv": _default_sources,
     "dynamic_root": _default_sources,
+    "quantize_operand": _default_sources,
 }
 
 #: Distributions whose values depend on the rest of the signature, as
@@ -243,6 +265,9 @@ SIGNATURE_DISTRIBUTIONS: dict[str, str] = {
     # collective_broadcast's and collective_reduce's root operand within the group
     # (generators/collectives.py)
     "dynamic_root": "collectives:root_values",
+    # uniform_quantize's float operand: ties and grid points of the result's parameters
+    # (generators/quantization.py)
+    "quantize_operand": "quantization:operand_values",
 }
 
 

@@ -28,8 +28,8 @@ from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.expressions import CONDITIONS, condition
 
-from .registry import (BATCHED, REGISTRY, Membership, OracleError, OracleFn, load_family,
-                       oracle_for, register)
+from .registry import (BATCHED, REGISTRY, TYPED, Membership, OracleError, OracleFn,
+                       load_family, oracle_for, register)
 
 
 def _infer_result_types(spec: OpSpec, inputs: Sequence[np.ndarray]) -> list[TensorType]:
@@ -67,7 +67,13 @@ def evaluate(op: str, inputs: Sequence[np.ndarray], attributes: Mapping[str, Any
     if regions:
         attrs.update(load_spec(op).region_env(regions))
     with np.errstate(all="ignore"):
-        out = fn(args, attrs, types)
+        if op in TYPED:
+            if input_types is None:
+                raise OracleError(f"{op}: the oracle needs the inputs' types (a quantized "
+                                  "tensor's parameters); pass input_types")
+            out = fn(args, attrs, types, [value_type(t) for t in input_types])
+        else:
+            out = fn(args, attrs, types)
     out = out if isinstance(out, tuple) else (out,)
     if any(is_structured(t) for t in types):       # tuples and tokens (no data)
         out, types = tuple(flatten(out)), list(leaves(types))
@@ -107,7 +113,8 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_leaves]
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
-                        result_types=batched_types, regions=sig.regions)
+                        result_types=batched_types, regions=sig.regions,
+                        input_types=sig.input_types)
     load_family(sig.op)
     if sig.op in BATCHED:         # a family's oracle of a whole batch (registry.BATCHED)
         return tuple(BATCHED[sig.op](sig, list(stacked)))
@@ -294,6 +301,7 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     # ([batch, processes] + shape on a grid; no result arrays: tokens only)
     env: dict[str, Any] = dict(sig.attributes)
     env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
+    env["signature"] = sig      # its types (a quantized tensor's parameters)
     env.update(spec.region_env(sig.regions))
     ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
     for t, x in zip(spec.inputs, spec.split_inputs(ready)):

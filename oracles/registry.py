@@ -16,7 +16,7 @@ from conformance.core.types import TensorType
 from conformance.specs import import_family_module
 
 __all__ = ["OracleFn", "REGISTRY", "OracleError", "register", "oracle_for", "load_family",
-           "BATCHED", "register_batched", "Membership"]
+           "BATCHED", "register_batched", "Membership", "TYPED", "register_typed"]
 
 OracleFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], Sequence[TensorType]],
                     "tuple[np.ndarray, ...] | np.ndarray"]
@@ -56,6 +56,21 @@ def register(*ops: str) -> Callable[[OracleFn], OracleFn]:
             if op in REGISTRY:
                 raise RuntimeError(f"oracle for {op!r} registered twice")
             REGISTRY[op] = fn
+        return fn
+    return deco
+
+
+#: ops whose oracle also takes the inputs' types, ``fn(inputs, attrs, result_types,
+#: input_types)``: where an input's values do not say what they mean (a quantized
+#: tensor's storage integers: scale and zero point are in its type). The input types are
+#: the signature's (no batch axis); the arrays may carry leading batch axes.
+TYPED: set[str] = set()
+
+
+def register_typed(*ops: str) -> Callable[[Callable], Callable]:
+    def deco(fn):
+        register(*ops)(fn)
+        TYPED.update(ops)
         return fn
     return deco
 

@@ -599,8 +599,10 @@ def parse_spec(data: Any, path: str) -> OpSpec:
     impl = []
     for i, d in enumerate(data.get("implementation_defined", [])):
         key = f"implementation_defined[{i}]"
+        # (a rule also sees the signature: a quantized tensor's parameters live in its
+        # type, not in its storage values)
         _check_expr(path, f"{key}.when", d["when"], value_names
-                    | {"num_replicas", "num_partitions"})
+                    | {"num_replicas", "num_partitions", "signature"})
         allowed = d.get("allowed", "any")
         if isinstance(allowed, dict):
             for name, expr in allowed.items():
@@ -608,7 +610,7 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                     raise _fail(path, f"{key}.allowed.{name}", "'conventional' is the "
                                                                "oracle's value; name the "
                                                                "alternatives")
-                _check_expr(path, f"{key}.allowed.{name}", expr, value_names)
+                _check_expr(path, f"{key}.allowed.{name}", expr, value_names | {"signature"})
             allowed = tuple((str(k), str(v)) for k, v in allowed.items())
         elif allowed == "any" and "allowed" in d and not d.get("says"):
             raise _fail(path, f"{key}.says", "allowed: any needs a says: line (why the "

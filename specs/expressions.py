@@ -290,6 +290,23 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "alternative": lambda name, *args: _alternative(name, *args),
     "saturate": lambda x, t: _saturate(x, t),
     "where": lambda c, a, b: np.where(c, a, b),
+    # quantized element types (conformance/core/types.py ("Quantized element types"); spec "Types" and
+    # "Quantization computations"): a family name or a concrete type; storage_type and
+    # the rest of a type that is not quantized is an error (the rule reading it breaks)
+    "is_quantized": lambda x: _as_type(x).is_quantized,
+    "is_per_axis_quantized": lambda x: _quant(x, "per_axis"),
+    "is_per_tensor_quantized": lambda x: _as_type(x).is_quantized and not _quant(x, "per_axis"),
+    "storage_type": lambda x: _quant(x, "storage").name,
+    "expressed_type": lambda x: _quant(x, "expressed").name,
+    "quantization_dimension": lambda x: _quant(x, "quantization_dimension"),
+    "scales": lambda x: list(_quant(x, "scales")),
+    "zero_points": lambda x: list(_quant(x, "zero_points")),
+    "storage_min": lambda x: _quant(x, "storage_min"),
+    "storage_max": lambda x: _quant(x, "storage_max"),
+    "quantized": lambda family, scales, zero_points, dim=None: _quantized(family, scales,
+                                                                          zero_points, dim),
+    # significant bits of a float type (or of a quantized type's expressed type)
+    "precision": lambda t: _precision(_as_type(t)),
     "region_calls": lambda r: _region_calls(r),
     # whether a region text parses and type-checks (a spec draws only bodies that do)
     "is_region": lambda r: _is_region(r),
@@ -436,6 +453,37 @@ def _alternative(name, *args):
         raise ExpressionError(f"unknown alternative {name!r}; registered: "
                               f"{sorted(ALTERNATIVES)}")
     return fn(*args)
+
+
+def _quant(x: Any, what: str):
+    """One part of a quantized type (a family has storage, expressed, per_axis only)."""
+    t = _as_type(x)
+    if not t.is_quantized:
+        raise ExpressionError(f"{t.name} is not a quantized type (no {what})")
+    if what == "per_axis":
+        return bool(getattr(t, "per_axis", getattr(t, "is_per_axis", False)))
+    if not hasattr(t, what):
+        raise ExpressionError(f"{t.name} is a quantized family, without {what}")
+    return getattr(t, what)
+
+
+def _quantized(family, scales, zero_points, dim):
+    """The concrete type of a family with these parameters (a per-tensor family ignores
+    ``dim``; a scalar scale or zero point is one parameter)."""
+    from conformance.core.types import quantized_type
+    f = _as_type(family)
+    if not f.is_quantized:
+        raise ExpressionError(f"quantized({f.name}, ...): not a quantized family")
+    per_axis = _quant(f, "per_axis")
+    return quantized_type(f.storage.name, f.expressed.name, scales, zero_points,
+                          dim if per_axis else None,
+                          getattr(f, "storage_min", None), getattr(f, "storage_max", None))
+
+
+def _precision(t: ElementType) -> int:
+    if t.is_quantized:
+        t = t.expressed
+    return int(ml_dtypes.finfo(t.dtype).nmant) + 1
 
 
 def _erfc_inverse(x: float) -> float:

@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from conformance.core.case import Signature
-from conformance.core.types import TensorType, TokenType, TupleType
+from conformance.core.types import TensorType, TokenType, TupleType, allowed_by
 from . import OpSpec, load_spec
 from . import expressions as ex
 
@@ -99,7 +99,12 @@ def _type_row_broken(t, value) -> bool:
                 (t.value_kind == "tensor_or_token" and
                  not isinstance(x, (TensorType, TokenType))):
             return True
-        if any(leaf.element_type not in t.types for leaf in x.leaves()):
+        if any(not allowed_by(leaf.element_type, t.types) for leaf in x.leaves()):
+            return True
+        # a quantized tensor's own rules ("Types" C12-C13: the quantization dimension
+        # within the rank, one scale per slice)
+        if any(getattr(leaf.element_type, "violations", None) is not None and
+               leaf.element_type.violations(leaf.shape) for leaf in x.leaves()):
             return True
     return False
 

@@ -28,7 +28,8 @@ class Planted(Backend):
     def compile(self, sig):
         def run(inputs):
             out = list(oracles.evaluate(sig.op, inputs, sig.attributes,
-                                        result_types=sig.result_types, regions=sig.regions))
+                                        result_types=sig.result_types, regions=sig.regions,
+                                        input_types=sig.input_types))
             return self.change(sig, [np.asarray(x) for x in inputs], out)
         return run
 

@@ -1199,6 +1199,14 @@ def cmd_list(args) -> int:
         for t in SPEC_ELEMENT_TYPES:
             drawn = "" if t in ALL_ELEMENT_TYPES else "  (not yet drawn by op bindings)"
             print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}{drawn}")
+        # the quantized families (!quant.uniform, conformance/core/types.py ("Quantized element types")): the
+        # columns of the ops that take quantized tensors; values are storage integers
+        from conformance.core.types import FAMILY_LIST
+        for f in FAMILY_LIST:
+            how = "per axis" if f.per_axis else "per tensor"
+            print(f"{f.name:20} quantized {f.bits:4} bits  numpy: {f.dtype.name}  "
+                  f"!quant.uniform<{f.storage.mlir.replace('ui', 'u')}:{f.expressed.mlir}"
+                  f"{':D' if f.per_axis else ''}, ...> ({how})")
     else:
         from conformance.backends import available
         print("\n".join(available()))

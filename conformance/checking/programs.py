@@ -152,7 +152,7 @@ def check_program(backend: Backend, program: Program, inputs: Sequence[np.ndarra
         want = [(batch,) + t.shape for t in program.result_types]
         got = [type_of(a) for a in actual]
         if len(actual) != len(want) or any(
-                g.shape != w or g.element_type != t.element_type
+                g.shape != w or g.element_type != t.held_as().element_type
                 for g, w, t in zip(got, want, program.result_types)):
             return ProgramVerdict("type", message=f"results are ({', '.join(map(str, got))}); "
                                   f"expected {len(want)} of the program's result types")

@@ -145,7 +145,7 @@ class Case:
             n = self.signature.num_replicas * self.signature.num_partitions
             for i, (x, t) in enumerate(zip(self.inputs, self.signature.input_leaves)):
                 want = t if n == 1 else TensorType((n,) + t.shape, t.element_type)
-                if type_of(x) != want:
+                if type_of(x) != want.held_as():
                     raise ValueError(f"{self.signature.op}: input {i} is {type_of(x)}, "
                                      f"but the signature says {want}")
 

@@ -1,0 +1,23 @@
+"""jax mappings of the quantization family (uniform_quantize, uniform_dequantize, add on
+quantized tensors): none, with the reason measured on jax 0.10.2."""
+from __future__ import annotations
+
+from conformance.core.case import Signature
+
+from .base import Unsupported
+from .jax_ops import builder
+
+_REASON = ("jax has no quantized element types: jax 0.10.2's jax.lax, jax.numpy and "
+           "jax.dtypes name no !quant.uniform type, so no jax.lax program takes or gives "
+           "one (stablehlo.{op} on quantized tensors is tested through xla, interpreter "
+           "and iree)")
+
+
+def _unsupported(op: str):
+    def build(sig: Signature):
+        raise Unsupported(_REASON.format(op=op.replace("_quantized", "")))
+    return build
+
+
+for _op in ("uniform_quantize", "uniform_dequantize", "add_quantized"):
+    builder(_op)(_unsupported(_op))

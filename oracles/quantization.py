@@ -1,0 +1,220 @@
+"""Quantized ops: uniform_quantize, uniform_dequantize, and add on quantized tensors.
+
+Written from "Quantization computations" of the current spec (stablehlo-spec-2026-08.md):
+
+- ``dequantize(x)``: ``convert(x - zero_point, expressed) * scale``, the product rounded
+  to the expressed type (IEEE-754 multiplication). The spec subtracts in the storage
+  type; the difference is taken exactly here (the prose's ``f = (i - zero_point) *
+  scale``: in ui8 storage the storage-type subtraction would wrap below the zero point),
+  and is exact in every drawn family's expressed type.
+- ``quantize(x, type)``: ``x / scale``, ``+ zero_point``, each rounded to the expressed
+  type; ``clamp(storage_min, ., storage_max)``; ``round_nearest_even``; convert.
+- ``dequantize_op_quantize(add, lhs, rhs, type)``: dequantize both, add in the expressed
+  type, quantize.
+
+A scale is ``constant(scale, expressed_type)`` (compute_scales): rounded to the
+expressed type first. Per-axis types use each slice's parameters (the quantization
+dimension counted in the signature's shape; arrays may carry leading batch axes).
+
+The spec fixes every rounding of those steps, but an implementation that folds the scales
+into one multiplier (``(lhs_scale / result_scale) * (x - zp)``) or keeps more precision
+differs from the spec's order of operations only where the exact value lies within the
+expressed type's rounding of a .5 tie: ``near_tie`` allows both storage neighbours of
+the exact value there, besides the spec's own value (:func:`near_tie_mask`,
+:func:`exact_neighbour`).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from conformance.core.numerics import round_to
+from conformance.core.types import QuantizedElementType
+from conformance.specs.expressions import alternative, condition
+
+from .registry import register_typed
+
+
+def _params(qt: QuantizedElementType, ndim: int, lead: int):
+    """(scales rounded to the expressed type, zero points), as float64 / int64 arrays
+    that broadcast against an array of ``ndim`` axes whose first ``lead`` are batch axes."""
+    s = qt.scales_as_expressed().astype(np.float64)
+    z = np.array(qt.zero_points, np.int64)
+    if qt.quantization_dimension is None:
+        return s.reshape(()), z.reshape(())
+    shape = [1] * ndim
+    shape[lead + qt.quantization_dimension] = len(s)
+    return s.reshape(shape), z.reshape(shape)
+
+
+def dequantize(x: np.ndarray, qt: QuantizedElementType, lead: int) -> np.ndarray:
+    """The expressed-type values of storage values ``x`` (spec ``dequantize``)."""
+    s, z = _params(qt, x.ndim, lead)
+    diff = round_to(x.astype(np.int64) - z, qt.expressed)          # convert(x - zp)
+    return round_to(diff.astype(np.float64) * s, qt.expressed)      # * scale
+
+
+def quantize_steps(v: np.ndarray, qt: QuantizedElementType, lead: int) -> np.ndarray:
+    """``quantize``'s value before its last convert: expressed-type ``v`` scaled,
+    shifted, clamped and rounded half to even, as float64."""
+    e = qt.expressed
+    s, z = _params(qt, v.ndim, lead)
+    scaled = round_to(v.astype(np.float64) / s, e)                  # x / scale
+    shifted = round_to(scaled.astype(np.float64) + round_to(z, e).astype(np.float64), e)
+    lo = float(round_to(np.float64(qt.storage_min), e))
+    hi = float(round_to(np.float64(qt.storage_max), e))
+    clamped = np.minimum(np.maximum(shifted.astype(np.float64), lo), hi)   # NaN stays NaN
+    return np.rint(clamped)                                          # round_nearest_even
+
+
+def to_storage(r: np.ndarray, qt: QuantizedElementType) -> np.ndarray:
+    """``convert(x_rounded, result_type)``: integral and in range; a NaN's convert is TBD
+    (#180), 0 here (rule nan_operand)."""
+    return np.where(np.isnan(r), 0, r).astype(np.int64).astype(qt.dtype)
+
+
+def quantize(v: np.ndarray, qt: QuantizedElementType, lead: int) -> np.ndarray:
+    return to_storage(quantize_steps(v, qt, lead), qt)
+
+
+def _lead(x: np.ndarray, t) -> int:
+    return x.ndim - t.rank
+
+
+def _quantized(t, op: str) -> QuantizedElementType:
+    et = t.element_type
+    if not isinstance(et, QuantizedElementType):
+        raise ValueError(f"{op}: {t} is not a quantized tensor")
+    return et
+
+
+@register_typed("uniform_dequantize")
+def uniform_dequantize(inputs, attrs, types, input_types):
+    (x,), (t,) = inputs, input_types
+    return dequantize(np.asarray(x), _quantized(t, "uniform_dequantize"), _lead(np.asarray(x), t))
+
+
+def _float_operand(x: np.ndarray, t) -> np.ndarray:
+    """uniform_quantize's operand in its expressed type: a float operand as it is, a
+    quantized one dequantized."""
+    if t.element_type.is_quantized:
+        return dequantize(x, t.element_type, _lead(x, t))
+    return x
+
+
+@register_typed("uniform_quantize")
+def uniform_quantize(inputs, attrs, types, input_types):
+    (x,), (t,) = inputs, input_types
+    x = np.asarray(x)
+    return quantize(_float_operand(x, t), _quantized(types[0], "uniform_quantize"), _lead(x, t))
+
+
+def _sum(lhs, rhs, tl, tr):
+    a = dequantize(np.asarray(lhs), _quantized(tl, "add"), _lead(np.asarray(lhs), tl))
+    b = dequantize(np.asarray(rhs), _quantized(tr, "add"), _lead(np.asarray(rhs), tr))
+    return a, b
+
+
+@register_typed("add_quantized")
+def add_quantized(inputs, attrs, types, input_types):
+    lhs, rhs = (np.asarray(x) for x in inputs)
+    a, b = _sum(lhs, rhs, *input_types)
+    qt = _quantized(types[0], "add")
+    e = qt.expressed
+    total = round_to(a.astype(np.float64) + b.astype(np.float64), e)    # add, IEEE-754
+    return quantize(total, qt, _lead(lhs, input_types[0]))
+
+
+# ---------------------------------------------------------------------------
+# near_tie: the exact value within the expressed type's rounding of a .5 tie
+# ---------------------------------------------------------------------------
+
+#: how many units of the expressed type's epsilon the band spans per term: the spec's
+#: steps round at most four times (product(s), sum, quotient, + zero point), each by
+#: half an epsilon of its magnitude; twice that covers a folded multiplier's roundings.
+NEAR_TIE_EPS = 4.0
+
+
+def _exact(sig, values):
+    """(exact value of ``x / scale + zero_point`` in the result's storage, the band
+    within which the expressed type's roundings move it), float64, for the op's operand
+    values. The dequantized operands are exact in float64 for the drawn families (a
+    product of an integer below 2**17 and a scale of at most 11 significant bits)."""
+    out_t = sig.result_types[0]
+    qt = _quantized(out_t, sig.op)
+    e = qt.expressed
+    lead = values[0].ndim - sig.input_types[0].rank
+    terms = []
+    for x, t in zip(values, sig.input_types):
+        x = np.asarray(x)
+        if t.element_type.is_quantized:
+            s, z = _params(t.element_type, x.ndim, lead)
+            terms.append((x.astype(np.int64) - z).astype(np.float64) * s)
+        else:
+            terms.append(x.astype(np.float64))
+    s, z = _params(qt, terms[0].ndim, lead)
+    total = np.sum(np.broadcast_arrays(*terms), axis=0) if len(terms) > 1 else terms[0]
+    v = total / s + z
+    size = sum(np.abs(t) for t in terms) / s + np.abs(z) + np.abs(v)
+    eps = float(ml_dtypes.finfo(e.dtype).eps)
+    return v, NEAR_TIE_EPS * eps * size, qt
+
+
+def _neighbours(v, qt):
+    lo = np.clip(np.floor(v), qt.storage_min, qt.storage_max)
+    hi = np.clip(np.floor(v) + 1, qt.storage_min, qt.storage_max)
+    return lo, hi
+
+
+def _spec_unrounded(sig, values) -> np.ndarray:
+    """The spec's ``x_scaled_add_zp`` (before clamp and rounding), float64: the value
+    the expressed type's arithmetic gives for the exact one."""
+    ins = [np.asarray(x) for x in values]
+    lead = ins[0].ndim - sig.input_types[0].rank
+    floats = [dequantize(x, t.element_type, lead) if t.element_type.is_quantized else x
+              for x, t in zip(ins, sig.input_types)]
+    qt = _quantized(sig.result_types[0], sig.op)
+    e = qt.expressed
+    total = floats[0] if len(floats) == 1 else \
+        round_to(floats[0].astype(np.float64) + floats[1].astype(np.float64), e)
+    s, z = _params(qt, np.ndim(total), lead)
+    scaled = round_to(np.asarray(total, np.float64) / s, e)
+    return round_to(scaled.astype(np.float64) + round_to(z, e).astype(np.float64),
+                    e).astype(np.float64)
+
+
+@condition("quantized_near_tie")
+def near_tie_mask(sig, *values):
+    """Elements whose exact value lies within the band of a .5 tie (and in range), where
+    the spec's evaluation rounded on the way (where it is exact, its round half to even
+    of that exact value is the one answer)."""
+    values = values[:len(sig.input_types)]
+    with np.errstate(all="ignore"):
+        v, band, qt = _exact(sig, values)
+        near = np.abs(v - np.floor(v) - 0.5) <= band
+        inside = (v > qt.storage_min - 1) & (v < qt.storage_max + 1)
+        rounded = _spec_unrounded(sig, values) != v
+    return np.isfinite(v) & near & inside & rounded
+
+
+@alternative("quantized_exact_neighbour")
+def exact_neighbour(sig, *values):
+    """The storage neighbour of the exact value on one side (the last argument:
+    ``'down'`` or ``'up'``), clamped to the storage range. With a low-precision
+    expressed type (bf16) the spec's own evaluation may land on neither (its roundings
+    add up to more than one storage step); the oracle's value stays allowed besides."""
+    *values, side = values
+    expected = np.asarray(values[-1])
+    with np.errstate(all="ignore"):
+        v, _, qt = _exact(sig, values[:len(sig.input_types)])
+        lo, hi = _neighbours(np.where(np.isfinite(v), v, 0.0), qt)
+    pick = lo if side == "down" else hi
+    return np.broadcast_to(pick, expected.shape).astype(np.int64).astype(expected.dtype)
+
+
+@condition("quantized_per_axis")
+def per_axis_mask(sig, lhs):
+    """Every element, where an operand or the result is per-axis quantized."""
+    per_axis = any(getattr(t.element_type, "is_per_axis", False)
+                   for t in tuple(sig.input_types) + tuple(sig.result_types))
+    return np.full(np.shape(lhs), per_axis)
