@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 from conformance import oracles
 from conformance.backends import Unsupported, get_backend
-from conformance.checking.checker import SignatureCheck, check_case
+from conformance.checking.checker import check_case
 from conformance.checking.golden import examples
-from conformance.checking.plan import batch_for
 from conformance.core.case import Signature
 from conformance.core.types import TensorType
 from conformance.generators import invalid
@@ -29,6 +28,7 @@ from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
 from planted_collectives import GridOracle
+from test_collectives import classes, failing  # noqa: E402  (judged as the other collectives)
 
 OP = "collective_broadcast"
 
@@ -41,25 +41,6 @@ def _sig(grid, operands, groups, channel_id=0, dyn=False):
                          num_replicas=grid[0], num_partitions=grid[1])
     assert not violations(sig), violations(sig)
     return sig
-
-
-def classes(backend, sig, batches=2):
-    spec = load_spec(sig.op)
-    check = SignatureCheck(spec, sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    key = sig.input_types[0].element_type.name
-    counts: dict[str, int] = {}
-    for b in range(batches):
-        v = check.run_batch(b, batch_for(0, "default", spec, key, 0, b, sig)) \
-            .results[backend.name].verdict
-        for cls, n in v.counts().items():
-            counts[cls] = counts.get(cls, 0) + n
-    return counts
-
-
-def failing(counts):
-    return sum(n for c, n in counts.items() if c != "pass")
 
 
 # -- the oracle --------------------------------------------------------------------------
