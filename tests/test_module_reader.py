@@ -35,9 +35,8 @@ def _readable_ops() -> list[str]:
     for op in op_names():
         syntax, spec = op_syntax(op), load_spec(op)
         whole_op_lacking = syntax.jaxlib_lacks and syntax.jaxlib_lacks[0].strip() == "True"
-        quantized = any(all(t.is_quantized for t in ts) for ts, _ in spec.type_variables.values())
         if not (syntax.decomposition or syntax.function == "callee" or spec.host_transfer
-                or whole_op_lacking or quantized):   # (no module holds collective_reduce;
+                or whole_op_lacking or spec.quantized):   # (no module holds collective_reduce;
             # jaxlib's bindings cannot parse quantized types)
             out.append(op)
     return out
