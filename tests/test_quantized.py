@@ -257,7 +257,9 @@ def test_the_module_reader_says_it_cannot_read_quantized_types():
     refused with that reason (docs/quantized-types.md, "What is not covered")."""
     from conformance.mlir.emitter import module_text
     from conformance.mlir.reader import ReadError, read_text
-    with pytest.raises(ReadError, match="unregistered dialect"):
+    # (in a process that has read a VHLO artifact before, jaxlib parses the types and the
+    # reader refuses them itself: the test below)
+    with pytest.raises(ReadError, match="unregistered dialect|quantized type tensor<"):
         read_text(module_text(ADD), "quantized add")
 
 
