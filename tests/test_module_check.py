@@ -636,6 +636,8 @@ def test_an_op_the_backend_fails_on_is_a_finding_and_the_ops_after_it_are_still_
     # the ops after it are judged (on the oracle's product) and pass
     assert [v.op_outcomes[ops[n]] for n in ("add", "exponential", "tanh")] == ["pass"] * 3
     assert {f.op for f in v.op_by_op} == {"multiply"}
+    # its reproducer is the failing op alone (every case), not a later finding's op
+    assert v.first_operands[0].op == "multiply" and v.first_operands[1][0].shape[0] == 4
     # a wrong op after the failing one is found too
     bad = FailsOnMultiply()
     bad.wrong_exp = True

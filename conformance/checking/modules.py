@@ -114,6 +114,8 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
                 findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0,
                                         0, (), None, error_text(e)[:300], at=o.results[0]))
                 outcomes[o.name] = findings[-1].cls
+                if operands is not None and not operands:   # every case: which failed is unknown
+                    operands.append((o, [np.asarray(x) for x in xs]))
             got = list(oracles.evaluate_batch(o.signature, xs, load_spec(o.op)))
             env.update((r, np.broadcast_to(g, (batch,) + np.shape(g)[1:]))
                        for r, g in zip(o.results, got))
