@@ -105,12 +105,13 @@ def _stablehlo(spec) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def default_ops() -> tuple[str, ...]:
-    """Element-wise stablehlo ops without regions, and :data:`STRUCTURAL`."""
+    """Element-wise stablehlo ops without regions over plain element types, and
+    :data:`STRUCTURAL`."""
     out = []
     for name in op_names():
         spec = load_spec(name)
         if (spec.elementwise and not spec.regions and name not in EXCLUDED
-                and _stablehlo(spec)) or name in STRUCTURAL:
+                and not spec.quantized and _stablehlo(spec)) or name in STRUCTURAL:
             out.append(name)
     return tuple(out)
 

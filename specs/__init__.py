@@ -181,6 +181,14 @@ class OpSpec:
         return bool(self.data.get("elementwise", False))
 
     @property
+    def quantized(self) -> bool:
+        """Does a type variable of the op take quantized element types only? Such an op
+        (uniform_quantize, add_quantized, ...) is drawn with quantized tensors, which
+        no region body and no program chain over plain element types holds."""
+        return any(ts and all(t.is_quantized for t in ts)
+                   for ts, _ in self.type_variables.values())
+
+    @property
     def moves_values(self) -> bool:
         """Are the results elements of the inputs, picked by comparing them?"""
         return bool(self.data.get("moves_values", False))

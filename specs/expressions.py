@@ -315,6 +315,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "body_block_types": lambda r: _body(r, "block_types"),
     "body_capture_types": lambda r: _body(r, "capture_types"),
     "body_result_types": lambda r: _body(r, "result_types"),
+    # the names of a body's ops in order (async_start: one op, of a given list)
+    "body_op_names": lambda r: _body(r, "op_names"),
     # does a whole string match a regular expression (composite's namespaced name)?
     "matches": lambda pattern, text: __import__("re").fullmatch(str(pattern), str(text))
     is not None,

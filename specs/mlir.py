@@ -57,6 +57,10 @@ class OpSyntax:
     # (when, says): the signatures, by an expression over what a constraint sees, that the
     # dialect jaxlib ships cannot hold (a newer spec's form), and the measured reason
     jaxlib_lacks: tuple[str, str] | None = None
+    # (start, done): the op is one of a pair that only makes sense together (async_start,
+    # async_done): its signature is printed as ``start`` (the region, the operands, one
+    # future result) awaited at once by ``done`` (the signature's results)
+    async_pair: tuple[str, str] | None = None
 
 
 def fields(fmt: str, where: str) -> frozenset[str]:
@@ -130,7 +134,12 @@ def syntax_of(spec) -> OpSyntax:
         raise MlirSyntaxError(f"{spec.path}: mlir.region_form: {region_form!r} must be "
                               "expression or program")
     lacks = data.get("jaxlib_lacks")
+    pair = data.get("async_pair")
+    if pair is not None and data["op"] not in pair:
+        raise MlirSyntaxError(f"{spec.path}: mlir.async_pair: {pair!r} must hold mlir.op "
+                              f"{data['op']!r}")
     return OpSyntax(op, data["op"], tuple(attrs), tuple(names_per_attr), name_fields,
                     captured, data.get("decomposition"), data.get("dynamic_result"),
                     function, tuple((k, str(v)) for k, v in defaults.items()), region_form,
-                    (lacks["when"], " ".join(lacks["says"].split())) if lacks else None)
+                    (lacks["when"], " ".join(lacks["says"].split())) if lacks else None,
+                    tuple(pair) if pair else None)

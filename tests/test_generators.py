@@ -61,6 +61,7 @@ DECLARED_UNBREAKABLE = {
     ("dynamic_pad", "C3"),                                  # the padding's values
     ("dynamic_broadcast_in_dim", "C6"), ("dynamic_reshape", "C3"),   # per-axis quantized
     *(("dynamic_conv", f"C{i}") for i in range(28, 35)),    # quantized convolution
+    ("async_start", "C1"), ("async_start", "C2"),           # the body's op count and name
 }
 
 

@@ -6,6 +6,7 @@ invalid programs rejected, and what jax, XLA and the interpreter say of these pr
 Fast: one compile per backend at most."""
 import numpy as np
 import pytest
+from pathlib import Path
 
 from conformance import oracles
 from conformance.checking import golden
@@ -258,3 +259,31 @@ def test_the_module_reader_says_it_cannot_read_quantized_types():
     from conformance.mlir.reader import ReadError, read_text
     with pytest.raises(ReadError, match="unregistered dialect"):
         read_text(module_text(ADD), "quantized add")
+
+
+def test_quantized_modules_are_refused_after_a_vhlo_artifact_loaded_the_quant_dialect(tmp_path):
+    """Deserialising a VHLO artifact (what jax.export writes) loads the quant dialect into
+    the process's MLIR context, after which jaxlib parses `!quant.uniform` types: the
+    reader still refuses them, naming the type, whatever was read before."""
+    import subprocess
+    import sys
+    script = f"""
+import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+import jax, jax.numpy as jnp
+from jax import export
+exp = export.export(jax.jit(lambda x: x + 1))(jax.ShapeDtypeStruct((2,), jnp.float32))
+open({str(tmp_path / "m.mlirbc")!r}, "wb").write(exp.mlir_module_serialized)
+from conformance.mlir.reader import ReadError, load_module, read_text
+from conformance.mlir.emitter import module_text
+from test_quantized import ADD
+load_module({str(tmp_path / "m.mlirbc")!r})
+try:
+    read_text(module_text(ADD), "quantized add")
+except ReadError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "quantized add:" in out.stdout and "quantized type tensor<" in out.stdout \
+        and "!quant.uniform" in out.stdout, out.stdout

@@ -64,6 +64,11 @@ class Body:
     def result_types(self) -> tuple[Any, ...]:
         return self.program.result_types
 
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """The ops of the body in order (async_start's C1, C2 count and name them)."""
+        return tuple(o.signature.op for o in self.program.operations)
+
     def describe(self) -> str:
         names = self.program.argument_names
         if self.block == len(names):

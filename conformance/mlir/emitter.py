@@ -280,11 +280,42 @@ def op_text(sig: Signature, operands: Sequence[str], result: str = "%0",
         k = len(load_spec(sig.op).inputs) - 1
         operands, captured, inputs = operands[:k], operands[k:], inputs[:k]
     regions = "" if syntax.function else _regions_text(sig, captured)  # (a func.func)
+    if syntax.async_pair:
+        return _pair_text(sig, syntax, operands, result, inputs, regions, operand_types)
     return (f'{lhs}"{op_name(sig, syntax)}"({", ".join(operands)})'
             f"{regions}"
             f"{_attributes_text(sig, syntax)} : "
             f"({', '.join(operand_types) if operand_types is not None else _types(inputs)})"
             f" -> {results}")
+
+
+def _pair_text(sig: Signature, syntax: OpSyntax, operands, result: str, inputs, regions: str,
+               operand_types) -> str:
+    """A pair's two ops (``mlir.async_pair``: async_start, async_done): the start op takes
+    the operands and the region and returns one ``!stablehlo.future`` of the signature's
+    result types (async_start's rule C4; for the done op's own signature, the body's result
+    types: its rule C1 relates them to its results); the done op awaits it and binds
+    ``result`` (two lines)."""
+    start, done = syntax.async_pair
+    texts = result_type_texts(sig, syntax)
+    future = f"!stablehlo.future<{', '.join(texts)}>"
+    if syntax.name == done:     # the future is the body's (async_done's rule: returns T)
+        future = f"!stablehlo.future<{', '.join(_body_result_texts(sig))}>"
+    handle = f"%future_{result.lstrip('%')}"
+    n = len(texts)
+    lhs = "" if n == 0 else (f"{result} = " if n == 1 else f"{result}:{n} = ")
+    results = texts[0] if n == 1 else f"({', '.join(texts)})"
+    ins = ", ".join(operand_types) if operand_types is not None else _types(inputs)
+    return (f'{handle} = "{start}"({", ".join(operands)}){regions}'
+            f"{_attributes_text(sig, syntax)} : ({ins}) -> {future}\n"
+            f'{lhs}"{done}"({handle}) : ({future}) -> {results}')
+
+
+def _body_result_texts(sig: Signature) -> list[str]:
+    try:
+        return [t.mlir() for t in parse_region_program(sig.regions[0]).result_types]
+    except (IndexError, RegionProgramError) as e:
+        raise EmitError(f"{sig.op}: {e}") from None
 
 
 def jaxlib_lacks(sig: Signature) -> str | None:
