@@ -93,3 +93,35 @@ def test_an_unknown_corpus_or_nothing_to_check_is_one_line_exit_2(tmp_path, caps
     assert len(err) == 2 and "--corpus" in err[0] and "nosuch" in err[0]
     assert "MODULE" in err[1] and "--corpus" in err[1]
     assert not out.exists()
+
+
+#: (model, float type) checked on IREE: what its findings are in, in about 20 s
+IREE_MODELS = [("ranking", "f32"), ("embedding", "f32")]
+
+
+def test_the_corpus_on_iree_finds_its_crashes_judges_past_them_and_passes_the_shipped_file(
+        tmp_path, capsys):
+    """IREE (the ``iree`` extra): the embedding's gather and scatter crash (IREE neither
+    clamps gather's start indices nor skips out-of-bounds scatter updates), the ops
+    between them are still judged, and the shipped iree-cpu file waives what it finds."""
+    pytest.importorskip("iree.compiler")
+    pytest.importorskip("iree.runtime")
+    from conformance.apps.corpus import export_model
+    from conformance.apps.expectations import module_gate
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for m, t in IREE_MODELS:
+        export_model(m, t, folder)
+    out = tmp_path / "out"
+    code = cli.main(["check", str(folder), "--backend", "iree", "--depth", "quick",
+                     "--seed", "0", "--out", str(out), "--no-minimize"])
+    assert code == 1, capsys.readouterr().out[-3000:]
+    records = list(read_results(out / "results.jsonl"))
+    modules = {Path(r["id"]).name: r for r in records if r.get("kind") == "module"}
+    emb = modules["embedding-f32.mlirbc"]
+    crashed = [f["op"] for f in emb["op_by_op"] if f["cls"] == "crash"]
+    assert crashed == ["gather", "scatter"], emb["op_by_op"]
+    assert emb["judged_ops"] == emb["ops"] - 2          # every op but the two crashes
+    gate = module_gate(records, _shipped("iree-cpu"))
+    assert not gate.unexpected, [(i["op"], i["element_type"], i["class"])
+                                 for i in gate.unexpected]

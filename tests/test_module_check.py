@@ -606,3 +606,41 @@ def test_a_program_module_entry_waives_a_whole_module_finding_and_only_module_fi
             "fusion": True, "patterns": ["a*b+c"]}
     assert match_program(entries, item, {}) is None           # a generated program's
     assert match_program(entries, {**item, "patterns": [MODULE_PATTERN]}, {}) is not None
+
+
+class FailsOnMultiply(OracleProgram):
+    """refuses the multiply (a compile error, as IREE's link error on the bf16 mlp's
+    convert), right elsewhere; ``wrong_exp`` adds WrongExponential's bug after it."""
+
+    name = "fails-multiply"
+    wrong_exp = False
+
+    def compile(self, signature):
+        if signature.op == "multiply":
+            raise RuntimeError("iree-lld: error: undefined symbol: __truncsfbf2")
+        if signature.op == "exponential" and self.wrong_exp:
+            return WrongExponential().compile(signature)
+        return super().compile(signature)
+
+
+def test_an_op_the_backend_fails_on_is_a_finding_and_the_ops_after_it_are_still_judged(
+        module):
+    """A failing op (the corpus's first IREE finding in the bf16 mlp, its embedding
+    gather's crash) used to end check 1: every op after it went unjudged. It is a finding
+    of that op, and the ops after it run on the oracle's value of it."""
+    read = read_file(module)
+    ops = dict((o.op, o.name) for o in read.program.operations)
+    v = check_module(FailsOnMultiply(), read, _inputs(read), 4)
+    assert v.diverges and v.first["op"] == "multiply"
+    assert v.op_outcomes[ops["multiply"]] == "backend_error"
+    # the ops after it are judged (on the oracle's product) and pass
+    assert [v.op_outcomes[ops[n]] for n in ("add", "exponential", "tanh")] == ["pass"] * 3
+    assert {f.op for f in v.op_by_op} == {"multiply"}
+    # its reproducer is the failing op alone (every case), not a later finding's op
+    assert v.first_operands[0].op == "multiply" and v.first_operands[1][0].shape[0] == 4
+    # a wrong op after the failing one is found too
+    bad = FailsOnMultiply()
+    bad.wrong_exp = True
+    w = check_module(bad, read, _inputs(read), 4)
+    assert {f.op for f in w.op_by_op} == {"multiply", "exponential"}
+    assert w.op_outcomes[ops["exponential"]] == "accuracy"

@@ -27,7 +27,8 @@ cannot run the whole module leaves checks 2 and 3 ``unsupported``; an op whose v
 has no bound to state (a ``while`` whose body holds inexact ops, an RNN's cell: rounding
 errors compound over the trips) is ``unjudged`` alone, its values the backend's, and the
 metamorphic check passes over it too; a backend that fails (crash, error) on an op alone is
-a finding of that op. Arguments on which the oracle cannot evaluate the module (a loop
+a finding of that op, and the ops after it are judged on the oracle's value of it (a
+crash early in a model hides nothing after it). Arguments on which the oracle cannot evaluate the module (a loop
 that does not end on drawn values) leave it ``unjudged``, with the oracle's reason.
 """
 from __future__ import annotations
@@ -85,9 +86,9 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
                       ) -> tuple[list[Finding], int, list[str]]:
     """Check 1 (module docstring): the findings, how many operations were judged, and
     the ops the backend cannot run alone (Unsupported, with the reason: their values
-    are then the oracle's, so that the ops after them are still judged). ``outcomes``,
-    if given, gets each operation's outcome by name (pass, its worst class,
-    unsupported; an op after a failing one is absent); ``operands``, if given, gets
+    are then the oracle's, so that the ops after them are still judged; so are an op's
+    the backend fails on, a finding of that op). ``outcomes``, if given, gets each
+    operation's outcome by name (pass, its worst class, unsupported); ``operands``, if given, gets
     (operation, its operands' values in the diverging case) of the first finding."""
     outcomes = {} if outcomes is None else outcomes
     from conformance import oracles
@@ -104,19 +105,21 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
             exe = backend.executable(o.signature)
             per_case = [[np.asarray(r) for r in exe([x[b] for x in xs])]
                         for b in range(cases)]
-        except Unsupported as e:
-            where = read.origins[o.name].location if o.name in read.origins else o.name
-            unsupported.append(f"{o.op} at {where}: {e}")
-            outcomes[o.name] = "unsupported"
+        except Exception as e:  # noqa: BLE001 - the backend cannot or fails to run it alone
+            if isinstance(e, Unsupported):
+                where = read.origins[o.name].location if o.name in read.origins else o.name
+                unsupported.append(f"{o.op} at {where}: {e}")
+                outcomes[o.name] = "unsupported"
+            else:   # a finding of this op; the ops after it are still judged
+                findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0,
+                                        0, (), None, error_text(e)[:300], at=o.results[0]))
+                outcomes[o.name] = findings[-1].cls
+                if operands is not None and not operands:   # every case: which failed is unknown
+                    operands.append((o, [np.asarray(x) for x in xs]))
             got = list(oracles.evaluate_batch(o.signature, xs, load_spec(o.op)))
             env.update((r, np.broadcast_to(g, (batch,) + np.shape(g)[1:]))
                        for r, g in zip(o.results, got))
             continue
-        except Exception as e:  # noqa: BLE001 - the backend fails on this op alone
-            findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0, 0,
-                                    (), None, error_text(e)[:300], at=o.results[0]))
-            outcomes[o.name] = findings[-1].cls
-            return findings, judged, unsupported
         got = [np.stack([c[i] for c in per_case]) for i in range(len(o.results))]
         env.update((r, np.broadcast_to(g, (batch,) + g.shape[1:]))
                    for r, g in zip(o.results, got))
