@@ -4,9 +4,8 @@ is not guaranteed": scheduling changes no value), its program evaluated at the s
 semantics (oracles/control_flow.run_body, the op by its own oracle)."""
 from __future__ import annotations
 
-import numpy as np
 
-from .call import evaluate_batched
+from .call import one_case, whole_batch
 from .registry import register, register_batched
 
 __all__: list[str] = []
@@ -14,15 +13,8 @@ __all__: list[str] = []
 
 @register("async_start", "async_done")
 def _pair(inputs, attrs, types):
-    values, _ = evaluate_batched([np.asarray(x)[None] for x in inputs], [attrs["body"]])
-    return tuple(np.asarray(v[0]).astype(t.element_type.dtype).reshape(t.shape)
-                 for v, t in zip(values, types))
+    return one_case(inputs, attrs, types, [attrs["body"]])
 
 
-@register_batched("async_start", "async_done")
-def _batch(sig, stacked):
-    """A whole batch at once: the body evaluated once."""
-    values, _ = evaluate_batched(stacked, list(sig.regions))
-    batch = stacked[0].shape[0] if stacked else 1
-    return [np.broadcast_to(np.asarray(v), (batch,) + t.shape).astype(t.element_type.dtype)
-            for v, t in zip(values, sig.result_types)]
+# a whole batch at once: the body evaluated once, as call's callee
+register_batched("async_start", "async_done")(whole_batch)

@@ -18,7 +18,7 @@ from conformance.specs.expressions import condition
 from .control_flow import run_body
 from .registry import OracleError, register, register_batched
 
-__all__ = ["evaluate_batched"]
+__all__ = ["evaluate_batched", "one_case", "whole_batch"]
 
 
 def evaluate_batched(inputs: Sequence[np.ndarray], regions: Sequence[str]
@@ -29,7 +29,8 @@ def evaluate_batched(inputs: Sequence[np.ndarray], regions: Sequence[str]
     return run_body(regions[0], [np.asarray(x) for x in inputs])
 
 
-def _one_case(inputs, attrs, types, regions):
+def one_case(inputs, attrs, types, regions):
+    """One case of an op whose result is its one region's on the operands."""
     values, _ = evaluate_batched([np.asarray(x)[None] for x in inputs], regions)
     return tuple(np.asarray(v[0]).astype(t.element_type.dtype).reshape(t.shape)
                  for v, t in zip(values, types))
@@ -37,16 +38,16 @@ def _one_case(inputs, attrs, types, regions):
 
 @register("call")
 def _call(inputs, attrs, types):
-    return _one_case(inputs, attrs, types, [attrs["callee"]])
+    return one_case(inputs, attrs, types, [attrs["callee"]])
 
 
 @register("composite")
 def _composite(inputs, attrs, types):
-    return _one_case(inputs, attrs, types, [attrs["decomposition"]])
+    return one_case(inputs, attrs, types, [attrs["decomposition"]])
 
 
 @register_batched("call", "composite")
-def _batch(sig, stacked):
+def whole_batch(sig, stacked):
     """A whole batch at once (oracles.evaluate_batch): the body evaluated once."""
     values, _ = evaluate_batched(stacked, list(sig.regions))
     batch = stacked[0].shape[0] if stacked else 1
