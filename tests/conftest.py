@@ -35,21 +35,36 @@ def pytest_unconfigure(config):
         shutil.rmtree(held, ignore_errors=True)
 
 
-# The longest tests of a loaded CI-like run (`pytest -n 2 --durations=80`), by node id
-# part: the quick jax gate alone heads the first half; the next longest head the second.
-FIRST_HALF = ("test_shipped_expectations.py::test_SHIPPED_GATE_quick_jax_run",)
-SECOND_HALF = (
-    "test_packing.py::test_packed_and_unpacked_runs_give_the_same_records[xla]",
+# The longest tests of a loaded CI-like run (`pytest -n 2 --durations=80`), longest first,
+# by node id part; they head the two halves of the collection alternately (worksteal
+# then balances the rest). The quick jax gate is one test per op family.
+_GATE = "test_shipped_expectations.py::test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations"
+LONGEST = (
     "test_determinism.py::test_every_op_s_quick_plan_is_the_same_in_a_fresh_process",
-    "test_scale.py::test_ray_local_two_workers",
+    f"{_GATE}[reduction]",
+    f"{_GATE}[conversion]",
+    f"{_GATE}[indexing]",
+    f"{_GATE}[data_movement]",
+    f"{_GATE}[convolution]",
+    f"{_GATE}[arithmetic]",
+    "test_shipped_expectations.py::test_SHIPPED_GATE_quick_xla_run",
+    f"{_GATE}[collectives]",
+    "test_packing.py::test_packed_and_unpacked_runs_give_the_same_records[xla]",
+    f"{_GATE}[rng]",
+    f"{_GATE}[contraction]",
+    f"{_GATE}[xla_forms]",
+    "test_corpus.py::test_the_corpus_on_jax_and_xla",
+    f"{_GATE}[transcendental]",
     "test_misbehaving_backends.py::test_a_hanging_backend_costs_the_same",
+    "test_scale.py::test_ray_local_two_workers",
     "test_parallel.py::test_pytest_xdist_gives_the_outcomes",
     "test_coverage.py::test_quick_depth_plans_a_rich_signature",
     "test_misbehaving_backends.py::test_a_segfaulting_backend_fails_one_test",
     "test_fuzz_cluster.py::test_ray_campaign_stops_on_sigterm",
     "test_scale.py::test_ray_worker_killed_mid_run",
-    "test_corpus.py::test_the_corpus_on_jax_and_xla",
 )
+FIRST_HALF = LONGEST[0::2]
+SECOND_HALF = LONGEST[1::2]
 
 
 def _first_match(item, parts) -> int | None:
