@@ -5,7 +5,11 @@ are selected, and the pytest plugin when the conformance suite runs).
 Plans are drawn once for the whole session: the controller points the draw cache
 (generators/draw_cache.py) at a fresh folder that its workers and every `conformance`
 subprocess of a test inherit, and removes it at the end. A test that must draw anew
-(determinism) runs its processes without the variable.
+(determinism) runs its processes without the variable. jax's persistent compilation
+cache is pointed at a session folder the same way: a program that several tests compile
+(the same signature in the gate, the golden verdicts, a CLI test's subprocess) is
+compiled once (issue 33, CI time). It changes no result: the executable is the one XLA
+built; the benchmarks that time compiles turn it off themselves.
 
 Under ``-n 2`` (``--dist worksteal``, pyproject.toml) each worker starts with one half of
 the collection and idle workers steal from the tail of the other's queue: the longest
@@ -13,6 +17,7 @@ tests go to the heads of the halves, so they start at once, side by side, instea
 leaving one worker alone with a ten-minute test at the end."""
 import os
 import shutil
+import sys
 import tempfile
 
 from conformance.backends.jaxlib_support import ask_for_host_devices
@@ -21,18 +26,34 @@ from conformance.generators.draw_cache import ENV as PLAN_CACHE
 ask_for_host_devices()
 
 
+def _session_folder(config, env: str, prefix: str) -> str | None:
+    """A fresh folder named by ``env`` for this session (workers and subprocesses inherit
+    the variable), unless this is a worker or the user chose one."""
+    if hasattr(config, "workerinput") or os.environ.get(env):
+        return None
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.environ[env] = folder
+    config._session_folders = getattr(config, "_session_folders", []) + [(env, folder)]
+    return folder
+
+
 def pytest_configure(config):
-    if hasattr(config, "workerinput") or os.environ.get(PLAN_CACHE):
-        return              # a worker (inherits the controller's), or the user chose one
-    config._plan_cache = tempfile.mkdtemp(prefix="conformance-plans-")
-    os.environ[PLAN_CACHE] = config._plan_cache
+    _session_folder(config, PLAN_CACHE, "conformance-plans-")
+    folder = _session_folder(config, "JAX_COMPILATION_CACHE_DIR", "conformance-jax-cache-")
+    if folder:
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"   # every program
+        if "jax" in sys.modules:        # imported already (no -n): tell its config too
+            import jax
+            jax.config.update("jax_compilation_cache_dir", folder)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def pytest_unconfigure(config):
-    held = getattr(config, "_plan_cache", None)
-    if held:
-        os.environ.pop(PLAN_CACHE, None)
-        shutil.rmtree(held, ignore_errors=True)
+    for env, folder in getattr(config, "_session_folders", []):
+        os.environ.pop(env, None)
+        shutil.rmtree(folder, ignore_errors=True)
+        if env == "JAX_COMPILATION_CACHE_DIR":
+            os.environ.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
 
 
 # The longest tests of a loaded CI-like run (`pytest -n 2 --durations=80`), longest first,
