@@ -204,6 +204,7 @@ def _with_type_keys(findings: list[dict], program) -> list[dict]:
 
 
 def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
+    from conformance.checking.modules import loop_operations
     whole = dict(verdict.whole)
     if whole.get("findings"):
         whole["findings"] = _with_type_keys([dict(f) for f in whole["findings"]],
@@ -219,7 +220,9 @@ def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
         "op_outcomes": verdict.op_outcomes, "seconds": round(seconds, 4),
         # every op's place in the module (texts cut: a weight constant can be large)
         "origins": {k: {**o.to_json(), "text": _cut(o.text)} for k, o in read.origins.items()},
-        "operations": [[o.name, o.op] for o in read.program.operations]}
+        "operations": [[o.name, o.op] for o in read.program.operations],
+        "loop_operations": [[o.name, o.op, top, depth, part] for o, top, depth, part
+                            in loop_operations(read.program)]}
     if verdict.diverges:
         rec["program"] = read.program.to_json()
     return rec

@@ -45,7 +45,8 @@ from conformance.checking.programs import Finding, check_program, finding_of, ju
 from conformance.checking.verdicts.control_flow import NoBound
 from conformance.mlir.reader import ReadModule
 
-__all__ = ["ModuleVerdict", "check_module", "op_by_op_findings", "NOT_DIVERGING"]
+__all__ = ["ModuleVerdict", "check_module", "loop_operations", "op_by_op_findings",
+           "region_operations", "NOT_DIVERGING"]
 
 #: a module's outcomes that are no divergence (the CLI's exit code, the report, JUnit)
 NOT_DIVERGING = ("pass", "unsupported", "unjudged")
@@ -164,17 +165,26 @@ MAX_LOOP_TRIPS = 1000
 def region_operations(program) -> dict[str, tuple[Any, str]]:
     """Every value an op inside a while's regions makes (at any depth): its operation
     and the name of the module-level while that holds it."""
-    from conformance.core import region_program
-    out: dict[str, tuple[Any, str]] = {}
+    return {r: (o, top) for o, top, _, _ in loop_operations(program) for r in o.results}
 
-    def walk(ops, top: str | None):
+
+def loop_operations(program) -> list[tuple[Any, str, int, str]]:
+    """Every op inside a while's cond and body (at any depth; check 1 judges them trip
+    by trip), in module order: (its operation, the module-level while that holds it,
+    its depth (1 in a module-level while's regions), ``cond`` or ``body`` of the
+    innermost while)."""
+    from conformance.core import region_program
+    out: list[tuple[Any, str, int, str]] = []
+
+    def walk(ops, top: str | None, depth: int, part: str):
         for o in ops:
             if top is not None:
-                out.update((r, (o, top)) for r in o.results)
+                out.append((o, top, depth, part))
             if o.op == "while":
-                for text in o.signature.regions:
-                    walk(region_program.parse(text).program.operations, top or o.name)
-    walk(program.operations, None)
+                for text, which in zip(o.signature.regions, ("cond", "body")):
+                    walk(region_program.parse(text).program.operations, top or o.name,
+                         depth + 1, which)
+    walk(program.operations, None, 0, "")
     return out
 
 

@@ -523,6 +523,9 @@ class _Reader:
                 name = self.fresh()
                 inner_ops.append(Operation(sig, (), name))
                 scope.names[value] = name
+                # the clone is judged where the constant stands (a report names it)
+                self.origins[name] = Origin(owner.operation.name, self.loc(owner.operation),
+                                            _op_text(owner))
                 return name
             outer_name = outer.lookup(value)
             if not allow_capture:
