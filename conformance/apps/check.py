@@ -194,10 +194,13 @@ def _with_type_keys(findings: list[dict], program) -> list[dict]:
     from conformance.generators.programs import type_key
     producer = program.producer()
     inside = region_operations(program)     # ops inside loops, judged trip by trip
+    by_name = {o.name: o for o in program.operations}   # an op of no result value
     for f in findings:
         at = f.get("at") or f.get("value")
         if at in producer:
             f["type_key"] = type_key(program.operations[producer[at][0]].signature)
+        elif at in by_name:
+            f["type_key"] = type_key(by_name[at].signature)
         elif at in inside:
             f["type_key"] = type_key(inside[at][0].signature)
     return findings

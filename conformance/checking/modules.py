@@ -112,8 +112,8 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
                 unsupported.append(f"{o.op} at {where}: {e}")
                 outcomes[o.name] = "unsupported"
             else:   # a finding of this op; the ops after it are still judged
-                findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0,
-                                        0, (), None, error_text(e)[:300], at=o.results[0]))
+                findings.append(Finding(_key(o), o.op, "op_by_op", failure_class(e), 0,
+                                        0, (), None, error_text(e)[:300], at=_key(o)))
                 outcomes[o.name] = findings[-1].cls
                 if operands is not None and not operands:   # every case: which failed is unknown
                     operands.append((o, [np.asarray(x) for x in xs]))
@@ -140,8 +140,8 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
             continue
         judged += 1
         if verdict.type_message is not None:
-            findings.append(Finding(o.results[0], o.op, "op_by_op", "type", 0, 0, (),
-                                    None, verdict.type_message, at=o.results[0]))
+            findings.append(Finding(_key(o), o.op, "op_by_op", "type", 0, 0, (),
+                                    None, verdict.type_message, at=_key(o)))
             outcomes[o.name] = "type"
             continue
         mine = []
@@ -156,6 +156,12 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
         findings += mine
         outcomes[o.name] = worst([f.cls for f in mine]) if mine else "pass"
     return findings, judged, unsupported
+
+
+def _key(o) -> str:
+    """The value a finding of operation ``o`` is named by: its first result, or the
+    operation's own name where it has none (a token's op: after_all)."""
+    return o.results[0] if o.results else o.name
 
 
 #: the most trips of a loop judged inside, per case (the rest of the loop is not judged)
@@ -321,8 +327,9 @@ def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | Non
     def op_name(value: str | None) -> str | None:
         if value in inside:             # an op inside a loop: the loop's place
             return inside[value][1]
-        return read.program.operations[producer[value][0]].name \
-            if value in producer else None
+        if value in producer:
+            return read.program.operations[producer[value][0]].name
+        return value if value in order else None    # an op of no result value (a token)
 
     candidates = [(f, "op_by_op") for f in mine] + \
         [(f, f.check) for f in whole.findings]

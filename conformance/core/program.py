@@ -224,8 +224,9 @@ class Program:
 
 
 def single(sig: Signature) -> Program:
-    """The one-op program of a signature (arguments arg0.., the op named v0)."""
-    args = tuple((f"arg{i}", t) for i, t in enumerate(sig.input_types))
+    """The one-op program of a signature (arguments arg0.., the op named v0; a tuple
+    input's leaves are arguments each, a token input none)."""
+    args = tuple((f"arg{i}", t) for i, t in enumerate(sig.input_leaves))
     o = Operation(sig, tuple(n for n, _ in args), "v0")
     return Program(args, (o,), o.results)
 
