@@ -177,3 +177,20 @@ def test_the_command_leaves_a_reproducer_of_the_wrong_tuple_element_alone(tmp_pa
                          "planted_programs:OracleProgram"], env=env,
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+
+
+def test_an_optimization_barrier_of_a_token_is_named_with_why_and_its_tensors_users_too():
+    """The spec allows tokens among optimization_barrier's operands; the suite's spec of
+    the op draws none, so the reader cannot check such a read: named, with why."""
+    text = """func.func @main(%a: tensor<4xf32>, %t: !stablehlo.token) -> tensor<4xf32> {
+  %0:2 = stablehlo.optimization_barrier %a, %t : tensor<4xf32>, !stablehlo.token
+  %1 = stablehlo.negate %0#0 : tensor<4xf32>
+  %2 = stablehlo.after_all %0#1 : !stablehlo.token
+  return %1 : tensor<4xf32>
+}
+"""
+    read = read_text(text, "barrier.mlir")
+    assert [u.op for u in read.unjudged] == ["stablehlo.optimization_barrier",
+                                             "stablehlo.negate"]
+    assert "models no token values" in read.unjudged[0].reason
+    assert read.program.ops() == ["after_all"]      # the barrier's token: no data

@@ -28,8 +28,17 @@ of the suite's op specs:
   op is not judged (jax writes erf, tan, ... as composites whose decompositions hold
   StableHLO ops only, and those are judged).
 
+Token and tuple values are read as their leaves, as a case holds them (a tuple's
+tensors depth-first, a token none: conformance.core.program), so tuple,
+get_tuple_element, after_all and optimization_barrier are read like any op and the
+values that pass through a tuple reach the ops after it. A host transfer (infeed,
+outfeed, send, recv) is not judged (its data crosses the module's boundary through a
+queue the module does not hold), but a token carries no data whatever made it, so the
+users of its token are read.
+
 What cannot be judged (an op no spec names, a dynamic shape, an attribute no spec
-models, token and tuple values, an op that reads the value of one of those) is an
+models, a host transfer, a tuple-typed argument of ``@main``, token and tuple values
+inside a region, an op that reads the value of one of those) is an
 :class:`Unjudged` line
 naming the op and its location; the rest of the module is still read. Values are
 named ``arg0, ...`` (the function's arguments) and ``v0, v1, ...`` (op results, in
@@ -485,8 +494,10 @@ class _Reader:
                 broken = violations(sig, spec)
                 if broken:
                     rules = ", ".join(broken)
+                    tokens = any(isinstance(t, TokenType) for t in types + result_types)
                     raise ReadError(f"{where}: as {spec_name} it breaks {rules} of the "
-                                    "spec")
+                                    "spec" + (" (the suite's spec of the op models no "
+                                              "token values)" if tokens else ""))
                 _check_printed(sig, syntax, mlir_attrs, where)
                 return sig, captured
             except ReadError as e:
