@@ -303,10 +303,14 @@ def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Gen
     # checks of p cost more than the draw; tests/test_values_draws.py holds the equality)
     which = cdf.searchsorted(rng.random(n), side="right")
     out = np.empty(n, et.dtype)
-    for i, (_, source) in enumerate(sources):
-        idx = np.nonzero(which == i)[0]
-        if idx.size:
-            out[idx] = source(et, idx.size, rng)
+    # the positions of each source in increasing order, as np.nonzero(which == i) gives
+    # them: one stable sort instead of a comparison and a nonzero per source
+    order = which.argsort(kind="stable")
+    start = 0
+    for (_, source), count in zip(sources, np.bincount(which, minlength=len(sources)).tolist()):
+        if count:
+            out[order[start:start + count]] = source(et, count, rng)
+            start += count
     return out.reshape(tuple(shape))
 
 

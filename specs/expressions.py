@@ -573,8 +573,12 @@ class _Evaluator:
         self.text = text
 
     def visit(self, node: ast.AST) -> Any:
-        method = getattr(self, "v_" + type(node).__name__)
-        return method(node)
+        # (the method of each node type, looked up once per type: constraints and rules
+        # are evaluated on every batch)
+        method = _METHODS.get(type(node))
+        if method is None:
+            method = _METHODS[type(node)] = getattr(_Evaluator, "v_" + type(node).__name__)
+        return method(self, node)
 
     def v_Expression(self, node):
         return self.visit(node.body)
@@ -677,6 +681,9 @@ class _Evaluator:
         if fn is None:
             raise ExpressionError(f"unknown function {node.func.id!r} in {self.text!r}")
         return fn(*(self.visit(a) for a in node.args))
+
+
+_METHODS: dict[type, Callable] = {}
 
 
 def _bind(target: ast.AST, value: Any, scope: dict, text: str) -> None:
