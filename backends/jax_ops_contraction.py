@@ -34,6 +34,22 @@ ALGORITHM = ("lhs_precision_type", "rhs_precision_type", "accumulation_type",
              "allow_imprecise_accumulation")
 
 
+#: (lhs, rhs, accumulation, counts..., imprecise) -> jax's lax.DotAlgorithmPreset name
+_PRESETS = {
+    ("f32", "f32", "f32", 1, 1, 1, False): "F32_F32_F32",
+    ("f64", "f64", "f64", 1, 1, 1, False): "F64_F64_F64",
+    ("bf16", "bf16", "f32", 1, 1, 1, False): "BF16_BF16_F32",
+    ("bf16", "bf16", "f32", 1, 1, 3, False): "BF16_BF16_F32_X3",
+    ("bf16", "bf16", "f32", 1, 1, 6, False): "BF16_BF16_F32_X6",
+    ("bf16", "bf16", "f32", 1, 1, 9, False): "BF16_BF16_F32_X9",
+    ("bf16", "bf16", "bf16", 1, 1, 1, False): "BF16_BF16_BF16",
+    ("f16", "f16", "f16", 1, 1, 1, False): "F16_F16_F16",
+    ("f16", "f16", "f32", 1, 1, 1, False): "F16_F16_F32",
+    ("tf32", "tf32", "f32", 1, 1, 1, False): "TF32_TF32_F32",
+    ("tf32", "tf32", "f32", 1, 1, 3, False): "TF32_TF32_F32_X3",
+}
+
+
 def _algorithm(a: dict):
     """The signature's algorithm as jax's ``precision=`` (None: the empty algorithm)."""
     fields = [a.get(n) for n in ALGORITHM]
@@ -43,13 +59,14 @@ def _algorithm(a: dict):
         raise Unsupported(f"dot_general: a partly set algorithm {dict(zip(ALGORITHM, fields))} "
                           "has no lax.DotAlgorithm")
     lt, rt, acc, lc, rc, n, imprecise = fields
-    if "tf32" in (lt, rt, acc):
-        preset = {("tf32", "tf32", "f32", 1): "TF32_TF32_F32",
-                  ("tf32", "tf32", "f32", 3): "TF32_TF32_F32_X3"}.get((lt, rt, acc, n))
-        if preset is None or (lc, rc, imprecise) != (1, 1, False):
-            raise Unsupported(f"dot_general: jax names tf32 only in its presets "
-                              f"(TF32_TF32_F32, _X3), not {dict(zip(ALGORITHM, fields))}")
+    # jax's presets where one is the algorithm (jax on CPU knows some presets only as
+    # presets: DotAlgorithm(bf16, bf16, f32) is refused where BF16_BF16_F32 runs)
+    preset = _PRESETS.get((lt, rt, acc, lc, rc, n, imprecise))
+    if preset is not None:
         return getattr(lax.DotAlgorithmPreset, preset)
+    if "tf32" in (lt, rt, acc):
+        raise Unsupported(f"dot_general: jax names tf32 only in its presets "
+                          f"(TF32_TF32_F32, _X3), not {dict(zip(ALGORITHM, fields))}")
     from conformance.core.types import element_type
     return lax.DotAlgorithm(element_type(lt).dtype, element_type(rt).dtype,
                             element_type(acc).dtype, int(lc), int(rc), int(n), bool(imprecise))

@@ -478,6 +478,47 @@ def _out_of_range(lhs, rhs, lb, rb, lc, rc, result):
                              element_type(np.asarray(result).dtype))
 
 
+@condition("contraction_algorithm_out_of_range")
+def _algorithm_out_of_range(lhs, rhs, lb, rb, lc, rc, result, lhs_precision_type,
+                            rhs_precision_type, accumulation_type):
+    """dot_general with an algorithm (stablehlo-spec-2026-08.md): the result elements an
+    operand rounded to its precision type may make infinite (an element beyond the
+    type's largest finite value, where rounding may give an infinity), or whose sums may
+    overflow at accumulation_type (Σ|a·b| reaches its largest finite value). None for
+    the empty algorithm."""
+    r = np.asarray(result)
+    if lhs_precision_type is None or accumulation_type is None:
+        return np.zeros(r.shape, bool)
+    from conformance.checking.verdicts.contraction import precision_type
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+
+    def beyond(x, name):
+        big = precision_type(name)[2]
+        with np.errstate(all="ignore"):
+            q = np.abs(x.astype(np.float64))
+            return (np.isfinite(q) & (q > big * (1 - 2.0 ** -20))).astype(np.float64)
+    with np.errstate(all="ignore"):
+        out = contract(beyond(lhs, lhs_precision_type), np.ones(rhs.shape), lb, rb, lc, rc,
+                       lead=1, exact=False) > 0
+        out |= contract(np.ones(lhs.shape), beyond(rhs, rhs_precision_type), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+        s = magnitudes(lhs, rhs, lb, rb, lc, rc, lead=1)
+        out |= s >= precision_type(accumulation_type)[2] * (1 - 2.0 ** -20)
+        # a nonzero that rounds to zero at its precision type, times an infinity: NaN
+        # where the exact product is infinite
+        def to_zero(x, name):
+            q = np.abs(x.astype(np.float64))
+            return ((q > 0) & (q <= precision_type(name)[1] / 2)).astype(np.float64)
+
+        def non_finite(x):
+            return (~np.isfinite(x.astype(np.float64))).astype(np.float64)
+        out |= contract(to_zero(lhs, lhs_precision_type), non_finite(rhs), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+        out |= contract(non_finite(lhs), to_zero(rhs, rhs_precision_type), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+    return out.reshape(r.shape)
+
+
 def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":
     """Per part of the (batched) result: a zero whose sign the order decides. That is
     where every term is a zero (a tree without the init value over -0 terms gives -0),
