@@ -5,7 +5,7 @@ reduced with ``add`` (003 "### dot_general").
 The spec's formulas, read as one batched matrix product: ``lhs`` transposed to
 ``batching + result + contracting`` dimensions and reshaped to ``[B, M, K]``, ``rhs``
 transposed to ``batching + contracting + result`` and reshaped to ``[B, K, N]``; then
-``[B, M, N]`` reshaped to ``dims(batching) + dims(lhs result) + dims(rhs result)`` (C13).
+``[B, M, N]`` reshaped to ``dims(batching) + dims(lhs result) + dims(rhs result)`` (C12).
 One ``numpy.matmul`` (BLAS) does every result element at once; no Python loop runs over
 result elements.
 
@@ -70,7 +70,7 @@ _U64 = np.uint64
 
 class Layout:
     """How ``lhs`` and ``rhs`` become ``[B, M, K]`` and ``[B, K, N]``, and the result
-    ``[B, M, N]`` becomes the spec's result shape (C13)."""
+    ``[B, M, N]`` becomes the spec's result shape (C12)."""
 
     def __init__(self, lhs_shape, rhs_shape, lb, rb, lc, rc, lead: int = 0):
         lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
@@ -90,7 +90,7 @@ class Layout:
         ls, rs = lhs_shape[lead:], rhs_shape[lead:]
         if [ls[d] for d in lb] != [rs[d] for d in rb] or \
                 [ls[d] for d in lc] != [rs[d] for d in rc]:
-            raise OracleError("dot_general: batching or contracting sizes differ (C10, C11)")
+            raise OracleError("dot_general: batching or contracting sizes differ (C9, C10)")
         pre = list(range(lead))
         self.lhs_perm = pre + [lead + d for d in lb + lfree + lc]
         self.rhs_perm = pre + [lead + d for d in rb + rc + rfree]
@@ -349,12 +349,12 @@ def dot_general(inputs, attrs, types):
     lhs, rhs = (np.asarray(x) for x in inputs)
     if lhs.dtype != rhs.dtype:
         raise OracleError(f"dot_general: lhs is {element_type(lhs.dtype).name}, rhs "
-                          f"{element_type(rhs.dtype).name} (C1)")
+                          f"{element_type(rhs.dtype).name} (C13)")
     wide = contract(lhs, rhs, *_dims(attrs))
     (t,) = types
     if tuple(wide.shape) != tuple(t.shape):
         raise OracleError(f"dot_general: the result shape is {list(wide.shape)}, the "
-                          f"signature says {list(t.shape)} (C13)")
+                          f"signature says {list(t.shape)} (C12)")
     return to_result(wide, t)
 
 
