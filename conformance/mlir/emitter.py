@@ -116,7 +116,9 @@ def attribute_value(value: Any) -> str:
 
 def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
     """`` {name = value, ...}`` or ``""``. An MLIR attribute whose spec attributes the
-    signature lacks is left out (the verifier then says whether that is allowed)."""
+    signature lacks is left out (the verifier then says whether that is allowed), and so
+    is one whose spec attributes are all None: an optional attribute not set
+    (dot_general's empty algorithm)."""
     attrs = sig.attributes
     known = set().union(syntax.name_fields, *syntax.fields)
     extra = set(attrs) - known
@@ -125,7 +127,7 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
                         f"{sorted(extra)}")
     parts = []
     for (mlir_name, fmt), names in zip(syntax.attributes, syntax.fields):
-        if not names <= set(attrs):
+        if not names <= set(attrs) or (names and all(attrs[n] is None for n in names)):
             continue
         text = _FORMATTER.format(fmt, **{n: attrs[n] for n in names})
         if text:        # (empty: a false unit attribute, left out)
