@@ -118,10 +118,13 @@ def test_gather_oracle_matches_the_spec_formula_and_masks_out_of_bounds_slices()
 
 
 def test_gather_signatures_cover_the_dimension_number_space():
-    """Operand ranks 0..4, zero-sized dimensions, every index_vector_dim position
-    including the implicit one, collapsed and offset dimensions, index types."""
+    """Operand ranks 0..4 (and the padded rank 6), zero-sized dimensions, every
+    index_vector_dim position including the implicit one, collapsed and offset
+    dimensions, index types, one and two batching dimensions (paired out of order, and
+    after the index vector dimension)."""
     seen = {"ranks": set(), "zero": False, "implicit": False, "ivd_first": False,
-            "collapsed": False, "no_offsets": False, "itypes": set(), "sorted_flag": False}
+            "collapsed": False, "no_offsets": False, "itypes": set(), "sorted_flag": False,
+            "batching": set(), "batching_crossed": False, "batching_after_ivd": False}
 
     @settings(SETTINGS, max_examples=150)
     @given(signatures("gather", profile="quick"))
@@ -137,10 +140,15 @@ def test_gather_signatures_cover_the_dimension_number_space():
         seen["no_offsets"] |= not a["offset_dims"]
         seen["itypes"].add(idx.element_type.name)
         seen["sorted_flag"] |= a["indices_are_sorted"]
+        sibd = a["start_indices_batching_dims"]
+        seen["batching"].add(len(sibd))
+        seen["batching_crossed"] |= sibd != sorted(sibd)
+        seen["batching_after_ivd"] |= any(d > a["index_vector_dim"] for d in sibd)
 
     check()
-    assert seen["ranks"] == {0, 1, 2, 3, 4}
-    assert all(v for k, v in seen.items() if k not in ("ranks", "itypes"))
+    assert seen["ranks"] == {0, 1, 2, 3, 4, 6}
+    assert seen["batching"] == {0, 1, 2}
+    assert all(v for k, v in seen.items() if k not in ("ranks", "itypes", "batching"))
     assert len(seen["itypes"]) >= 6
 
 
@@ -303,7 +311,8 @@ def test_scatter_oracle_matches_the_spec_formula_and_masks():
 
 def test_scatter_signatures_cover_the_dimension_number_space():
     seen = {"ranks": set(), "n": set(), "bodies": set(), "implicit": False, "mixed": False,
-            "zero": False, "unique": False, "sorted": False}
+            "zero": False, "unique": False, "sorted": False, "batching": set(),
+            "batching_crossed": False, "batching_after_ivd": False}
 
     @settings(SETTINGS, max_examples=150)
     @given(signatures("scatter", profile="quick"))
@@ -320,11 +329,16 @@ def test_scatter_signatures_cover_the_dimension_number_space():
         seen["zero"] |= any(0 in t.shape for t in sig.input_types)
         seen["unique"] |= a["unique_indices"]
         seen["sorted"] |= a["indices_are_sorted"]
+        sibd = a["scatter_indices_batching_dims"]
+        seen["batching"].add(len(sibd))
+        seen["batching_crossed"] |= sibd != sorted(sibd)
+        seen["batching_after_ivd"] |= any(d > a["index_vector_dim"] for d in sibd)
 
     check()
-    assert seen["ranks"] == {0, 1, 2, 3, 4} and seen["n"] == {1, 2, 3}
+    assert seen["ranks"] == {0, 1, 2, 3, 4, 6} and seen["n"] == {1, 2, 3}
+    assert seen["batching"] == {0, 1, 2}
     assert seen["bodies"] == {"replace", "add", "multiply", "maximum", "minimum", "subtract"}
-    assert all(v for k, v in seen.items() if k not in ("ranks", "n", "bodies"))
+    assert all(v for k, v in seen.items() if k not in ("ranks", "n", "bodies", "batching"))
 
 
 def _scatter_case(operand, indices, updates, region, **attrs):
