@@ -1898,8 +1898,9 @@ class GatherClampOffByOne(Mutant):
     def witness(cls):
         return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([2], "si32")],
                          ["tensor<2xsi32>"],
-                         {"offset_dims": [0], "collapsed_slice_dims": [], "operand_batching_dims": [], "start_indices_batching_dims": [],
-             "start_index_map": [0],
+                         {"offset_dims": [0], "collapsed_slice_dims": [],
+                          "operand_batching_dims": [], "start_indices_batching_dims": [],
+                          "start_index_map": [0],
                           "index_vector_dim": 0, "slice_sizes": [2],
                           "indices_are_sorted": False})
 
@@ -1925,7 +1926,7 @@ class GatherAssumesSortedStartIndexMap(Mutant):
         return Case.make("gather", [operand, fp([0, 2], "si32")], ["tensor<1x1xsi32>"],
                          {"offset_dims": [0, 1], "collapsed_slice_dims": [],
                           "operand_batching_dims": [], "start_indices_batching_dims": [],
-             "start_index_map": [1, 0], "index_vector_dim": 0,
+                          "start_index_map": [1, 0], "index_vector_dim": 0,
                           "slice_sizes": [1, 1], "indices_are_sorted": False})
 
 
@@ -1953,8 +1954,9 @@ class GatherOutOfBoundsWraps(Mutant):
     def witness(cls):
         return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([4], "si32")],
                          ["tensor<2xsi32>"],
-                         {"offset_dims": [0], "collapsed_slice_dims": [], "operand_batching_dims": [], "start_indices_batching_dims": [],
-             "start_index_map": [0],
+                         {"offset_dims": [0], "collapsed_slice_dims": [],
+                          "operand_batching_dims": [], "start_indices_batching_dims": [],
+                          "start_index_map": [0],
                           "index_vector_dim": 0, "slice_sizes": [2],
                           "indices_are_sorted": False})
 
@@ -1984,8 +1986,8 @@ class ScatterUpdateArgumentsSwapped(Mutant):
         sig = Signature.make(
             "scatter", ["tensor<3xsi32>", "tensor<1x1xsi32>", "tensor<1xsi32>"],
             ["tensor<3xsi32>"],
-            {"update_window_dims": [], "inserted_window_dims": [0], "input_batching_dims": [],
-         "scatter_indices_batching_dims": [],
+            {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False},
             regions=("(si32, si32) -> subtract(arg0, arg1)",))

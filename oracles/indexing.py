@@ -137,7 +137,8 @@ def _gather_attrs(offset_dims, collapsed, index_map, ivd, sizes, obd=(), sibd=()
 
 def _no_window(attrs) -> list[int]:
     """The operand dimensions without a result (offset) axis: collapsed and batching."""
-    return sorted(list(attrs["collapsed_slice_dims"]) + list(attrs.get("operand_batching_dims", ())))
+    return sorted(list(attrs["collapsed_slice_dims"])
+                  + list(attrs.get("operand_batching_dims", ())))
 
 
 def _gather_parts(operand_shape, indices, attrs):

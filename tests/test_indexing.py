@@ -175,7 +175,8 @@ def test_gather_clamps_extreme_start_indices_conventionally(itype, value, expect
     et = element_type(itype)
     start = np.array([value], dtype=np.uint64 if et.is_unsigned else np.int64).astype(et.dtype)
     x = np.arange(5, dtype=np.int8)
-    attrs = {"offset_dims": [0], "collapsed_slice_dims": [], "operand_batching_dims": [], "start_indices_batching_dims": [],
+    attrs = {"offset_dims": [0], "collapsed_slice_dims": [],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
              "start_index_map": [0],
              "index_vector_dim": 0, "slice_sizes": [2], "indices_are_sorted": False}
     case = Case.make("gather", [x, start], ["tensor<2xsi8>"], attrs)
@@ -187,7 +188,8 @@ def test_gather_clamps_extreme_start_indices_conventionally(itype, value, expect
 
 def test_gather_unsorted_indices_with_the_sorted_flag_are_masked():
     x = np.arange(6, dtype=np.int32)
-    attrs = {"offset_dims": [], "collapsed_slice_dims": [0], "operand_batching_dims": [], "start_indices_batching_dims": [],
+    attrs = {"offset_dims": [], "collapsed_slice_dims": [0],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
              "start_index_map": [0],
              "index_vector_dim": 1, "slice_sizes": [1], "indices_are_sorted": True}
     up = Case.make("gather", [x, np.array([1, 1, 4], np.int32)], ["tensor<3xsi32>"], attrs)
@@ -204,7 +206,8 @@ def test_gather_collapsed_dimension_of_slice_size_zero():
     """C8 allows a collapsed dimension of slice size 0; the result still has elements,
     read at offset 0 of that dimension."""
     x = np.arange(9, dtype=np.int32).reshape(3, 3)
-    attrs = {"offset_dims": [0], "collapsed_slice_dims": [0], "operand_batching_dims": [], "start_indices_batching_dims": [],
+    attrs = {"offset_dims": [0], "collapsed_slice_dims": [0],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
              "start_index_map": [0, 1],
              "index_vector_dim": 0, "slice_sizes": [0, 3], "indices_are_sorted": False}
     case = Case.make("gather", [x, np.array([2, 0], np.int32)], ["tensor<3xsi32>"], attrs)
@@ -342,8 +345,8 @@ def test_scatter_signatures_cover_the_dimension_number_space():
 
 
 def _scatter_case(operand, indices, updates, region, **attrs):
-    a = {"update_window_dims": [1], "inserted_window_dims": [], "input_batching_dims": [],
-         "scatter_indices_batching_dims": [],
+    a = {"update_window_dims": [1], "inserted_window_dims": [],
+         "input_batching_dims": [], "scatter_indices_batching_dims": [],
          "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
          "indices_are_sorted": False, "unique_indices": False, **attrs}
     case = Case.make("scatter", [operand, indices, updates], [f"tensor<{operand.size}xsi32>"],
@@ -404,8 +407,8 @@ def test_scatter_masks_what_the_region_ops_leave_implementation_defined():
     """An update computation is judged by its ops' own specs: si8 add overflowing wraps
     conventionally but is masked; an update that does not overflow is checked."""
     x = np.array([100, 1, 0], np.int8)
-    attrs = {"update_window_dims": [], "inserted_window_dims": [0], "input_batching_dims": [],
-         "scatter_indices_batching_dims": [],
+    attrs = {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False}
     case = Case.make("scatter", [x, np.array([[0], [1]], np.int32), np.array([100, 5], np.int8)],
@@ -420,8 +423,8 @@ def test_xla_scatter_with_an_empty_index_vector():
     """Known XLA divergence (jaxlib 0.10.2): with an index vector of size 0 (every
     full_start_index is 0), XLA scatters update i to element i instead of element 0; the
     interpreter follows the spec. gather with an empty index vector is right."""
-    attrs = {"update_window_dims": [], "inserted_window_dims": [0], "input_batching_dims": [],
-         "scatter_indices_batching_dims": [],
+    attrs = {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False}
     case = Case.make("scatter", [np.zeros(3, np.int8), np.zeros((3, 0), np.int8),
