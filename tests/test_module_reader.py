@@ -215,15 +215,18 @@ def test_what_cannot_be_judged_is_named_and_the_rest_is_still_read():
     assert read.dropped_results == (1,) and read.program.results == ("v1",)
 
 
-def test_an_attribute_the_seed_spec_does_not_model_is_not_judged_as_the_seed_op():
-    # gather with batching dimensions (newer spec text): reading it as the seed's gather
-    # would drop them, so the printed-again check refuses it
+def test_gather_with_batching_dimensions_reads_back_its_attributes():
+    # gather with batching dimensions (the 2026-08 text, which the spec follows): both
+    # lists read through the bindings' accessors, the printed-again check agrees
     text = _module("""
   %0 = "stablehlo.gather"(%a, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [], collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], index_vector_dim = 1>, slice_sizes = array<i64: 1, 1>} : (tensor<2x3xf32>, tensor<2x1xi32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>""", "%a: tensor<2x3xf32>, %i: tensor<2x1xi32>")
     read = read_text(text)
-    (u,) = read.unjudged
-    assert u.op == "stablehlo.gather" and not read.program.operations
+    assert not read.unjudged and read.program.ops() == ["gather"]
+    (op,) = read.program.operations
+    attrs = op.signature.attributes if hasattr(op, "signature") else op.attributes
+    assert attrs["operand_batching_dims"] == [0] and attrs["start_indices_batching_dims"] == [0]
+    assert attrs["collapsed_slice_dims"] == [1] and attrs["start_index_map"] == [1]
 
 
 def test_plain_mlir_bytecode_reads_like_its_text(tmp_path):
