@@ -51,7 +51,7 @@ from typing import Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.core.numerics import round_to
+from conformance.core.numerics import precision_type, round_to
 from conformance.core.types import ElementType, TensorType, element_type
 from conformance.specs.expressions import alternative, condition
 
@@ -489,7 +489,6 @@ def _algorithm_out_of_range(lhs, rhs, lb, rb, lc, rc, result, lhs_precision_type
     r = np.asarray(result)
     if lhs_precision_type is None or accumulation_type is None:
         return np.zeros(r.shape, bool)
-    from conformance.checking.verdicts.contraction import precision_type
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
 
     def beyond(x, name):

@@ -210,3 +210,13 @@ def permuted_within_groups(arrays: Sequence[np.ndarray], labels: np.ndarray
         g[by_position] = f[by_value]
         out.append(g.reshape(shape))
     return out
+
+
+def precision_type(name: str) -> tuple[int, float, float]:
+    """(precision p in bits, smallest subnormal, largest finite) of a precision type name:
+    an element type's, or tf32's (TensorFloat32: f32's exponent range, 10 stored
+    mantissa bits)."""
+    if name == "tf32":
+        return 11, 2.0 ** -136, float(np.finfo(np.float32).max)
+    info = ml_dtypes.finfo(element_type(name).component.dtype)
+    return int(info.nmant) + 1, float(info.smallest_subnormal), float(info.max)

@@ -72,7 +72,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.checking.compare import PRECISION
-from conformance.core.numerics import flush_subnormals, is_subnormal
+from conformance.core.numerics import flush_subnormals, is_subnormal, precision_type
 from conformance.core.types import ElementType, element_type
 from conformance.oracles import contraction
 from conformance.oracles.reduction import granularity
@@ -195,16 +195,6 @@ def algorithm_of(attributes: dict[str, Any]) -> tuple | None:
     if all(f is None for f in fields):
         return None
     return tuple(fields[:3])
-
-
-def precision_type(name: str) -> tuple[int, float, float]:
-    """(precision p in bits, smallest subnormal, largest finite) of a precision type name:
-    an element type's, or tf32's (TensorFloat32: f32's exponent range, 10 stored
-    mantissa bits)."""
-    if name == "tf32":
-        return 11, 2.0 ** -136, float(np.finfo(np.float32).max)
-    info = ml_dtypes.finfo(element_type(name).component.dtype)
-    return int(info.nmant) + 1, float(info.smallest_subnormal), float(info.max)
 
 
 def _rounding(et: ElementType, name: str) -> tuple[float, float]:
