@@ -165,6 +165,10 @@ def _bound_case(scale):
     e = a + b
     j0 = verdicts.Judgement(ADD2, spec, ACCUMULATION, [a, b], [e], [e], {})
     (limit,) = verdicts.BOUNDS["accumulation"](j0)
+    # γ(2)·(|a| + |b|) + 2·η/2: two terms per element (Higham §3.1)
+    u, eta = 2.0 ** -24, float(ml_dtypes.finfo(np.float32).smallest_subnormal)
+    s = np.abs(a.astype(np.float64)) + np.abs(b.astype(np.float64))
+    np.testing.assert_allclose(limit, 2 * u / (1 - 2 * u) * s + eta, rtol=1e-12)
     actual = (e.astype(np.float64) + scale * limit).astype(np.float32)
     frac = np.abs(actual.astype(np.float64) - e) / limit
     return verdicts.Judgement(ADD2, spec, ACCUMULATION, [a, b], [e], [actual], {}), frac
