@@ -19,7 +19,7 @@ from conformance.checking.compare import PASS, classify
 from conformance.core.case import Case, Signature
 from conformance.checking.isolation import BackendCrash, IsolatedBackend
 from conformance.specs import load_spec
-from reports.aggregate import CrossCell
+from conformance.reports.aggregate import CrossCell
 
 ROOT = Path(__file__).resolve().parents[1]
 

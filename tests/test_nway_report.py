@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.aggregate import CrossCell, OpData
-from reports.nway import nway, odd_one_out, render
+from conformance.reports.aggregate import CrossCell, OpData
+from conformance.reports.nway import nway, odd_one_out, render
 from tests.test_counting import OffByOne, Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
