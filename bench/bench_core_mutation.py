@@ -138,6 +138,15 @@ def mutants(name: str, target: Target) -> list:
     return out
 
 
+def _key(module: str, m) -> tuple:
+    return (TARGETS[module].path, m.operator_name, m.occurrence)
+
+
+def _again(row: dict | None) -> bool:
+    """Run this mutant again (--rerun)? Yes unless the earlier run killed it."""
+    return row is None or row["outcome"] not in ("killed", "timeout")
+
+
 def first_change(diff: str) -> str:
     """The mutated line of a unified diff (what the mutation did, for the listing)."""
     minus = [ln[1:].strip() for ln in diff.splitlines()
@@ -155,6 +164,10 @@ def main(argv=None) -> int:
                     help="seconds per mutant's test run (a timeout counts as killed)")
     ap.add_argument("--list", action="store_true", help="count the mutants, run nothing")
     ap.add_argument("--json", metavar="PATH", help="write every mutant and its outcome")
+    ap.add_argument("--rerun", metavar="JSON",
+                    help="run again only the mutants that survived in this earlier --json "
+                         "(same sources: after writing the tests they asked for); the "
+                         "figures count the others as that run classed them")
     args = ap.parse_args(argv)
     try:
         from cosmic_ray.mutating import mutate_and_test
@@ -163,6 +176,12 @@ def main(argv=None) -> int:
         sys.exit("bench_core_mutation: needs cosmic-ray: pip install -e '.[mutation]'")
     names = args.module or list(TARGETS)
     plan = {n: mutants(n, TARGETS[n]) for n in names}
+    earlier: dict[tuple, dict] = {}
+    if args.rerun:
+        for r in json.loads(Path(args.rerun).read_text())["mutants"]:
+            earlier[(r["file"], r["operator"], r["occurrence"])] = r
+        for n in names:
+            plan[n] = [m for m in plan[n] if _again(earlier.get(_key(n, m)))]
     for n in names:
         print(f"{n:13s} {len(plan[n]):4d} mutants  {TARGETS[n].path}", flush=True)
     if args.list:
@@ -200,11 +219,16 @@ def main(argv=None) -> int:
                 if outcome == "error":
                     row["output"] = (r.output or "")[-2000:]
                 rows.append(row)
+                if args.json:            # as it goes: a run cut short keeps what it did
+                    Path(args.json).write_text(json.dumps({"partial": True, "mutants": rows}))
                 print(f"  [{n} {i + 1}/{len(plan[n])}] {outcome:8s} {row['file']}:{row['line']}"
                       f" {row['change']}", flush=True)
     finally:
         restore()
     elapsed = time.monotonic() - started
+    if args.rerun:                       # the mutants killed before count as killed
+        ran = {(r["file"], r["operator"], r["occurrence"]) for r in rows}
+        rows = [r for k, r in earlier.items() if k not in ran and r["module"] in names] + rows
     print("\nmodule         killed/total")
     summary = {}
     for n in names:
