@@ -77,10 +77,11 @@ def test_total_order_puts_negative_zero_before_positive_zero(et):
 
 @pytest.mark.parametrize("et", ["f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ"])
 def test_fnuz_nan_comes_first_in_total_order(et):
-    v = arr(et, float("nan"), -1.0, 0.0, 1.0)
+    top = float(ml_dtypes.finfo(element_type(et).dtype).max)
+    v = arr(et, float("nan"), -top, -1.0, 0.0, 1.0, top)
     keys = total_order_key(v).tolist()
-    assert keys[0] < keys[1] < keys[2] < keys[3]
-    assert keys[2] == 0
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert keys[3] == 0
 
 
 def test_e8m0_total_order_is_its_encoding():
@@ -127,6 +128,22 @@ def test_not_close_is_value_even_within_a_loose_bound():
     assert c == [ACCURACY, ACCURACY, VALUE]
 
 
+def test_bits_compares_encodings_with_zero_error_where_they_agree():
+    e = np.array([1.0, np.nan, 0.0, 2.0], np.float32)
+    a = np.array([1.0, -np.nan, 0.0, 2.5], np.float32)
+    c, err = classes(a, e, Accuracy("bits"))
+    assert c == [PASS, NAN, PASS, VALUE]
+    assert err[0] == 0.0 and err[2] == 0.0 and np.isnan(err[1]) and np.isnan(err[3])
+
+
+def test_a_zero_for_a_nonzero_is_accuracy_not_value():
+    # an error equal to the value itself (zero for a tiny nonzero, as flushing gives) is
+    # the border of "not one bit right": accuracy; only beyond it, or a sign flip, is value
+    t = np.float32(tiny("f32"))
+    c, err = classes(np.float32([0.0, -0.0]), np.float32([4 * t, 4 * t]), Accuracy("ulp", 1.0))
+    assert c == [ACCURACY, ACCURACY] and err == [4.0, 4.0]
+
+
 def test_exact_sees_one_ulp_and_integers_compare_by_value():
     e = np.array([1.0, 2.0], np.float32)
     a = np.array([np.nextafter(np.float32(1.0), np.float32(2.0)), 2.0], np.float32)
@@ -137,6 +154,8 @@ def test_exact_sees_one_ulp_and_integers_compare_by_value():
 
 def test_worst_class_is_the_most_severe():
     assert worst(["pass", "value", "accuracy"]) == "value"
+    # a name without a severity ranks as pass (of equals, the first is kept)
+    assert worst(["pass", "mystery"]) == "pass" and worst(["mystery", "pass"]) == "mystery"
     assert worst(["signed_zero", "nan"]) == "nan"
     assert worst([]) == "pass"
 
@@ -205,6 +224,9 @@ def test_a_valid_signature_breaks_nothing_and_a_mismatch_breaks_its_constraint()
     assert violations(Signature.make("popcnt", ["tensor<2xf32>"], ["tensor<2xf32>"])) \
         == ["I1", "O1"]
     assert violations(Signature.make("add", ["tensor<2xf32>"], ["tensor<2xf32>"])) == ["arity"]
+    # an input row without a label is named by its position (not's operand: I1)
+    assert not load_spec("not").inputs[0].label
+    assert violations(Signature.make("not", ["tensor<2xf32>"], ["tensor<2xf32>"]))[0] == "I1"
 
 
 def test_a_constraint_whose_expression_raises_counts_as_broken(monkeypatch):
@@ -230,6 +252,37 @@ def test_attribute_rows_are_checked():
     assert label in violations(Signature.make(
         "compare", ["tensor<2xf32>", "tensor<2xf32>"], ["tensor<2xi1>"],
         {"compare_type": "FLOAT"}))
+
+
+CUSTOM = {"call_target_name": "foo", "has_side_effect": False, "backend_config": "",
+          "api_version": 1, "called_computations": []}
+
+
+def test_string_and_string_list_attributes_are_checked():
+    def mk(**kw):
+        return violations(Signature.make("custom_call", ["tensor<2xf32>"], ["tensor<2xf32>"],
+                                         {**CUSTOM, **kw}))
+    # I2 call_target_name (string), I3 bool, I5 integer, I6 called_computations (strings)
+    assert mk() == [] and mk(called_computations=["a", "b"]) == []
+    assert mk(call_target_name=3) == ["I2"]
+    assert mk(called_computations="a") == ["I6"]
+    assert mk(called_computations=["a", 1]) == ["I6"]
+
+
+def test_tensor_and_enum_list_attributes_are_checked():
+    const = Signature.make("constant", [], ["tensor<i32>"], {"value": "dense<1> : tensor<i32>"})
+    assert violations(const) == []
+    assert "I1" in violations(Signature.make("constant", [], ["tensor<i32>"],
+                                             {"value": "nonsense"}))
+    base = {"lhs_batching_dimensions": [], "rhs_batching_dimensions": [],
+            "lhs_contracting_dimensions": [1], "rhs_contracting_dimensions": [0]}
+
+    def dot(pc):
+        return violations(Signature.make("dot_general", ["tensor<2x3xf32>", "tensor<3x4xf32>"],
+                                         ["tensor<2x4xf32>"], {**base, "precision_config": pc}))
+    assert dot(["HIGH", "HIGHEST"]) == [] and dot(("DEFAULT", "HIGH")) == []
+    assert "I7" in dot(["HIGH", "BOGUS"])
+    assert "I7" in dot("HIGH")
 
 
 @pytest.mark.parametrize("text, value", [
