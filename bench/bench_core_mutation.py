@@ -123,15 +123,38 @@ def line_ranges(path: Path, functions: tuple[str, ...]) -> list[tuple[int, int]]
     return out
 
 
+def annotations(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) positions, (line, column), of every annotation in the module: the
+    modules say ``from __future__ import annotations``, so a mutant there (``str | None``
+    made ``str & None``) changes nothing that runs, and is not counted."""
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        found = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+            found.append(node.returns)
+        elif isinstance(node, ast.arg) and node.annotation:
+            found.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        out += [((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)) for a in found]
+    return out
+
+
 def mutants(name: str, target: Target) -> list:
-    """cosmic-ray's mutation specs for the target's functions, with our operators."""
+    """cosmic-ray's mutation specs for the target's functions, with our operators, less
+    those inside annotations."""
     from cosmic_ray.commands.init import _all_work_items
     path = ROOT / target.path
     ranges = line_ranges(path, target.functions)
+    skip = annotations(path)
     out = []
     for item in _all_work_items([path], {}):
         for m in item.mutations:
             if m.operator_name not in OPERATORS:
+                continue
+            at = tuple(m.start_pos)
+            if any(lo <= at <= hi for lo, hi in skip):
                 continue
             if any(lo <= m.start_pos[0] <= hi for lo, hi in ranges):
                 out.append(m)
@@ -180,6 +203,8 @@ def main(argv=None) -> int:
     if args.rerun:
         for r in json.loads(Path(args.rerun).read_text())["mutants"]:
             earlier[(r["file"], r["operator"], r["occurrence"])] = r
+        planned = {_key(n, m) for n in names for m in plan[n]}
+        earlier = {k: r for k, r in earlier.items() if k in planned}   # annotations: out
         for n in names:
             plan[n] = [m for m in plan[n] if _again(earlier.get(_key(n, m)))]
     for n in names:

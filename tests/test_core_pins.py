@@ -193,6 +193,14 @@ def _bound_case(scale):
     return verdicts.Judgement(ADD2, spec, ACCUMULATION, [a, b], [e], [actual], {}), frac
 
 
+def test_the_bound_of_a_sum_of_zeros_is_the_underflow_allowance():
+    # S = 0: all that is left is n·η/2 (two terms: one smallest subnormal)
+    z = np.zeros((1, 2), np.float32)
+    j = verdicts.Judgement(ADD2, load_spec("add"), ACCUMULATION, [z, z], [z], [z], {})
+    (limit,) = verdicts.BOUNDS["accumulation"](j)
+    assert limit.tolist() == [[tiny("f32")] * 2]
+
+
 def test_an_error_of_one_and_a_half_bounds_is_class_bound_and_half_a_bound_passes():
     # a bound doubled (or halved) anywhere on its way (u, γ, the magnitudes) flips one
     j, frac = _bound_case(1.5)
@@ -287,7 +295,7 @@ def test_tensor_and_enum_list_attributes_are_checked():
 
 @pytest.mark.parametrize("text, value", [
     ("true and false", False), ("True or False", True), ("not true", False),
-    ("0 or 3", 3), ("2 and 0", 0), ("1 and 2", 2), ("-(3)", -3), ("+(3)", 3),
+    ("0 or 3", 3), ("2 and 0", 0), ("1 and 2", 2), ("1 and 2 and 3", 3), ("0 or [] or 0", 0), ("-(3)", -3), ("+(3)", 3),
     ("1 < 2 < 3", True), ("1 < 3 < 2", False), ("2 == 2", True),
     ("[x * 2 for x in [1, 2, 3] if x != 2]", [2, 6]),
     ("[(b, a) for a, b in [[1, 2], [3, 4]]]", [[2, 1], [4, 3]]),
@@ -304,6 +312,7 @@ def test_array_expressions_combine_elementwise():
     assert ex.evaluate("not x", env).tolist() == [False, True, False]
     assert ex.evaluate("true and x", env).tolist() == [True, False, True]
     assert ex.evaluate("0 < v < 3", {"v": np.array([1, 3])}).tolist() == [True, False]
+    assert ex.evaluate("v < 3 < 4", {"v": np.array([1, 5])}).tolist() == [True, False]
 
 
 def test_names_and_failures():
