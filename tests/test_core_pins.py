@@ -476,6 +476,12 @@ def test_record_keys_tell_records_of_each_kind_apart():
         r = {**base, "kind": k}
         for f in names:
             assert merge.record_key(r) != merge.record_key({**r, f: "other"}), (k, f)
+        # ... and only those: the same record with more fields is the same record
+        assert merge.record_key(r) == merge.record_key({**r, "extra": 1}), k
+    # a record of another kind is keyed by all its fields, timing aside, in any order
+    end = {"kind": "end", "a": 1, "b": 2}
+    assert merge.record_key(end) != merge.record_key({**end, "b": 3})
+    assert merge.record_key(end) == merge.record_key({"b": 2, "kind": "end", "a": 1})
 
 
 def test_merge_refuses_runs_that_differ_but_in_filters_and_shard():
@@ -485,5 +491,10 @@ def test_merge_refuses_runs_that_differ_but_in_filters_and_shard():
         merge.check_headers([a, ("b", _header(seed=3))])
     with pytest.raises(merge.MergeError, match="c: cannot merge.*depth"):
         merge.check_headers([a, ("b", _header()), ("c", _header(depth="default"))])
+    # an option one header has and the other lacks differs too
+    lacking = _header()
+    del lacking["depth"]
+    with pytest.raises(merge.MergeError, match="b: cannot merge.*depth"):
+        merge.check_headers([a, ("b", lacking)])
     assert merge._union([["add"], ["sub", "add"]]) == ["add", "sub"]
     assert merge._union([["add"], None]) is None
