@@ -391,7 +391,9 @@ def test_the_gate_exit_code(capsys):
     # no divergence but an internal error of the suite: 3
     internal = clean + [{"kind": "internal_error", "op": "add", "what": "oracle",
                          "error": "boom"}]
+    capsys.readouterr()
     assert _gate(internal, None, False) == EXIT_INTERNAL
+    assert "internal errors of the suite: 1 " in capsys.readouterr().err
     assert _gate(internal + bad[1:], None, False) == EXIT_DIVERGENCES
     # strict: a broad entry fails the gate even when it waives what it should
     broad = exp({"op": "*", "cls": "value", "reason": "r"})
@@ -449,6 +451,11 @@ def test_resume_refuses_other_options_and_a_file_without_header(tmp_path):
     with pytest.raises(runner.ResumeError, match="cannot resume"):
         runner.load_resume(config, [_B("jax")], _results(tmp_path / "r.jsonl", [
             _header(), {"kind": "no_such_kind"}]))
+    # records are read strictly (kept records are written again, and the writer refuses
+    # a field its record class does not declare)
+    with pytest.raises(runner.ResumeError, match="cannot resume"):
+        runner.load_resume(config, [_B("jax")], _results(tmp_path / "r.jsonl", [
+            _header(), {"kind": "unit_done", "op": "add", "undeclared": 1}]))
     # the filters' order does not matter
     config2 = runner.RunConfig(ops=["sub", "add"], depth="quick")
     assert runner.load_resume(config2, [_B("jax")], _results(
