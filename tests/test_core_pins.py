@@ -201,6 +201,23 @@ def test_the_bound_of_a_sum_of_zeros_is_the_underflow_allowance():
     assert limit.tolist() == [[tiny("f32")] * 2]
 
 
+def test_each_result_of_a_variadic_reduce_has_its_own_bound():
+    # an integer result (bound 0: exact) before a float one does not end the list
+    sig = Signature.make("reduce", ["tensor<2x3xsi32>", "tensor<2x3xf32>", "tensor<si32>",
+                                    "tensor<f32>"], ["tensor<2xsi32>", "tensor<2xf32>"],
+                         {"dimensions": [1]},
+                         regions=("(si32, f32, si32, f32) -> (add(arg0, arg2), add(arg1, arg3))",))
+    ins = [np.ones((1, 2, 3), np.int32), np.ones((1, 2, 3), np.float32),
+           np.zeros((1,), np.int32), np.zeros((1,), np.float32)]
+    e = [np.full((1, 2), 3, np.int32), np.full((1, 2), 3, np.float32)]
+    j = verdicts.Judgement(sig, load_spec("reduce"), ACCUMULATION, ins, e, e, {})
+    ints, floats = verdicts.BOUNDS["accumulation"](j)
+    assert ints.tolist() == [[0.0, 0.0]]
+    u = 2.0 ** -24            # n = 4 terms (3 elements and the init value), S = 3
+    np.testing.assert_allclose(floats, [[4 * u / (1 - 4 * u) * 3 + 2 * tiny("f32")] * 2],
+                               rtol=1e-12)
+
+
 def test_an_error_of_one_and_a_half_bounds_is_class_bound_and_half_a_bound_passes():
     # a bound doubled (or halved) anywhere on its way (u, γ, the magnitudes) flips one
     j, frac = _bound_case(1.5)
