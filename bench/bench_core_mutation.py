@@ -9,7 +9,7 @@ mutant the tests fail on (or time out on) is killed; one they pass on survived: 
 a test is missing or the mutant is equivalent (bench/README.md lists those, with the
 reason).
 
-    python bench/bench_core_mutation.py                  # every module, ~250 mutants
+    python bench/bench_core_mutation.py                  # every module, ~310 mutants
     python bench/bench_core_mutation.py --module numerics --module merge
     python bench/bench_core_mutation.py --list           # count the mutants, run nothing
     python bench/bench_core_mutation.py --json out.json  # every mutant, its outcome, diff
