@@ -11,9 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance import oracles
-from conformance.checking.checker import SignatureCheck, check_case
+from conformance.checking.checker import check_case
 from conformance.checking.golden import examples
-from conformance.checking.plan import batch_for
 from conformance.core.case import Case, Signature
 from conformance.generators import case_inputs
 from conformance.generators.signatures import signatures
@@ -21,6 +20,7 @@ from conformance.oracles import collectives as co
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
+from planted import verdict_counts
 from planted_collectives import GridOracle
 
 OPS = ["all_gather", "all_reduce", "all_to_all"]
@@ -49,18 +49,7 @@ A2A2 = _sig("all_to_all", (2, 1), ["tensor<4x2xf32>"] * 2, ["tensor<2x4xf32>"] *
 
 
 def classes(backend, sig, batches=2):
-    spec = load_spec(sig.op)
-    check = SignatureCheck(spec, sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    counts: dict[str, int] = {}
-    for b in range(batches):
-        v = check.run_batch(b, batch_for(0, "default", spec,
-                                         sig.input_types[0].element_type.name, 0, b, sig)) \
-            .results[backend.name].verdict
-        for cls, n in v.counts().items():
-            counts[cls] = counts.get(cls, 0) + n
-    return counts
+    return verdict_counts(backend, sig, sig.input_types[0].element_type.name, batches)
 
 
 class FirstOperandsResultForAll(GridOracle):
