@@ -55,9 +55,11 @@ def test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations(family
     out = tmp_path / "quick"
     code = main(["run", "--depth", "quick", "--family", family, "--expectations", "jax-cpu",
                  "--out", str(out), "--no-progress"])
-    text = capsys.readouterr().out
-    assert code == 0, "\n".join(line for line in text.splitlines()
-                                if line.startswith(("UNEXPECTED", "gate:", "divergences")))
+    captured = capsys.readouterr()
+    text = captured.out
+    assert code == 0, "\n".join([line for line in text.splitlines()
+                                 if line.startswith(("UNEXPECTED", "gate:", "divergences"))]
+                                + captured.err.splitlines()[-20:])
     # No entry is stale: those seen only by the default run (depth: default) are not
     # judged by a quick one (issue 31: 32 STALE lines before entries knew their depth)
     stale = [line for line in text.splitlines() if line.startswith("STALE")]
