@@ -112,6 +112,10 @@ def _round_value(v: Fraction, m: int) -> Fraction:
     while Fraction(2) ** (e + 1) <= abs(v):
         e += 1
     unit = Fraction(2) ** (e - m)
+    if m == 0 and abs(v) / unit == Fraction(3, 2):
+        # a tie between 2^e and 2^(e+1): "even" is the encoding's last bit, the biased
+        # exponent's (every bias 2^(k-1) - 1 is odd, so the even one has an odd e)
+        return (1 if v > 0 else -1) * unit * (1 if e % 2 else 2)
     return round(v / unit) * unit              # Fraction's round: ties to even
 
 
