@@ -14,9 +14,9 @@ then imaginary part.
 reduce_precision: XLA's bit-level algorithm, which is the spec's description: round the
 value's mantissa to ``mantissa_bits`` with ties to even, then overflow to infinity or
 underflow to zero (sign kept) outside the normal range of an ``exponent_bits``
-exponent; on float64's encoding for every narrower type, so that the mantissa rounded is
-the value's (a subnormal of f8E4M3FN is a normal number there) and not a subnormal's
-stored bits; float64's own subnormals round their stored bits. NaN, read to the letter of the spec
+exponent; where ``exponent_bits`` is wider than the operand type's, on float64's encoding,
+so that the mantissa rounded is the value's (a subnormal of the operand's type is a normal
+number of the other type) and not a subnormal's stored bits. NaN, read to the letter of the spec
 ("conversion of operand to another floating-point type that uses exponent_bits and
 mantissa_bits and back", then the three steps, then the example):
 
@@ -318,18 +318,18 @@ def reduce_precision(inputs, attrs, types):
         r = reduce_precision([wide], attrs, [TensorType(wide.shape, f64)])
         return round_to(r, et).reshape(out.shape)
     e_bits, m_bits = int(attrs["exponent_bits"]), int(attrs["mantissa_bits"])
-    if et.bits < 64:
-        # The steps round the *value* to mantissa_bits: on float64, where a subnormal of
-        # a narrower type is a normal number, so a subnormal the other type holds exactly
-        # (f8E4M3FN 0x03 = 1.5 * 2^-8 with exponent_bits 11, mantissa_bits 1) stays
-        # itself, where rounding its stored mantissa bits would give 0x04 (issue 32 item
-        # 7). The result is a value of the operand's type, converted back exactly.
-        # The exponent step where the other type's exponent is narrower than the
-        # operand's own, as before (exponent_bits 11 is no step on float64).
+    if et.bits < 64 and e_bits > _float_layout(et)[0]:
+        # An exponent wider than the operand's: the other type holds every subnormal of
+        # the operand's as a normal number, so the steps round its *value* to
+        # mantissa_bits: on float64, where it is normal too. A subnormal the other type
+        # holds exactly (f8E4M3FN 0x03 = 1.5 * 2^-8 with exponent_bits 11, mantissa_bits
+        # 1) stays itself, where rounding its stored mantissa bits gives 0x04 (issue 32
+        # item 7). With the operand's own exponent width the other type's subnormals lie
+        # on the operand's subnormal grid, and rounding the stored bits (below) is the
+        # conversion. No value of the operand's leaves the exponent range here.
         from conformance.core.types import TensorType
         wide = np.asarray(x).astype(np.float64)
-        step = {"exponent_bits": e_bits if e_bits < _float_layout(et)[0] else 11,
-                "mantissa_bits": m_bits}
+        step = {"exponent_bits": 11, "mantissa_bits": m_bits}
         r = reduce_precision([wide], step, [TensorType(wide.shape, element_type("f64"))])
         r = round_to(r, et)
         keep = _nan_kept(x, et, m_bits)

@@ -114,7 +114,7 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # algorithm and all_gather ui4 entries, and since gather and scatter draw batching
     # dimensions (their divergences moved to other types); the three at quick only are
     # gather's crash and scatter's bf16 FTZ)
-    assert depths.count(("default",)) == 57 and depths.count(("quick",)) == 3
+    assert depths.count(("default",)) == 59 and depths.count(("quick",)) == 3
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
