@@ -173,6 +173,17 @@ TERMS: dict[str, Callable[[Judgement], tuple]] = {"dot_general": _dot_terms}
 def _terms(j: Judgement):
     fn = TERMS.get(j.sig.op)
     if fn is None:
+        # The op's own module of this package registers its terms (convolution.py,
+        # dynamic_conv.py): import it here, whatever imported this module first (the
+        # package loads its modules only while a bound name is unknown, and this one
+        # registers the bound's name).
+        import importlib
+        try:
+            importlib.import_module(f"{__package__}.{j.sig.op}")
+        except ModuleNotFoundError:
+            pass
+        fn = TERMS.get(j.sig.op)
+    if fn is None:
         raise KeyError(f"the contraction bound has no terms for op {j.sig.op!r}; register "
                        "them in conformance.checking.verdicts.contraction.TERMS")
     return fn(j)
