@@ -24,7 +24,7 @@ from conformance.checking.plan import batch_for
 from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
-from planted_collectives import GridOracle
+from planted_collectives import GridOracle, sum_last_first
 
 OPS = ["all_gather", "all_reduce", "all_to_all", "collective_permute", "reduce_scatter",
        "replica_id", "partition_id"]
@@ -185,15 +185,7 @@ class SequentialInElementType(GridOracle):
         dtype = sig.result_types[0].element_type.dtype
 
         def run(inputs):
-            x = np.asarray(inputs[0])
-            out = np.empty_like(x)
-            with np.errstate(all="ignore"):
-                for q, g in enumerate(members):
-                    acc = x[g[-1]]
-                    for s in g[-2::-1]:
-                        acc = (acc.astype(np.float64) + x[s].astype(np.float64)).astype(dtype)
-                    out[q] = acc
-            return [out]
+            return [sum_last_first(np.asarray(inputs[0]), members, dtype)]
         return run
 
 

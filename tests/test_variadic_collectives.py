@@ -21,7 +21,7 @@ from conformance.specs import load_spec
 from conformance.specs.validity import violations
 
 from planted import verdict_counts
-from planted_collectives import GridOracle
+from planted_collectives import GridOracle, sum_last_first
 
 OPS = ["all_gather", "all_reduce", "all_to_all"]
 RG = {"channel_id": 0, "use_global_device_ids": False}
@@ -81,15 +81,7 @@ class EachOnItsOwnOtherOrder(GridOracle):
         def one(j, x):
             if sig.op != "all_reduce":
                 return super(EachOnItsOwnOtherOrder, self).compile(singles[j])([x])[0]
-            dtype = sig.result_types[j].element_type.dtype
-            out = np.empty_like(x)
-            with np.errstate(all="ignore"):
-                for q, g in enumerate(members):
-                    acc = x[g[-1]]
-                    for s in g[-2::-1]:
-                        acc = (acc.astype(np.float64) + x[s].astype(np.float64)).astype(dtype)
-                    out[q] = acc
-            return out
+            return sum_last_first(x, members, sig.result_types[j].element_type.dtype)
 
         def run(inputs):
             outs = {j: one(j, np.asarray(inputs[j])) for j in reversed(range(n))}
