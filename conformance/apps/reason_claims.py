@@ -51,9 +51,9 @@ _MAX_WORDS = ("up to", "at most", "worst", "within", "below", "under", "less tha
 _MIN_WORDS = ("at least", "more than", "over", "above", ">=", ">")
 _APPROX_WORDS = ("~", "about", "around", "roughly", "some", "approximately")
 _FIGURE = re.compile(
-    r"(?:(?P<word>" + "|".join(re.escape(w) for w in _MAX_WORDS + _MIN_WORDS) + r")\s*)?"
-    r"(?P<approx>~|(?:about|around|roughly|some|approximately)\s)?\s*"
-    r"(?P<low>" + _NUM + r")(?:\s*(?:-|–|to)\s*(?P<high>" + _NUM + r"))?\s*"
+    r"(?:(?<![\w])(?P<word>" + "|".join(re.escape(w) for w in _MAX_WORDS + _MIN_WORDS)
+    + r")\s*)?(?P<approx>~|(?:" + "|".join(_APPROX_WORDS[1:]) + r")\s)?\s*"
+    r"(?<![\w.])(?P<low>" + _NUM + r")(?:\s*(?:-|–|to)\s*(?P<high>" + _NUM + r"))?\s*"
     r"(?P<unit>ulps?|eps|bounds?)\b", re.IGNORECASE)
 _TYPE = re.compile(r"(?<![\w<])(complex<f(?:32|64)>|complex|bf16|f16|f32|f64|fp8|f8E\w+|"
                    r"f4E2M1FN|f6E\w+|[su]i(?:2|4|8|16|32|64)|i1)(?![\w>])")
