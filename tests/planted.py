@@ -325,3 +325,81 @@ def one_ulp_up(out: np.ndarray) -> np.ndarray:
         w = np.abs(out.astype(np.float64))
     ok = np.isfinite(w) & (w >= float(fi.smallest_normal)) & (w < float(fi.max))
     return np.where(ok, bits + bits.dtype.type(1), bits).view(out.dtype)
+
+
+def _wider_exponent(sig) -> int | None:
+    """The stored mantissa bits of a reduce_precision operand whose ``exponent_bits`` is
+    wider than its type's (the value route of oracles/conversion.py), else None."""
+    if sig.op != "reduce_precision":
+        return None
+    import ml_dtypes
+    t = sig.input_types[0].element_type
+    fi = ml_dtypes.finfo(t.dtype)
+    e_src = t.bits - 1 - int(fi.nmant)
+    ieee = t.has_sign and t.has_negative_zero and 8 <= t.bits < 64
+    if not ieee or int(sig.attributes["exponent_bits"]) <= e_src:
+        return None
+    return int(fi.nmant)
+
+
+class ReducePrecisionRoundsSubnormalBits(OracleBackend):
+    """XLA's old reading of reduce_precision with an exponent wider than the operand's:
+    it rounds the *stored* mantissa bits of a subnormal to ``mantissa_bits`` as if the
+    subnormal's quantum were the normal one's (f8E4M3FN 0x03 = 1.5 * 2^-8 with
+    exponent_bits 11, mantissa_bits 1 gives 0x04), where the other type holds the value
+    as a normal number and the spec's convert-and-back keeps it (issue 32 item 7)."""
+
+    name = "rp-subnormal-bits"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        m_src = _wider_exponent(sig)
+        m = int(sig.attributes.get("mantissa_bits", 0)) if m_src is not None else 0
+        if m_src is None or m >= m_src:
+            return inner
+        from conformance.core.literals import bit_patterns, from_bit_patterns
+        t = sig.input_types[0].element_type
+        shift = m_src - m
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            x = np.asarray(inputs[0])
+            bits = bit_patterns(x)
+            exp_field = (bits >> np.uint64(m_src)) & np.uint64((1 << (t.bits - 1 - m_src)) - 1)
+            last = (bits >> np.uint64(shift)) & np.uint64(1)
+            rounded = (bits + np.uint64((1 << (shift - 1)) - 1) + last) \
+                & ~np.uint64((1 << shift) - 1)
+            subnormal = (exp_field == 0) & (x != 0)
+            old = from_bit_patterns(rounded, t).reshape(x.shape)
+            return [np.where(subnormal, old, out).astype(t.dtype)]
+        return run
+
+
+class ReducePrecisionRoundsValues(OracleBackend):
+    """reduce_precision with an exponent wider than the operand's computed another way
+    than the oracle: the value in float64 (exact for every narrower type), rounded to
+    ``mantissa_bits`` with np.frexp and np.rint (ties to even), and converted back with
+    ml_dtypes (exact: the result is a value of the operand's type, or past its largest,
+    where the conversion gives what the type makes of an overflow). Inf and NaN are the
+    oracle's. The spec allows nothing else here, so this must pass."""
+
+    name = "rp-values"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if _wider_exponent(sig) is None:
+            return inner
+        t = sig.input_types[0].element_type
+        m = int(sig.attributes["mantissa_bits"])
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            x = np.asarray(inputs[0])
+            v = x.astype(np.float64)
+            finite = np.isfinite(v)
+            mant, ex = np.frexp(np.where(finite, v, 0.0))     # v = mant * 2**ex, |mant| in [0.5, 1)
+            r = np.ldexp(np.rint(np.ldexp(mant, m + 1)), ex - m - 1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mine = r.astype(t.dtype)
+            return [np.where(finite, mine, out).astype(t.dtype).reshape(x.shape)]
+        return run

@@ -295,3 +295,116 @@ def test_program_and_module_entries_are_not_asked_for_a_looks_like(tmp_path):
         p.write_text(yaml.safe_dump({"expectations": [entry]}))
         counts.append(len(without_looks_like(load_expectations(p))))
     assert counts == [1, 0]
+
+
+# -- reasons checked against the records that match them (issue 32 item 7) -------------------
+
+def _file(tmp_path, reason, cls="accuracy", depth="default", looks=""):
+    p = tmp_path / "e.yaml"
+    p.write_text("expectations:\n- op: tanh\n  element_type: f64\n  class: " + cls + "\n"
+                 + (f"  depth: {depth}\n" if depth else "")
+                 + (f"  looks_like: {looks}\n" if looks else "")
+                 + "  reason: '" + reason.replace("'", "''") + "'\n")
+    return load_expectations(p)
+
+
+def refuted(records, exp):
+    from conformance.apps.reason_claims import check
+    return check(gate(records, exp), exp)
+
+
+def test_reason_claims_are_read_with_their_unit_range_and_element_types():
+    from conformance.apps.reason_claims import claims
+    (c,) = claims("log1p f64 is 87-103 ulp off near x = -0.41 (default run); complex log1p "
+                  "loses accuracy.")
+    assert (c.kind, c.unit, c.low, c.high, c.types, c.exact_high) == \
+        ("error", "ulp", 87.0, 103.0, ("f64",), True)
+    assert c.about("f64") and not c.about("complex<f64>")
+    (c,) = claims("up to ~50 ulp")
+    assert (c.low, c.high, c.exact_high) == (None, 50.0, False)
+    (c,) = claims("expm1 is 2 ulp off on f16 (expm1(0.3445) = 0.41089 for 0.41138) and loses "
+                  "accuracy for complex arguments")
+    assert (c.low, c.high, c.types) == (2.0, 2.0, ("f16",))
+    one, worst = claims("1 ULP off, more near the cancellation (worst 6 ULP at quick)")
+    assert (one.low, one.high) == (1.0, None) and (worst.low, worst.high) == (None, 6.0)
+    (c,) = claims("fp8: the sums land elsewhere (worst 187 bounds)")
+    assert (c.unit, c.high) == ("bound", 187.0)
+    (n,) = claims("a subnormal base is read as zero (0 or inf); 1.5 gives 2.5")
+    assert n.kind == "nonfinite" and n.types == ()
+    # an overflow inside the computation says nothing of the result; numbers without a
+    # unit are no error figures
+    assert claims("|z| overflowing for huge z gives 0; 2.46e62 for 2.06e59") == []
+
+
+def test_a_reason_claiming_up_to_5_ulp_over_records_at_50_is_refuted(tmp_path):
+    fifty = records_of(TanhOffBy(50))
+    (line,) = refuted(fifty, _file(tmp_path, "tanh is up to 5 ulp off"))
+    assert "expectations[0] tanh f64 accuracy: reason says 'up to 5 ulp'" in line
+    assert "the records' worst is 50 ulp (f64)" in line
+    assert refuted(fifty, _file(tmp_path, "tanh is up to 64 ulp off")) == []
+    # an approximate maximum or a bare figure: off by more than a factor of 2
+    assert refuted(fifty, _file(tmp_path, "tanh is up to ~30 ulp off")) == []
+    assert refuted(fifty, _file(tmp_path, "tanh is ~20 ulp off"))
+
+
+def test_a_reason_claiming_87_103_ulp_over_records_at_90_is_not_refuted(tmp_path):
+    ninety = records_of(TanhOffBy(90))
+    assert refuted(ninety, _file(tmp_path, "f64 tanh is 87-103 ulp off")) == []
+    assert refuted(records_of(TanhOffBy(110)), _file(tmp_path, "f64 tanh is 87-103 ulp off"))
+    # a range's lower end far above the records: refuted where the run is at a depth the
+    # entry was seen at; a run at another depth draws other inputs and is not asked
+    twenty = records_of(TanhOffBy(20))
+    (line,) = refuted(twenty, _file(tmp_path, "f64 tanh is 87-103 ulp off"))
+    assert "the records' worst is only 20 ulp" in line
+    assert refuted(twenty, _file(tmp_path, "f64 tanh is 87-103 ulp off", depth="quick")) == []
+    # a claim about another element type is not checked against these records
+    assert refuted(twenty, _file(tmp_path, "bf16 tanh is 87-103 ulp off")) == []
+
+
+def test_a_reason_speaking_of_inf_needs_a_witness_involving_one(tmp_path):
+    """power's old reason said a subnormal base reads as zero (0 or inf) where every
+    witness was finite: refuted by records without a non-finite witness."""
+    finite, at_inf = records_of(TanhOffBy(6)), records_of(TanhOffBy(6, at_inf=True))
+    reason = "a huge operand is read as zero (0 or inf)"
+    (line,) = refuted(finite, _file(tmp_path, reason))
+    assert "reason says 'inf'" in line and "no witness of the records involves inf or NaN" \
+        in line
+    assert refuted(at_inf, _file(tmp_path, reason)) == []
+
+
+def test_a_reason_contradicting_its_own_looks_like_is_named_without_a_run(tmp_path):
+    from conformance.apps.reason_claims import check_static
+    exp = _file(tmp_path, "f64 tanh is 87-103 ulp off", looks="{error_at_most: 64}")
+    (line,) = check_static(exp)
+    assert "reason says '87-103 ulp' of f64; looks_like.error_at_most is 64" in line
+    assert check_static(_file(tmp_path, "f64 tanh is 87-103 ulp off",
+                              looks="{error_at_most: 256}")) == []
+    (line,) = check_static(_file(tmp_path, "NaN for two subnormals",
+                                 looks="{nonfinite: false}"))
+    assert "nonfinite: false" in line
+
+
+def test_the_shipped_reasons_agree_with_their_own_looks_like():
+    from conformance.apps.reason_claims import check_static
+    bad = [line for name in ("jax-cpu", "xla-cpu", "iree-cpu")
+           for line in check_static(load_expectations(name))]
+    assert not bad, "\n".join(bad)
+
+
+def test_check_prints_claim_lines_and_strict_fails_on_them(tmp_path, capsys):
+    import json
+    from conformance.apps.cli import main
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records_of(TanhOffBy(50))))
+    p = tmp_path / "e.yaml"
+    p.write_text("expectations:\n- {op: tanh, element_type: f64, class: accuracy, reason: "
+                 "'f64 tanh is up to 5 ulp off', looks_like: {error_at_most: 64}}\n")
+    assert main(["expectations", "check", str(results), str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "CLAIM       " in out and "reason says 'up to 5 ulp' of f64" in out
+    assert "; 1 reason claim(s) the records refute" in out
+    assert main(["expectations", "check", str(results), str(p), "--strict"]) == 1
+    capsys.readouterr()
+    p.write_text(p.read_text().replace("up to 5 ulp", "up to 50 ulp"))
+    assert main(["expectations", "check", str(results), str(p), "--strict"]) == 0
+    assert "CLAIM" not in capsys.readouterr().out

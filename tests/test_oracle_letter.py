@@ -142,3 +142,55 @@ def test_the_value_is_rounded_not_a_subnormal_s_stored_bits(et, m):
                                                                          result, want)
     if et == "f8E4M3FN" and m == 1:
         assert reduce_precision(et, [0x03, 0x05, 0x07], 11, 1) == [0x03, 0x04, 0x08]
+
+
+# Issue 32 item 7's verdict, each way (planted backends, tests/planted.py): a backend that
+# rounds a subnormal's stored mantissa bits where exponent_bits is wider than the operand
+# type's (XLA's old reading, the oracle's before the fix) fails a quick reduce_precision
+# run; one that rounds the value in another way (frexp/rint on float64, ml_dtypes back)
+# passes it.
+
+def _quick_reduce_precision(backend: str, out) -> tuple[int, dict]:
+    import json
+
+    from conformance.apps.cli import main
+    code = main(["run", "--backend", f"planted:{backend}", "--ops", "reduce_precision",
+                 "--depth", "quick", "--no-invalid", "--no-examples", "--no-progress",
+                 "--max-repros", "0", "--out", str(out)])
+    classes: dict = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("kind") == "signature":
+            for cls, n in (r.get("counts") or {}).items():
+                if cls != "pass" and n:
+                    classes.setdefault(r["type_key"], set()).add(cls)
+    return code, classes
+
+
+def _planted_compile(name: str, et: str, bits: list[int], e: int, m: int) -> list[int]:
+    import planted
+
+    from conformance.core.case import Signature
+    t = element_type(et)
+    ty = f"tensor<{len(bits)}x{et}>"
+    sig = Signature.make("reduce_precision", [ty], [ty], {"exponent_bits": e, "mantissa_bits": m})
+    x = from_bit_patterns(np.array(bits, np.uint64), t)
+    (out,) = getattr(planted, name)().compile(sig)([x])
+    return [int(b) for b in bit_patterns(np.asarray(out))]
+
+
+def test_a_backend_rounding_a_subnormal_s_stored_bits_fails_a_quick_run(tmp_path, capsys):
+    # the planted bug is the one the issue names: 0x03 with (11, 1) gives 0x04
+    assert _planted_compile("ReducePrecisionRoundsSubnormalBits", "f8E4M3FN",
+                            [0x03, 0x05, 0x07], 11, 1) == [0x04, 0x04, 0x08]
+    code, classes = _quick_reduce_precision("ReducePrecisionRoundsSubnormalBits", tmp_path)
+    assert code == 1, capsys.readouterr().out
+    # a wrong value, not only what reads as a flush to zero
+    assert "value" in classes.get("f8E4M3FN", set()), classes
+
+
+def test_a_backend_rounding_the_value_another_way_passes_a_quick_run(tmp_path, capsys):
+    assert _planted_compile("ReducePrecisionRoundsValues", "f8E4M3FN",
+                            [0x03, 0x05, 0x07], 11, 1) == [0x03, 0x04, 0x08]
+    code, classes = _quick_reduce_precision("ReducePrecisionRoundsValues", tmp_path)
+    assert code == 0 and not classes, (classes, capsys.readouterr().out[-2000:])

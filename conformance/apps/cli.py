@@ -392,7 +392,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="also fail on broad entries: a pattern (op glob, '*' element type, "
                           "class wildcard, ...) naming more than the run matched, or an entry "
                           "of a broad class (property, accuracy, bound, value) without "
-                          "looks_like")
+                          "looks_like, or an entry whose reason the run's records refute (an "
+                          "error figure such as '87-103 ulp', or inf/NaN the witnesses do not "
+                          "show: CLAIM lines)")
     upd = ex_sub.add_parser("update", help="write the expectations file from a run's results "
                                            "as narrow entries (exact op, class and element "
                                            "types), keeping the reasons already there")
@@ -928,10 +930,12 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
     """The exit code of a run or check: 1 on divergences the expectations do not list
     (every divergence when there are none), on stale entries with fail_on_stale, on
     broad entries and entries of a broad class without looks_like with
-    strict; 3 when there is no divergence but the suite recorded
+    strict (and on reasons whose figures the records refute:
+    conformance.apps.reason_claims); 3 when there is no divergence but the suite recorded
     internal errors. It counts what the report, summary.json and junit.xml count
     (conformance.apps.expectations.gate over the same records). ``entries``: a line per
     entry saying what it matched, and the narrow entries a broad one should be."""
+    from conformance.apps import reason_claims
     from conformance.apps.expectations import audit, gate, without_looks_like
     g = gate(records, expectations)
     audits = audit(g, expectations) if expectations is not None else []
@@ -940,6 +944,9 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
     # entries of a broad class that do not say what their divergence looks like
     unshaped = without_looks_like(expectations) if entries and expectations is not None \
         else []
+    # what the reasons of the entries say of their divergences, against the records
+    refuted = (reason_claims.check_static(expectations) + reason_claims.check(g, expectations)
+               if entries and expectations is not None else [])
 
     def where(item):
         return item["rule"] or item["element_type"]
@@ -963,6 +970,8 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
             print(f"LOOKS_LIKE  expectations[{e.index}] {e.op} {e.where} {e.cls}: broad class "
                   "without looks_like (it waives any other bug of its op, type and class; "
                   "say error_at_most, nonfinite or failing)")
+        for line in refuted:
+            print(f"CLAIM       {line}")
     if verbose:
         for item in g.unexpected:
             print(f"UNEXPECTED  {item['backend']}: {item['op']} {where(item)} {item['class']} "
@@ -974,7 +983,8 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
         print(f"gate: {len(g.unexpected)} unexpected, {len(g.expected)} expected, "
               f"{len(g.stale)} stale, {len(g.not_exercised)} not exercised by this run; "
               f"{len(broad)} broad entr{'y' if len(broad) == 1 else 'ies'}"
-              + (f"; {len(unshaped)} without looks_like" if entries else "")
+              + (f"; {len(unshaped)} without looks_like; {len(refuted)} reason claim(s) "
+                 "the records refute" if entries else "")
               + ("" if entries or not broad else
                  " (`conformance expectations check RESULTS FILE` shows them)"))
     else:
@@ -985,7 +995,7 @@ def _gate(records: Sequence[dict], expectations, fail_on_stale: bool,
               + (": " + ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
                  if by_class else ""))
     if g.unexpected or (fail_on_stale and (g.stale or partly)) \
-            or (strict and (broad or unshaped)):
+            or (strict and (broad or unshaped or refuted)):
         return EXIT_DIVERGENCES
     internal = sum(1 for r in records if r.get("kind") == "internal_error")
     if internal:

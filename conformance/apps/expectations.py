@@ -53,6 +53,17 @@ a key measures (older files) does not fit it. ``expectations update`` writes loo
 for the broad classes (:data:`BROAD_CLASSES`), and ``expectations check`` names the
 entries of those classes without one (``LOOKS_LIKE``; ``--strict`` fails on them).
 
+A reason says what the divergence is, and its figures are claims the records can refute
+(:mod:`conformance.apps.reason_claims`): ``87-103 ulp``, ``up to 50 ulp``, ``worst 187
+bounds`` against the worst error of the findings the entry waived (their ``class_errors``,
+in the class's unit), and a mention of inf or NaN against whether any witness involves
+one. ``expectations check`` prints a ``CLAIM`` line for each claim the run's records (or
+the entry's own ``looks_like``) refute, ``--strict`` fails on them, and the shipped-gate
+tests check the reasons of the entries each quick jax run used: a reason cannot drift
+from the records unnoticed (issue 32 item 7: power's said a subnormal base reads as zero,
+"0 or inf", where every witness was finite; log1p f64's said "up to ~50 ulp" where the
+records showed 87-103).
+
 An entry is *broad* when a pattern in it names more than the run matched: an op glob
 that matched one op of those it names, a ``'*'`` element type that matched two of nine
 types, a class wildcard that matched one class (:func:`audit`). Such an entry would
