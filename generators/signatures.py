@@ -10,6 +10,7 @@ their legal values. Nothing op-specific lives here; it all comes from the YAML.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Mapping
 
 import numpy as np
@@ -77,15 +78,35 @@ class Chooser:
         return [self.choice([False, True]) for _ in range(n)]
 
 
+@functools.lru_cache(maxsize=None)
+def _shapes(min_rank: int, max_rank: int, profile: ShapeProfile):
+    return shapes(min_rank, max_rank, profile)
+
+
+@functools.lru_cache(maxsize=8192)
+def _sampled(key: tuple):
+    # keyed by each option's type too: (0, 1) == (False, True) as tuples
+    return st.sampled_from([o for _, o in key])
+
+
 class DrawChooser(Chooser):
+    """Draws from hypothesis. The strategies of equal arguments are made once per process
+    (the same object draws what an equal new one would: a strategy holds no draw state),
+    not once per draw (building and validating a fresh strategy on every draw is
+    hypothesis work that decides nothing)."""
+
     def __init__(self, draw, profile: ShapeProfile):
         self.draw, self.profile = draw, profile
 
     def shape(self, min_rank, max_rank):
-        return self.draw(shapes(min_rank, max_rank, self.profile))
+        return self.draw(_shapes(min_rank, max_rank, self.profile))
 
     def choice(self, options):
-        return self.draw(st.sampled_from(options))
+        try:
+            strategy = _sampled(tuple((type(o), o) for o in options))
+        except TypeError:                   # unhashable options (lists): made anew
+            strategy = st.sampled_from(options)
+        return self.draw(strategy)
 
     def integer(self, lo, hi):
         return self.draw(st.integers(lo, hi))

@@ -156,6 +156,12 @@ class Accuracy:
         return dict(self.params)
 
 
+# id(spec) -> (spec, custom-call registry generation, its type bindings): the bindings are a
+# pure function of both (the where rules read the registered targets) and every plan asks
+# for their count (convert's 900-odd bindings cost milliseconds to enumerate)
+_TYPE_BINDINGS: dict[int, tuple] = {}
+
+
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
     """One op's spec, with typed access to the parts the suite uses."""
@@ -262,14 +268,21 @@ class OpSpec:
         These are the "element type" axis of the suite: one matrix cell each (custom_call's
         follow the targets registered in the process, so they are not held).
         """
-        tvars = self.type_variables
-        out: list[dict[str, str]] = []
-        for combo in itertools.product(*(ts for ts, _ in tvars.values())):
-            binding = {k: t.name for k, t in zip(tvars, combo)}
-            if all(where is None or ex.evaluate(where, binding)
-                   for _, where in tvars.values()):
-                out.append(binding)
-        return out
+        from . import custom_calls
+        generation = custom_calls.generation()
+        held = _TYPE_BINDINGS.get(id(self))
+        if held is None or held[0] is not self or held[1] != generation:
+            tvars = self.type_variables
+            out: list[dict[str, str]] = []
+            for combo in itertools.product(*(ts for ts, _ in tvars.values())):
+                binding = {k: t.name for k, t in zip(tvars, combo)}
+                if all(where is None or ex.evaluate(where, binding)
+                       for _, where in tvars.values()):
+                    out.append(binding)
+            held = _TYPE_BINDINGS[id(self)] = (self, generation, tuple(out))
+            while len(_TYPE_BINDINGS) > 1024:
+                _TYPE_BINDINGS.pop(next(iter(_TYPE_BINDINGS)))
+        return [dict(b) for b in held[2]]
 
     def result_types_for(self, input_types: Iterable[Any], *,
                          strict: bool = False) -> list[TensorType]:

@@ -3,9 +3,9 @@
 Constraint checks, output type rules and implementation-defined conditions are
 written in the YAML as Python-like expressions that read like the spec's own
 notation: ``same_type(lhs, rhs, result)``, ``rank(min) == 0 or shape(min) ==
-shape(operand)``. They are parsed with :mod:`ast` and evaluated by walking the
-tree against a whitelist of node kinds and functions; nothing is ever passed to
-``eval``. Element types are plain strings in this language (``'si32'``), tensor
+shape(operand)``. They are parsed with :mod:`ast`, checked against a whitelist of
+node kinds and functions, and compiled once into closures over the tree's nodes;
+nothing is ever passed to ``eval``. Element types are plain strings in this language (``'si32'``), tensor
 values are :class:`~conformance.core.types.TensorType` (in type-level checks) or numpy
 arrays (in element-wise conditions, where ``and``/``or``/``not`` work per element).
 """
@@ -557,24 +557,20 @@ def called_functions(text: str) -> set[str]:
     return {n.func.id for n in ast.walk(parse(text)) if isinstance(n, ast.Call)}
 
 
-def _normalise(v: Any) -> Any:
-    if isinstance(v, ElementType):
-        return v.name
-    return v
-
-
 def _is_array(v: Any) -> bool:
     return isinstance(v, np.ndarray)
 
 
 class _Evaluator:
-    def __init__(self, env: Mapping[str, Any], text: str):
-        self.env = env
+    """Compiles a parsed expression, once per text, into nested closures that each take
+    the environment: evaluating one then walks no tree and looks up no method (the
+    constraints, rules and draws of a plan evaluate hundreds of thousands of them).
+    Each closure computes what its node means, in Python's order of evaluation."""
+
+    def __init__(self, text: str):
         self.text = text
 
-    def visit(self, node: ast.AST) -> Any:
-        # (the method of each node type, looked up once per type: constraints and rules
-        # are evaluated on every batch)
+    def visit(self, node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         method = _METHODS.get(type(node))
         if method is None:
             method = _METHODS[type(node)] = getattr(_Evaluator, "v_" + type(node).__name__)
@@ -584,18 +580,25 @@ class _Evaluator:
         return self.visit(node.body)
 
     def v_Constant(self, node):
-        return node.value
+        value = node.value
+        return lambda env: value
 
     def v_Name(self, node):
-        name = node.id
+        name, text = node.id, self.text
         if name in _LITERAL_NAMES:
-            return _LITERAL_NAMES[name]
-        if name in self.env:
-            return _normalise(self.env[name])
-        raise ExpressionError(f"unknown name {name!r} in {self.text!r}")
+            value = _LITERAL_NAMES[name]
+            return lambda env: value
+
+        def lookup(env):
+            if name in env:
+                v = env[name]
+                return v.name if isinstance(v, ElementType) else v
+            raise ExpressionError(f"unknown name {name!r} in {text!r}")
+        return lookup
 
     def v_List(self, node):
-        return [self.visit(e) for e in node.elts]
+        elts = [self.visit(e) for e in node.elts]
+        return lambda env: [f(env) for f in elts]
 
     v_Tuple = v_List
 
@@ -603,75 +606,107 @@ class _Evaluator:
         target = self.visit(node.value)
         if isinstance(node.slice, ast.Slice):
             s = node.slice
-            idx = slice(*(None if p is None else self.visit(p) for p in (s.lower, s.upper, s.step)))
-        else:
-            idx = self.visit(node.slice)
-        return target[idx]
+            parts = [None if p is None else self.visit(p) for p in (s.lower, s.upper, s.step)]
+
+            def sliced(env):
+                t = target(env)
+                return t[slice(*(None if p is None else p(env) for p in parts))]
+            return sliced
+        index = self.visit(node.slice)
+        return lambda env: target(env)[index(env)]
 
     def v_Slice(self, node):  # pragma: no cover - handled in v_Subscript
-        raise ExpressionError(f"bare slice in {self.text!r}")
+        text = self.text
+
+        def bare(env):
+            raise ExpressionError(f"bare slice in {text!r}")
+        return bare
 
     def v_BoolOp(self, node):
-        values = []
-        arrays = False                  # an array among the values so far
-        for e in node.values:
-            v = self.visit(e)
-            if not arrays and not _is_array(v):
-                # Short-circuit like Python while everything is a scalar.
-                if isinstance(node.op, ast.And) and not v:
-                    return v
-                if isinstance(node.op, ast.Or) and v:
-                    return v
-            else:
-                arrays = True
-            values.append(v)
-        if arrays:
-            fn = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            return functools.reduce(fn, values)
-        return values[-1] if values else None
+        operands = [self.visit(e) for e in node.values]
+        is_and = isinstance(node.op, ast.And)
+
+        def boolop(env):
+            values = []
+            arrays = False                  # an array among the values so far
+            for f in operands:
+                v = f(env)
+                if not arrays and not _is_array(v):
+                    # Short-circuit like Python while everything is a scalar.
+                    if is_and and not v:
+                        return v
+                    if not is_and and v:
+                        return v
+                else:
+                    arrays = True
+                values.append(v)
+            if arrays:
+                fn = np.logical_and if is_and else np.logical_or
+                return functools.reduce(fn, values)
+            return values[-1] if values else None
+        return boolop
 
     def v_UnaryOp(self, node):
-        v = self.visit(node.operand)
+        operand = self.visit(node.operand)
         if isinstance(node.op, ast.Not):
-            return np.logical_not(v) if _is_array(v) else not v
+            def negation(env):
+                v = operand(env)
+                return np.logical_not(v) if _is_array(v) else not v
+            return negation
         if isinstance(node.op, ast.USub):
-            return -v
-        return +v
+            return lambda env: -operand(env)
+        return lambda env: +operand(env)
 
     def v_BinOp(self, node):
-        return _BINOPS[type(node.op)](self.visit(node.left), self.visit(node.right))
+        fn, left, right = _BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right)
+        return lambda env: fn(left(env), right(env))
 
     def v_Compare(self, node):
-        left = self.visit(node.left)
-        result: Any = True
-        for op, comp in zip(node.ops, node.comparators):
-            right = self.visit(comp)
-            r = _CMPOPS[type(op)](left, right)
-            result = np.logical_and(result, r) if (_is_array(r) or _is_array(result)) else (result and r)
-            left = right
-        return result
+        first = self.visit(node.left)
+        pairs = [(_CMPOPS[type(op)], self.visit(comp))
+                 for op, comp in zip(node.ops, node.comparators)]
+
+        def compare(env):
+            left = first(env)
+            result: Any = True
+            for fn, comp in pairs:
+                right = comp(env)
+                r = fn(left, right)
+                result = np.logical_and(result, r) if (_is_array(r) or _is_array(result)) \
+                    else (result and r)
+                left = right
+            return result
+        return compare
 
     def v_IfExp(self, node):
-        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+        test, body, orelse = self.visit(node.test), self.visit(node.body), self.visit(node.orelse)
+        return lambda env: body(env) if test(env) else orelse(env)
 
-    def _comprehension(self, node) -> list:
+    def _comprehension(self, node):
         """[elt for target in iter if cond ...]: targets are names or tuples of names,
         bound in a child scope; nothing leaks out."""
-        results: list = []
+        elt, text = self.visit(node.elt), self.text
+        gens = [(self.visit(g.iter), g.target, [self.visit(c) for c in g.ifs])
+                for g in node.generators]
+        depth = len(gens)
 
-        def loop(gens, env):
-            if not gens:
-                results.append(_Evaluator(env, self.text).visit(node.elt))
-                return
-            gen = gens[0]
-            for item in _Evaluator(env, self.text).visit(gen.iter):
-                scope = dict(env)
-                _bind(gen.target, item, scope, self.text)
-                if all(_Evaluator(scope, self.text).visit(c) for c in gen.ifs):
-                    loop(gens[1:], scope)
+        def comprehension(env):
+            results: list = []
 
-        loop(node.generators, dict(self.env))
-        return results
+            def loop(i, env):
+                if i == depth:
+                    results.append(elt(env))
+                    return
+                iterable, target, ifs = gens[i]
+                for item in iterable(env):
+                    scope = dict(env)
+                    _bind(target, item, scope, text)
+                    if all(c(scope) for c in ifs):
+                        loop(i + 1, scope)
+
+            loop(0, dict(env))
+            return results
+        return comprehension
 
     def v_ListComp(self, node):
         return self._comprehension(node)
@@ -679,10 +714,16 @@ class _Evaluator:
     v_GeneratorExp = v_ListComp
 
     def v_Call(self, node):
-        fn = FUNCTIONS.get(node.func.id)
-        if fn is None:
-            raise ExpressionError(f"unknown function {node.func.id!r} in {self.text!r}")
-        return fn(*[self.visit(a) for a in node.args])
+        name, text = node.func.id, self.text
+        args = [self.visit(a) for a in node.args]
+
+        def call(env):
+            # (looked up when called: families register functions as they load)
+            fn = FUNCTIONS.get(name)
+            if fn is None:
+                raise ExpressionError(f"unknown function {name!r} in {text!r}")
+            return fn(*[a(env) for a in args])
+        return call
 
 
 _METHODS: dict[type, Callable] = {}
@@ -702,11 +743,15 @@ def _bind(target: ast.AST, value: Any, scope: dict, text: str) -> None:
         raise ExpressionError(f"unsupported loop target in {text!r}")
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled(text: str) -> Callable[[Mapping[str, Any]], Any]:
+    return _Evaluator(text).visit(parse(text))
+
+
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     """Evaluate ``text`` with the names in ``env``; raises ExpressionError on any failure."""
-    tree = parse(text)
     try:
-        return _Evaluator(env, text).visit(tree)
+        return _compiled(text)(env)
     except ExpressionError:
         raise
     except Exception as e:  # noqa: BLE001 - every failure becomes one clear error

@@ -103,7 +103,7 @@ class SegfaultsInModules(_WholeModules, Segfaults):
 
 '''
 
-TIMEOUT = "2"
+TIMEOUT = "1"
 
 
 @pytest.fixture()

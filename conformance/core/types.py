@@ -8,6 +8,7 @@ numpy dtypes, to MLIR spellings and to the type classes the spec's op tables use
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from functools import cached_property
 
@@ -263,7 +264,17 @@ def element_type(name: "str | ElementType | np.dtype") -> ElementType:
 
 def element_types_of(spec: "str | list[str]") -> tuple[ElementType, ...]:
     """Expand a list of type classes and/or type names into element types, spec order."""
-    items = [spec] if isinstance(spec, str) else list(spec)
+    items = (spec,) if isinstance(spec, str) else tuple(spec)
+    try:
+        return _element_types_of(items)
+    except TypeError:           # an unhashable item: expanded without the cache
+        return _element_types_of.__wrapped__(items)
+
+
+@functools.lru_cache(maxsize=4096)
+def _element_types_of(items: tuple) -> tuple[ElementType, ...]:
+    # (a pure function of the names: a spec's type variables are expanded on every
+    # signature drawn, ~40,000 times in a quick plan of every op)
     kinds: set[str] = set()
     names: set[str] = set()
     for item in items:
