@@ -39,14 +39,15 @@ def promoted_reduce(shape, ets, bts, body, dims):
         regions=(f"({', '.join(list(bts) * 2)}) -> {body}",))
 
 
-def promoted_window(shape, et, bt, body, wd, ws):
+def promoted_window(shape, et, bt, body, wd, ws, pad=None, out_type=None):
     r = len(shape)
-    out = [(s - w) // st + 1 for s, w, st in zip(shape, wd, ws)]
+    pad = pad or [[0, 0]] * r
+    out = [(s + lo + hi - w) // st + 1 for s, w, st, (lo, hi) in zip(shape, wd, ws, pad)]
     return Signature.make(
-        "reduce_window", [_t(shape, et), _t((), et)], [_t(out, bt)],
+        "reduce_window", [_t(shape, et), _t((), et)], [_t(out, out_type or bt)],
         {"window_dimensions": list(wd), "window_strides": list(ws),
          "base_dilations": [1] * r, "window_dilations": [1] * r,
-         "padding": f"dense<0> : tensor<{r}x2xi64>"},
+         "padding": f"dense<{pad}> : tensor<{r}x2xi64>"},
         regions=(f"({bt}, {bt}) -> {body}",))
 
 
@@ -138,9 +139,24 @@ def test_the_new_rules_are_breakable_alone():
     assert candidates(spec, F16_IN_F32, "C8")
 
 
-def test_the_generators_draw_promoted_bodies_and_the_plan_asks_for_one():
+def test_reduce_window_follows_the_same_rules():
+    sig = promoted_window((2, 6), "f16", "f32", "add(arg0, arg1)", (1, 3), (1, 1))
+    assert violations(sig) == []
+    assert violations(promoted_window((2, 6), "f32", "f16", "add(arg0, arg1)", (1, 3),
+                                      (1, 1))) == ["C13"]
+    assert violations(promoted_window((2, 6), "f16", "si32", "add(arg0, arg1)", (1, 3),
+                                      (1, 1))) == ["C13"]
+    assert violations(promoted_window((2, 6), "f16", "f32", "add(arg0, arg1)", (1, 3),
+                                      (1, 1), out_type="f16")) == ["C16"]
+    spec = load_spec("reduce_window")
+    assert {"C3", "C13", "C16"} <= set(breakable(spec))
+    assert candidates(spec, sig, "C13") and candidates(spec, sig, "C16")
+
+
+@pytest.mark.parametrize("op", ["reduce", "reduce_window"])
+def test_the_generators_draw_promoted_bodies_and_the_plan_asks_for_one(op):
     from conformance.checking.plan import draw_plan
-    spec = load_spec("reduce")
+    spec = load_spec(op)
     for et in ("f16", "bf16", "si8"):
         plan = draw_plan(spec, {"E": et}, 0, "quick")
         promoted = []
@@ -238,6 +254,13 @@ CASES = [
                     np.zeros(1, "bfloat16"), np.zeros(1, np.uint8)]),
     (promoted_window((2, 6), "f16", "f32", "add(arg0, arg1)", (1, 3), (1, 1)),
      [F16_ROWS[:, :2], np.zeros(1, np.float16)]),
+    # padding with the init value (2047 in f16), converted with the window: 2047 + 2048 +
+    # 1 is 4096 in f16 and 4096 in f32 too, but 2047 + 1 + 1 is 2049 only in f32
+    (promoted_window((2, 6), "f16", "f32", "add(arg0, arg1)", (1, 3), (1, 2),
+                     pad=[[0, 0], [2, 1]]),
+     [F16_ROWS[:, :2], np.full(1, 2047, np.float16)]),
+    (promoted_window((3, 4), "si8", "si32", "add(arg0, arg1)", (2, 2), (1, 2)),
+     [SI8_ROWS, np.zeros(1, np.int8)]),
 ]
 
 
