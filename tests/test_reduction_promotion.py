@@ -296,3 +296,81 @@ def test_reducing_in_the_input_type_fails_on_generated_values_too():
     bad = verdict_counts(PromotedTree("left", narrow=True), sig, stacked)
     assert set(good) <= {"pass"}, good
     assert bad.get("pass", 0) < sum(bad.values()), bad
+
+
+# ---------------------------------------------------------------------------
+# all_reduce (stablehlo-spec-2026-08.md "### all_reduce" C5, C7): the group's values
+# converted to the computation's type E
+# ---------------------------------------------------------------------------
+
+def promoted_all_reduce(et, bt, out=None, body="add(arg0, arg1)", groups=((0, 1, 2),)):
+    return Signature.make(
+        "all_reduce", [f"tensor<4x{et}>"], [f"tensor<4x{out or bt}>"],
+        {"replica_groups": [list(g) for g in groups], "channel_id": 0,
+         "use_global_device_ids": False},
+        regions=(f"({bt}, {bt}) -> {body}",), num_replicas=3, num_partitions=1)
+
+
+AR_F16 = promoted_all_reduce("f16", "f32")
+#: per process: 2048 + 1 + 1 is 2050 in f32, 2048 or 2050 in f16 by the order; 60000 * 3
+#: overflows f16 but not f32
+AR_F16_VALUES = [np.array([[[2048, 1, 60000, 0.5], [1, 1, 60000, 0.25], [1, 1, 60000, 3]]],
+                          np.float16)]
+
+
+def test_all_reduce_follows_the_newer_rules():
+    assert violations(AR_F16) == []
+    assert violations(promoted_all_reduce("f32", "f16")) == ["C5"]
+    assert violations(promoted_all_reduce("si8", "f32")) == ["C5"]
+    assert violations(promoted_all_reduce("f16", "f32", out="f16")) == ["C7"]
+    spec = load_spec("all_reduce")
+    assert {"C5", "C7"} <= set(breakable(spec))
+    assert candidates(spec, AR_F16, "C5") and candidates(spec, AR_F16, "C7")
+
+
+def test_all_reduce_oracle_reduces_the_converted_values():
+    (r,) = oracles.evaluate_batch(AR_F16, AR_F16_VALUES)
+    assert r.dtype == np.float32
+    assert r[0].tolist() == [[2050.0, 3.0, 180000.0, 3.75]] * 3
+
+
+class _GroupOrder(Backend):
+    """all_reduce through the oracle with each replica group's order reversed (the sum in
+    another order, within the same bound) or, ``narrow``, with the computation run at the
+    operands' type and only the results converted to E (the bug)."""
+
+    isolate = False
+
+    def __init__(self, narrow=False):
+        self.narrow = narrow
+        self.name = "narrow-all-reduce" if narrow else "reversed-groups"
+        super().__init__()
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        if self.narrow:
+            t = sig.input_types[0].element_type.name
+            run_sig = Signature.make(sig.op, sig.input_types, sig.input_types, sig.attributes,
+                                     regions=(retyped(sig.regions[0], positions={0: t, 1: t}),),
+                                     num_replicas=sig.num_replicas,
+                                     num_partitions=sig.num_partitions)
+        else:
+            groups = [list(reversed(g)) for g in sig.attributes["replica_groups"]]
+            run_sig = Signature.make(sig.op, sig.input_types, sig.result_types,
+                                     {**sig.attributes, "replica_groups": groups},
+                                     regions=sig.regions, num_replicas=sig.num_replicas,
+                                     num_partitions=sig.num_partitions)
+
+        def run(inputs):
+            out = oracles.evaluate_batch(run_sig, [np.asarray(x)[None] for x in inputs])
+            return [np.asarray(o[0]).astype(t.element_type.dtype)
+                    for o, t in zip(out, sig.result_types)]
+        return run
+
+
+def test_all_reduce_in_another_group_order_in_e_passes_and_in_the_operand_type_fails():
+    good = verdict_counts(_GroupOrder(), AR_F16, AR_F16_VALUES)
+    assert set(good) == {"pass"}, good
+    bad = verdict_counts(_GroupOrder(narrow=True), AR_F16, AR_F16_VALUES)
+    assert bad.get("pass", 0) < sum(bad.values()), bad
