@@ -139,6 +139,7 @@ def _all_to_all(sig: Signature):
 @builder("reduce_scatter")
 def _reduce_scatter(sig: Signature):
     axis = _axis(sig)
+    _refuse_promoted(sig)
     if _body(sig) != "add":
         raise Unsupported(f"reduce_scatter: jax.lax has psum_scatter only (the body is "
                           f"{_body(sig)!r})")

@@ -286,9 +286,9 @@ def all_reduce(inputs, attrs, types):
 @register("reduce_scatter")
 @_per_process
 def reduce_scatter(inputs, attrs, types):
-    x = inputs[0]
+    (x,) = _promoted(attrs["computation"], inputs[:1])
     reduced = _reduce_leaves(attrs["computation"], _leaves(x, attrs, 0))
-    return _scatter(reduced.astype(x.dtype, copy=False), attrs, 0)
+    return _scatter(reduced.astype(types[0].element_type.dtype, copy=False), attrs, 0)
 
 
 def _batched(x: np.ndarray, attrs) -> tuple[np.ndarray, dict]:
@@ -319,7 +319,10 @@ def _all_reduce_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
 
 
 def _reduce_scatter_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
-    x, a = _batched(inputs[0], attrs)
+    x = inputs[0]
+    if "computation" in attrs:
+        (x,) = _promoted(attrs["computation"], [x])
+    x, a = _batched(x, attrs)
     leaves = _leaves(x, a, 1)                                  # [B, P] + shape + [g]
     m = members(a)
     count = m.shape[1]

@@ -336,14 +336,16 @@ def test_all_reduce_oracle_reduces_the_converted_values():
 
 class _GroupOrder(Backend):
     """all_reduce through the oracle with each replica group's order reversed (the sum in
-    another order, within the same bound) or, ``narrow``, with the computation run at the
-    operands' type and only the results converted to E (the bug)."""
+    another order, within the same bound); ``wide``, with the computation run at f64 and
+    the results rounded once to E (more precision than E, within the bound: reduce_scatter,
+    whose group order also says which part each process keeps); or, ``narrow``, with the
+    computation run at the operands' type and only the results converted to E (the bug)."""
 
     isolate = False
 
-    def __init__(self, narrow=False):
-        self.narrow = narrow
-        self.name = "narrow-all-reduce" if narrow else "reversed-groups"
+    def __init__(self, narrow=False, wide=False):
+        self.narrow, self.wide = narrow, wide
+        self.name = "narrow" if narrow else ("wide" if wide else "reversed-groups")
         super().__init__()
 
     def compile(self, sig):
@@ -351,8 +353,17 @@ class _GroupOrder(Backend):
             raise ValueError(f"invalid program: {violations(sig)}")
         if self.narrow:
             t = sig.input_types[0].element_type.name
-            run_sig = Signature.make(sig.op, sig.input_types, sig.input_types, sig.attributes,
+            narrow_results = [f"tensor<{'x'.join(map(str, r.shape))}x{t}>"
+                              for r in sig.result_types]
+            run_sig = Signature.make(sig.op, sig.input_types, narrow_results, sig.attributes,
                                      regions=(retyped(sig.regions[0], positions={0: t, 1: t}),),
+                                     num_replicas=sig.num_replicas,
+                                     num_partitions=sig.num_partitions)
+        elif self.wide:
+            wide = [f"tensor<{'x'.join(map(str, r.shape))}xf64>" for r in sig.result_types]
+            run_sig = Signature.make(sig.op, sig.input_types, wide, sig.attributes,
+                                     regions=(retyped(sig.regions[0],
+                                                      positions={0: "f64", 1: "f64"}),),
                                      num_replicas=sig.num_replicas,
                                      num_partitions=sig.num_partitions)
         else:
@@ -373,4 +384,44 @@ def test_all_reduce_in_another_group_order_in_e_passes_and_in_the_operand_type_f
     good = verdict_counts(_GroupOrder(), AR_F16, AR_F16_VALUES)
     assert set(good) == {"pass"}, good
     bad = verdict_counts(_GroupOrder(narrow=True), AR_F16, AR_F16_VALUES)
+    assert bad.get("pass", 0) < sum(bad.values()), bad
+
+
+# ---------------------------------------------------------------------------
+# reduce_scatter (stablehlo-spec-2026-08.md "### reduce_scatter" C7, C8, C9)
+# ---------------------------------------------------------------------------
+
+def promoted_reduce_scatter(et, bt, out=None):
+    return Signature.make(
+        "reduce_scatter", [f"tensor<6x{et}>"], [f"tensor<2x{out or bt}>"],
+        {"scatter_dimension": 0, "replica_groups": [[0, 1, 2]], "channel_id": 0,
+         "use_global_device_ids": False},
+        regions=(f"({bt}, {bt}) -> add(arg0, arg1)",), num_replicas=3, num_partitions=1)
+
+
+RS_F16 = promoted_reduce_scatter("f16", "f32")
+RS_F16_VALUES = [np.array([[[2048, 1, 60000, 0.5, 7, 8], [1, 1, 60000, 0.25, 7, 8],
+                            [1, 1, 60000, 3, 7, 8]]], np.float16)]
+
+
+def test_reduce_scatter_follows_the_newer_rules():
+    assert violations(RS_F16) == []
+    assert violations(promoted_reduce_scatter("f32", "f16")) == ["C7"]
+    assert violations(promoted_reduce_scatter("ui8", "f32")) == ["C7"]
+    assert violations(promoted_reduce_scatter("f16", "f32", out="f16")) == ["C9"]
+    spec = load_spec("reduce_scatter")
+    assert {"C7", "C9"} <= set(breakable(spec))
+    assert candidates(spec, RS_F16, "C7") and candidates(spec, RS_F16, "C9")
+
+
+def test_reduce_scatter_oracle_reduces_the_converted_values():
+    (r,) = oracles.evaluate_batch(RS_F16, RS_F16_VALUES)
+    assert r.dtype == np.float32
+    assert r[0].tolist() == [[2050.0, 3.0], [180000.0, 3.75], [21.0, 24.0]]
+
+
+def test_reduce_scatter_in_more_precision_passes_and_in_the_operand_type_fails():
+    good = verdict_counts(_GroupOrder(wide=True), RS_F16, RS_F16_VALUES)
+    assert set(good) == {"pass"}, good
+    bad = verdict_counts(_GroupOrder(narrow=True), RS_F16, RS_F16_VALUES)
     assert bad.get("pass", 0) < sum(bad.values()), bad
