@@ -82,6 +82,19 @@ def _body(sig: Signature) -> str:
     return node.op if isinstance(node, Call) else "?"
 
 
+def _refuse_promoted(sig: Signature) -> None:
+    """psum, pmax, pmin and psum_scatter reduce in the operands' dtype and return it: a
+    computation of a wider type (stablehlo-spec-2026-08.md all_reduce C5, reduce_scatter
+    C7) has no jax.lax form."""
+    from conformance.specs.regions import parse as parse_region
+    e = parse_region(sig.regions[0]).arg_types[0]
+    ts = sorted({t.element_type.name for t in sig.input_types})
+    if any(t.element_type != e for t in sig.input_types):
+        raise Unsupported(f"{sig.op}: jax.lax's collectives reduce in the operands' type "
+                          f"({', '.join(ts)}) and return it; a computation promoted to "
+                          f"{e.name} (the newer spec's is_promotable) has no jax.lax form")
+
+
 @builder("replica_id")
 def _replica_id(sig: Signature):
     return per_process(lambda: lax.axis_index("replicas").astype(np.uint32))
@@ -99,6 +112,7 @@ _REDUCERS = {"add": lax.psum, "maximum": lax.pmax, "minimum": lax.pmin}
 def _all_reduce(sig: Signature):
     axis = _axis(sig)
     op = _body(sig)
+    _refuse_promoted(sig)
     if op not in _REDUCERS:
         raise Unsupported(f"all_reduce: jax.lax has no collective for the body {op!r} "
                           "(psum, pmax, pmin only)")
@@ -125,6 +139,7 @@ def _all_to_all(sig: Signature):
 @builder("reduce_scatter")
 def _reduce_scatter(sig: Signature):
     axis = _axis(sig)
+    _refuse_promoted(sig)
     if _body(sig) != "add":
         raise Unsupported(f"reduce_scatter: jax.lax has psum_scatter only (the body is "
                           f"{_body(sig)!r})")

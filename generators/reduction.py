@@ -162,11 +162,36 @@ def identity_values(sig: Signature, spec: OpSpec, index: int, k: int, et: Elemen
     out = draw_array(et, shape, rng)
     text = _region_text(spec, sig, param)
     ident = identity(text) if text else None
-    if ident is None or k >= len(ident) or np.asarray(ident[k]).dtype != et.dtype:
+    if ident is None or k >= len(ident):
         return out
+    ident = list(ident)
+    if np.asarray(ident[k]).dtype != et.dtype:
+        ident[k] = _narrowed_identity(np.asarray(ident[k]), et)
+        if ident[k] is None:
+            return out
     rows = _identity_rows(shape[0])
     out[rows] = ident[k]
     return out
+
+
+def _narrowed_identity(e: np.ndarray, et: ElementType) -> np.ndarray | None:
+    """The identity ``e`` of a body that computes in a wider type (the newer spec's
+    promotable body, stablehlo-spec-2026-08.md "### reduce" C6) as an init value of the
+    inputs' type ``et``: ``e`` itself where ``et`` holds it (-inf, +-0, 1), an integer one
+    saturated to ``et``'s range (the extreme of ``et`` is the identity of maximum/minimum,
+    and all ones that of and, on every value converted from ``et``), otherwise None."""
+    src = element_type(e.dtype)
+    if src.is_integer and et.is_integer:
+        v = int(e)
+        return np.asarray(min(max(v, et.int_min), et.int_max)).astype(et.dtype)
+    if (src.is_float and et.is_float) or (src.is_complex and et.is_complex):
+        with np.errstate(all="ignore"):
+            narrowed = e.astype(et.dtype)
+        back = narrowed.astype(e.dtype)
+        if np.array_equal(back, e) and np.array_equal(np.signbit(np.real(back)),
+                                                      np.signbit(np.real(e))):
+            return narrowed
+    return None
 
 
 def _exact_floats(et: ElementType, shape, rng, per_case: int, product: np.ndarray):

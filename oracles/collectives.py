@@ -30,8 +30,10 @@ import numpy as np
 
 import ml_dtypes
 
+from conformance.core.promotion import to_destination_type
 from conformance.core.types import element_type
 from conformance.specs.expressions import condition
+from conformance.specs.regions import parse as parse_region
 
 from . import reduction
 from .registry import register
@@ -276,16 +278,17 @@ def _scatter(reduced: np.ndarray, attrs, lead: int) -> np.ndarray:
 def all_reduce(inputs, attrs, types):
     """Each operand's group values reduced with ``computation`` (stablehlo-spec-2026-08.md:
     ``results...@process[result_index]``, one schedule per operand and element)."""
+    xs = _promoted(attrs["computation"], inputs)
     return tuple(_reduce_leaves(attrs["computation"], _leaves(x, attrs, 0)).astype(
-        x.dtype, copy=False) for x in inputs)
+        t.element_type.dtype, copy=False) for x, t in zip(xs, types))
 
 
 @register("reduce_scatter")
 @_per_process
 def reduce_scatter(inputs, attrs, types):
-    x = inputs[0]
+    (x,) = _promoted(attrs["computation"], inputs[:1])
     reduced = _reduce_leaves(attrs["computation"], _leaves(x, attrs, 0))
-    return _scatter(reduced.astype(x.dtype, copy=False), attrs, 0)
+    return _scatter(reduced.astype(types[0].element_type.dtype, copy=False), attrs, 0)
 
 
 def _batched(x: np.ndarray, attrs) -> tuple[np.ndarray, dict]:
@@ -296,15 +299,30 @@ def _batched(x: np.ndarray, attrs) -> tuple[np.ndarray, dict]:
     return np.asarray(x), attrs
 
 
+def _promoted(computation: str, xs) -> list:
+    """The operands converted to the computation's type (stablehlo-spec-2026-08.md
+    "### all_reduce": ``to_destination_type(operands..., type(func_inputs(computation)[0]))``);
+    as they are where it is theirs."""
+    e = parse_region(computation).arg_types[0]
+    return [to_destination_type(x, e) for x in xs]
+
+
 def _all_reduce_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
-    """The group's values of result ``k`` (operand ``k``'s)."""
-    x, a = _batched(inputs[k], attrs)
+    """The group's values of result ``k`` (operand ``k``'s, converted to the computation's
+    type)."""
+    x = inputs[k]
+    if "computation" in attrs:
+        (x,) = _promoted(attrs["computation"], [x])
+    x, a = _batched(x, attrs)
     leaves = _leaves(x, a, 1)
     return leaves if "num_replicas" in attrs else leaves[:, 0]
 
 
 def _reduce_scatter_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
-    x, a = _batched(inputs[0], attrs)
+    x = inputs[0]
+    if "computation" in attrs:
+        (x,) = _promoted(attrs["computation"], [x])
+    x, a = _batched(x, attrs)
     leaves = _leaves(x, a, 1)                                  # [B, P] + shape + [g]
     m = members(a)
     count = m.shape[1]

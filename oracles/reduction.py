@@ -51,6 +51,7 @@ import numpy as np
 
 from conformance.core.dense import parse_dense
 from conformance.core.numerics import round_to, to_wide
+from conformance.core.promotion import to_destination_type
 from conformance.core.types import ElementType, element_type
 from conformance.specs.expressions import alternative, condition
 from conformance.specs.regions import Arg, Call, parse as parse_region
@@ -443,10 +444,23 @@ def _retyped_body(body: str, xs: Sequence[np.ndarray]) -> str:
     return retyped(body, positions=positions) if positions else body
 
 
+def converted(body: str, xs: Sequence[np.ndarray], es: Sequence[np.ndarray]):
+    """The inputs and init values converted to the body's argument types, the spec's
+    ``input_slices_converted`` and ``init_values_converted`` (stablehlo-spec-2026-08.md
+    "### reduce": a body may compute in a type its inputs are promotable to); as they
+    are where the types agree."""
+    types = parse_region(body).arg_types
+    n = len(xs)
+    if len(types) != 2 * n:
+        return list(xs), list(es)
+    return ([to_destination_type(x, t) for x, t in zip(xs, types[:n])],
+            [to_destination_type(e, t) for e, t in zip(es, types[n:])])
+
+
 def _reduction(op: str):
     def oracle(inputs, attrs, types):
         n = len(types)
-        xs, es = list(inputs[:n]), list(inputs[n:])
+        xs, es = converted(attrs["body"], inputs[:n], inputs[n:])
         g = geometry(op, np.shape(xs[0]), attrs)
         out = evaluate_tree(_retyped_body(attrs["body"], xs), g, xs, es)
         return tuple(np.asarray(r).astype(t.element_type.dtype, copy=False).reshape(t.shape)
@@ -461,6 +475,8 @@ register("reduce_window")(_reduction("reduce_window"))
 def _leaves_of(op: str):
     def leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
         xs, es = inputs[:n], inputs[n:2 * n]
+        if "body" in attrs:
+            xs, es = converted(attrs["body"], xs, es)
         g = geometry(op, np.shape(xs[0]), attrs, lead=1)
         return leaves_with_init(g, np.asarray(xs[k]), np.asarray(es[k]))
     return leaves

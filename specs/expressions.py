@@ -22,6 +22,8 @@ import numpy as np
 from conformance.core.types import (ElementType, TensorType, TokenType, TupleType,
                                     complex_type as _complex_type, element_type as _element_type)
 
+from conformance.core import promotion as _promotion
+
 from . import regions
 
 
@@ -289,6 +291,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "condition": lambda name, *args: _condition(name, *args),
     "alternative": lambda name, *args: _alternative(name, *args),
     "saturate": lambda x, t: _saturate(x, t),
+    # a reduction's computation type (conformance/core/promotion.py): the newer spec's
+    # is_promotable, the value-preserving widenings the generators draw, and the values
+    # converted to the body's types (to_destination_type) for the rules that judge them
+    "is_promotable": lambda x, y: _promotion.is_promotable(_as_type(x), _as_type(y)),
+    "widenings": lambda t: list(_promotion.widenings(_as_type(t).name)),
+    "converted": lambda xs, types: [_promotion.to_destination_type(x, t)
+                                    for x, t in zip(xs, types)],
     "where": lambda c, a, b: np.where(c, a, b),
     # quantized element types (conformance/core/types.py ("Quantized element types"); spec "Types" and
     # "Quantization computations"): a family name or a concrete type; storage_type and
