@@ -26,9 +26,8 @@ from conformance.core.case import Signature
 from conformance.specs import OpSpec, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.validity import checks, violations
-from conformance.core.types import (ALL_ELEMENT_TYPES, TensorType, TokenType, TupleType,
-                                    element_type,
-                                    value_type)
+from conformance.core.types import (ALL_ELEMENT_TYPES, SEED_ELEMENT_TYPES, TensorType, TokenType,
+                                    TupleType, element_type, value_type)
 
 from .signatures import ShapeProfile, binding_of, canonical, signatures
 
@@ -71,7 +70,7 @@ def _type_mutations(t) -> Iterator:
             yield TupleType(t.elements + t.elements[-1:])
             yield t.elements[0]
         return
-    for et in ALL_ELEMENT_TYPES:
+    for et in SEED_ELEMENT_TYPES:
         if et != t.element_type:
             yield TensorType(t.shape, et)
     for shape in _shape_mutations(t.shape):
@@ -187,7 +186,7 @@ def _group_retypes(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
         if not t.variadic or len(groups[gi]) < 2 or \
                 not all(isinstance(x, TensorType) for x in groups[gi]):
             continue
-        for et in ALL_ELEMENT_TYPES:
+        for et in SEED_ELEMENT_TYPES:
             if et == groups[gi][0].element_type:
                 continue
             changed = list(groups)
@@ -225,7 +224,7 @@ def _region_mutations(sig: Signature) -> Iterator[Signature]:
             continue
         variants = []
         for t in dict.fromkeys(region.arg_types):
-            for et in ALL_ELEMENT_TYPES:
+            for et in SEED_ELEMENT_TYPES:
                 if et != t:
                     variants.append(regions.retyped(text, {t.name: et.name}))
         variants.append(regions.make(region.arg_types, "arg0") if region.arg_types else None)
@@ -282,7 +281,7 @@ def rebound(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
         return
     old_env = {**binding, **shapes}
     for name, (domain, _) in spec.type_variables.items():
-        for et in ALL_ELEMENT_TYPES:
+        for et in SEED_ELEMENT_TYPES:
             if et in domain:
                 continue
             env = {**old_env, name: et.name}
