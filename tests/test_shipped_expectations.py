@@ -79,11 +79,14 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     assert {x.op for x in e.entries if x.programs == ("module",)} == {
         "add", "broadcast_in_dim", "convert", "divide", "multiply", "sort"}
     # depths: the default run's entries (not met by a quick run) say so; one entry is the
-    # quick run's alone; the rest, met at quick, are judged at every depth
+    # quick run's (and the newer float formats' quick entries); the rest, met at quick,
+    # are judged at every depth
     depths = [x.depths for x in e.entries]
     # (50 with the dynamic-shape ops' three; 51 since compare complex value is met at
     # default depth only with the class pools' values)
-    assert depths.count(("default",)) == 51 and depths.count(("quick",)) == 1
+    # (23 at quick: 22 entries of the newer float formats, issue 30, from a quick run of
+    # the nine formats: the default run of every binding has not been gated yet)
+    assert depths.count(("default",)) == 51 and depths.count(("quick",)) == 23
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
