@@ -104,12 +104,25 @@ class IreeBackend(Backend):
     def compile(self, sig: Signature):
         from .vendor import module_text
         text = module_text(sig)          # NoProgram (an Unsupported) if there is none
+        return self._compile_text(text, sig.input_leaves, sig.result_leaves, sig.invalid)
+
+    def compile_program(self, program):
+        """A whole program (a module read in by ``conformance check``: its checks 2 and
+        3) as one module: its canonical text (conformance.mlir.program_emit) compiled
+        and run as a single op's is."""
+        from .programs import program_text_or_unsupported
+        return self._compile_text(program_text_or_unsupported(program),
+                                  program.argument_types, program.result_types, False)
+
+    def _compile_text(self, text: str, input_types, result_types, invalid: bool):
+        """``@main`` of ``text`` compiled for llvm-cpu: a function of the input leaves'
+        arrays (one case) to the result leaves' arrays."""
         try:
             vmfb = self.compiler.compile_str(text, target_backends=[TARGET],
                                              input_type="stablehlo", extra_args=list(FLAGS))
         except self.compiler.CompilerToolError as e:
             said = _first_diagnostic(e)
-            if "does not have integral number of total bytes" in said and not sig.invalid:
+            if "does not have integral number of total bytes" in said and not invalid:
                 raise Unsupported(f"IREE cannot hold this int4 tensor: {said}",
                                   compiled=True) from None
             raise IreeError(f"iree-compile: {said}") from None
@@ -120,8 +133,8 @@ class IreeBackend(Backend):
         device = self.config.device
         # (a quantized tensor crosses as its storage integers: IREE's ABI lowers the
         # !quant.uniform types of @main to them)
-        put = [self._putter(t.held_as().element_type) for t in sig.input_leaves]
-        outs_t = [t.held_as() for t in sig.result_leaves]
+        put = [self._putter(t.held_as().element_type) for t in input_types]
+        outs_t = [t.held_as() for t in result_types]
 
         def execute(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
             out = entry(*(p(np.asarray(x)) for p, x in zip(put, inputs)))

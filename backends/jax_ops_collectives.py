@@ -7,8 +7,11 @@ A collective runs under ``jax.shard_map`` over a mesh of ``num_replicas`` x
 the results are stacked back. What jax.lax expresses there:
 
 - replica_id, partition_id: ``lax.axis_index`` of the mesh axis;
-- all_reduce: ``psum`` / ``pmax`` / ``pmin`` (bodies add, maximum, minimum);
-- all_gather: ``all_gather(tiled=True)``; all_to_all: ``all_to_all(tiled=True)``;
+- all_reduce: ``psum`` / ``pmax`` / ``pmin`` (bodies add, maximum, minimum) of the tuple
+  of operands (stablehlo-spec-2026-08.md: variadic; jax lowers a tuple to one variadic
+  ``stablehlo.all_reduce``);
+- all_gather: ``all_gather(tiled=True)``; all_to_all: ``all_to_all(tiled=True)``, of the
+  tuple of operands (jax maps them over the pytree: one op per operand);
   reduce_scatter: ``psum_scatter(tiled=True)`` (body add);
 - collective_permute: ``ppermute`` with the source_target_pairs (a partial permutation:
   jax gives zeros where nothing arrives, as the spec does);
@@ -99,14 +102,15 @@ def _all_reduce(sig: Signature):
     if op not in _REDUCERS:
         raise Unsupported(f"all_reduce: jax.lax has no collective for the body {op!r} "
                           "(psum, pmax, pmin only)")
-    return per_process(lambda x: _REDUCERS[op](x, axis))
+    return per_process(lambda *xs: tuple(_REDUCERS[op](tuple(xs), axis)))
 
 
 @builder("all_gather")
 def _all_gather(sig: Signature):
     axis = _axis(sig)
     dim = int(sig.attributes["all_gather_dim"])
-    return per_process(lambda x: lax.all_gather(x, axis, axis=dim, tiled=True))
+    return per_process(lambda *xs: tuple(lax.all_gather(tuple(xs), axis, axis=dim,
+                                                        tiled=True)))
 
 
 @builder("all_to_all")
@@ -114,7 +118,8 @@ def _all_to_all(sig: Signature):
     axis = _axis(sig)
     a = sig.attributes
     sd, cd = int(a["split_dimension"]), int(a["concat_dimension"])
-    return per_process(lambda x: lax.all_to_all(x, axis, sd, cd, tiled=True))
+    return per_process(lambda *xs: tuple(lax.all_to_all(tuple(xs), axis, sd, cd,
+                                                        tiled=True)))
 
 
 @builder("reduce_scatter")

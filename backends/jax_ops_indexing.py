@@ -4,7 +4,10 @@ jax.lax.gather and the lax.scatter family always read the index vector from the 
 dimension of the indices (jax lowers them with index_vector_dim = rank - 1); any other
 ``index_vector_dim`` is expressed by moving that axis last first (the batch axes keep
 their order), and the implicit one (``index_vector_dim == rank``) by a trailing axis of
-size 1. Both are exact rewrites of the same op.
+size 1. Both are exact rewrites of the same op; the indices' batching dimensions
+(``start_indices_batching_dims``, ``scatter_indices_batching_dims``) are renumbered with
+the move (jax.lax's ``operand_batching_dims`` / ``start_indices_batching_dims``;
+scatter's ``operand_batching_dims`` is the spec's ``input_batching_dims``).
 """
 from __future__ import annotations
 
@@ -30,6 +33,13 @@ def _index_vector_last(rank: int, index_vector_dim: int):
     return lambda idx: lax.transpose(idx, perm)
 
 
+def _moved(dims, rank: int, index_vector_dim: int) -> tuple[int, ...]:
+    """Axes of the indices renumbered as :func:`_index_vector_last` moves them."""
+    if index_vector_dim >= rank:
+        return tuple(dims)
+    return tuple(d - 1 if d > index_vector_dim else d for d in dims)
+
+
 @builder("gather")
 def _gather(sig: Signature):
     a = sig.attributes
@@ -40,10 +50,14 @@ def _gather(sig: Signature):
         raise Unsupported("jax.lax.gather collapses only slice dimensions of size 1; the spec "
                           f"allows 0 (slice_sizes {list(sizes)}, collapsed_slice_dims "
                           f"{list(collapsed)})")
-    dnums = lax.GatherDimensionNumbers(offset_dims=tuple(a["offset_dims"]),
-                                       collapsed_slice_dims=collapsed,
-                                       start_index_map=tuple(a["start_index_map"]))
-    last = _index_vector_last(sig.input_types[1].rank, a["index_vector_dim"])
+    rank = sig.input_types[1].rank
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=tuple(a["offset_dims"]), collapsed_slice_dims=collapsed,
+        start_index_map=tuple(a["start_index_map"]),
+        operand_batching_dims=tuple(a.get("operand_batching_dims", ())),
+        start_indices_batching_dims=_moved(a.get("start_indices_batching_dims", ()), rank,
+                                           a["index_vector_dim"]))
+    last = _index_vector_last(rank, a["index_vector_dim"])
     sorted_ = bool(a.get("indices_are_sorted", False))
     # CLIP and PROMISE_IN_BOUNDS lower to the same stablehlo.gather (jax leaves clamping
     # to XLA's gather, which clamps the start index so that the slice is in bounds).
@@ -93,11 +107,15 @@ def _scatter(sig: Signature):
         raise Unsupported(f"jax.lax has no scatter for the update computation {text!r} "
                           "(only arg N+k, add, multiply, maximum and minimum of "
                           "(arg k, arg N+k))")
+    rank = sig.input_types[n].rank
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=tuple(a["update_window_dims"]),
         inserted_window_dims=tuple(a["inserted_window_dims"]),
-        scatter_dims_to_operand_dims=tuple(a["scatter_dims_to_operand_dims"]))
-    last = _index_vector_last(sig.input_types[n].rank, a["index_vector_dim"])
+        scatter_dims_to_operand_dims=tuple(a["scatter_dims_to_operand_dims"]),
+        operand_batching_dims=tuple(a.get("input_batching_dims", ())),
+        scatter_indices_batching_dims=_moved(a.get("scatter_indices_batching_dims", ()), rank,
+                                             a["index_vector_dim"]))
+    last = _index_vector_last(rank, a["index_vector_dim"])
     flags = {"indices_are_sorted": bool(a.get("indices_are_sorted", False)),
              "unique_indices": bool(a.get("unique_indices", False))}
 

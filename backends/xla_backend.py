@@ -13,6 +13,8 @@ Outcomes:
   XLA's ``UNIMPLEMENTED`` status, which is the platform saying it does not support
   the case, and an op XLA's StableHLO importer "can't [translate] to XLA HLO" (no HLO
   instruction for it): ``Unsupported``, with XLA's message;
+- a dot_general algorithm XLA refuses ("Algorithm not supported"): ``Unsupported``, the
+  error the spec asks of an unsupported algorithm (stablehlo-spec-2026-08.md);
 - any compile error for an invalid signature is the right answer (a rejection);
 - an input element type that the device cannot hold is ``Unsupported`` at compile
   time (PJRT CPU holds all 19 StableHLO element types).
@@ -91,6 +93,12 @@ class XlaBackend(Backend):
             if not sig.invalid and "can't be translated to XLA HLO" in str(e):
                 # a StableHLO op that XLA's importer has no HLO for (jaxlib 0.10.2:
                 # dynamic_pad, dynamic_gather, dynamic_conv)
+                raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
+            if not sig.invalid and "Algorithm not supported" in str(e):
+                # dot_general's algorithm (stablehlo-spec-2026-08.md: "If a given algorithm
+                # is not supported, an error should be raised"): XLA CPU 0.10.2 refuses
+                # ALG_DOT_ANY_F8_ANY_F8_F32 ("Algorithm not supported by the
+                # ElementalIrEmitter"), as the spec asks
                 raise Unsupported(f"XLA {self.platform}: {_one_line(e)}", compiled=True) from None
             if not sig.invalid and jaxlib_support.status_code(e) == "NOT_FOUND" and \
                     "custom call" in str(e):

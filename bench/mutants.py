@@ -1898,7 +1898,9 @@ class GatherClampOffByOne(Mutant):
     def witness(cls):
         return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([2], "si32")],
                          ["tensor<2xsi32>"],
-                         {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+                         {"offset_dims": [0], "collapsed_slice_dims": [],
+                          "operand_batching_dims": [], "start_indices_batching_dims": [],
+                          "start_index_map": [0],
                           "index_vector_dim": 0, "slice_sizes": [2],
                           "indices_are_sorted": False})
 
@@ -1923,6 +1925,7 @@ class GatherAssumesSortedStartIndexMap(Mutant):
         operand = np.arange(9, dtype=np.int32).reshape(3, 3)
         return Case.make("gather", [operand, fp([0, 2], "si32")], ["tensor<1x1xsi32>"],
                          {"offset_dims": [0, 1], "collapsed_slice_dims": [],
+                          "operand_batching_dims": [], "start_indices_batching_dims": [],
                           "start_index_map": [1, 0], "index_vector_dim": 0,
                           "slice_sizes": [1, 1], "indices_are_sorted": False})
 
@@ -1951,7 +1954,9 @@ class GatherOutOfBoundsWraps(Mutant):
     def witness(cls):
         return Case.make("gather", [fp([0, 1, 2, 3], "si32"), fp([4], "si32")],
                          ["tensor<2xsi32>"],
-                         {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+                         {"offset_dims": [0], "collapsed_slice_dims": [],
+                          "operand_batching_dims": [], "start_indices_batching_dims": [],
+                          "start_index_map": [0],
                           "index_vector_dim": 0, "slice_sizes": [2],
                           "indices_are_sorted": False})
 
@@ -1982,6 +1987,7 @@ class ScatterUpdateArgumentsSwapped(Mutant):
             "scatter", ["tensor<3xsi32>", "tensor<1x1xsi32>", "tensor<1xsi32>"],
             ["tensor<3xsi32>"],
             {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False},
             regions=("(si32, si32) -> subtract(arg0, arg1)",))

@@ -882,8 +882,8 @@ def _fill(g: _Group, arrays, rng: np.random.Generator, batch_no: int, seed: int)
     for col, (index, o) in enumerate(g.inputs):
         pool = class_pool(o.et, o.scheme, o.distribution, seed)
         target = arrays[index]
-        flat = target.reshape(-1)
-        assert np.shares_memory(flat, target), "value batches are contiguous arrays"
+        assert target.flags.c_contiguous, "value batches are contiguous arrays"
+        flat = target.reshape(-1)           # (a view of a contiguous array)
         codes = picked[:, col]
         member = rng.integers(0, POOL, count)
         if g.free[col]:
@@ -1010,13 +1010,14 @@ class Tally:
         """(kind, item) pairs of the model's universe met so far."""
         ops, out = self.model.operands, set()
         for (i, j), seen in self._pairs.items():
-            kj = len(ops[j].classes)
+            ci, cj = ops[i].classes, ops[j].classes
+            kj = len(cj)
             for v in np.nonzero(seen)[0].tolist():
                 x, y = divmod(v, kj)
-                out.add(("pairs", pair_item(ops[i].name, ops[i].classes[x],
-                                            ops[j].name, ops[j].classes[y])))
+                out.add(("pairs", pair_item(ops[i].name, ci[x], ops[j].name, cj[y])))
         for k, seen in self._classes.items():
-            out.update(("classes", f"{ops[k].name}={ops[k].classes[v]}")
+            ck = ops[k].classes
+            out.update(("classes", f"{ops[k].name}={ck[v]}")
                        for v in np.nonzero(seen)[0].tolist())
         out.update(("targets", t) for t in self._targets)
         return out

@@ -126,6 +126,8 @@ def mutations(spec: OpSpec, sig: Signature) -> Iterator[Signature]:
             alternatives = list(_tensor_attribute_mutations(current))
         elif a.kind in ("string", "string_list"):
             alternatives = []       # any string is a string: no change breaks its row
+        elif current is None:       # an optional attribute not set (dot_general's algorithm)
+            alternatives = [-1, 0, 1]
         else:
             alternatives = [v for v in (-1, 0, current - 1, current + 1) if v != current]
         for v in alternatives:

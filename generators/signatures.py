@@ -238,6 +238,10 @@ def build(chooser: Chooser, spec: OpSpec, binding: Mapping[str, str]) -> Signatu
     for a in spec.attributes:
         attrs[a.name] = _attribute(chooser, a, {**env, **attrs})
     env.update(attrs)
+    # an optional attribute not set is left out of the signature (as of the module: the
+    # dialect's optional attribute absent); the rules read it as None
+    optional = {a.name for a in spec.attributes if a.optional}
+    attrs = {n: v for n, v in attrs.items() if not (v is None and n in optional)}
     inputs = _tensors(chooser, spec.inputs, env)
     # Output shapes may name the inputs (gather's result shape is the spec's C13 formula
     # over the start indices' shape), so that invalid.py can re-derive them.

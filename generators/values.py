@@ -111,12 +111,18 @@ def _log_uniform(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarra
     """Finite floats of every magnitude the type has, random sign."""
     if not et.is_float:
         return _random_bits(et, n, rng)
-    fi = ml_dtypes.finfo(et.dtype)
-    lo = np.log2(float(fi.smallest_subnormal))
-    hi = np.log2(float(fi.max))
+    lo, hi, top = _log_range(et)
     mag = np.exp2(rng.uniform(lo, hi, n))
     sign = np.where(rng.integers(0, 2, n) == 1, -1.0, 1.0)
-    return round_to(_signed_as(et, np.minimum(mag, float(fi.max)) * sign), et)
+    return round_to(_signed_as(et, np.minimum(mag, top) * sign), et)
+
+
+@functools.lru_cache(maxsize=None)
+def _log_range(et: ElementType) -> tuple[float, float, float]:
+    """log2 of the smallest subnormal and of the largest finite value of a float type,
+    and that largest value (the same numbers on every call: computed once)."""
+    fi = ml_dtypes.finfo(et.dtype)
+    return (np.log2(float(fi.smallest_subnormal)), np.log2(float(fi.max)), float(fi.max))
 
 
 def _specials(et: ElementType, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -303,10 +309,14 @@ def draw_array(et: "ElementType | str", shape: Sequence[int], rng: np.random.Gen
     # checks of p cost more than the draw; tests/test_values_draws.py holds the equality)
     which = cdf.searchsorted(rng.random(n), side="right")
     out = np.empty(n, et.dtype)
-    for i, (_, source) in enumerate(sources):
-        idx = np.nonzero(which == i)[0]
-        if idx.size:
-            out[idx] = source(et, idx.size, rng)
+    # the positions of each source in increasing order, as np.nonzero(which == i) gives
+    # them: one stable sort instead of a comparison and a nonzero per source
+    order = which.argsort(kind="stable")
+    start = 0
+    for (_, source), count in zip(sources, np.bincount(which, minlength=len(sources)).tolist()):
+        if count:
+            out[order[start:start + count]] = source(et, count, rng)
+            start += count
     return out.reshape(tuple(shape))
 
 
@@ -317,7 +327,26 @@ BOUNDARY_ULPS = 4
 def boundary_points(sig: Signature, spec: OpSpec, name: str) -> list[float]:
     """The points an input's ``boundaries:`` name for this signature (finite numbers),
     evaluated with every input and output named by its type (an invalid signature, whose
-    types the expressions may not fit, gets the points that evaluate)."""
+    types the expressions may not fit, gets the points that evaluate). A function of
+    the signature alone: held per signature (every batch asks again)."""
+    key = (id(spec), sig, name)
+    try:
+        held = _BOUNDARY_POINTS.get(key)
+    except TypeError:                               # (a signature that is not hashable)
+        return _boundary_points(sig, spec, name)
+    if held is None or held[0] is not spec:        # (specs hold dicts: keyed by id)
+        held = _BOUNDARY_POINTS[key] = (spec, tuple(_boundary_points(sig, spec, name)))
+        if len(_BOUNDARY_POINTS) > BOUNDARY_POINTS_HELD:
+            _BOUNDARY_POINTS.pop(next(iter(_BOUNDARY_POINTS)))
+    return list(held[1])
+
+
+#: (spec id, signature, input name) -> (spec, points), oldest dropped first
+_BOUNDARY_POINTS: dict[tuple, tuple] = {}
+BOUNDARY_POINTS_HELD = 4096
+
+
+def _boundary_points(sig: Signature, spec: OpSpec, name: str) -> list[float]:
     from conformance.specs import expressions as ex
     t = next(t for t in spec.inputs if t.name == name)
     env: dict = {}

@@ -299,7 +299,8 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     out_shape = tuple(np.shape(expected[0])) if len(expected) else \
         (batch,) + (sig.result_leaves[0].shape if sig.result_leaves else ())
     # ([batch, processes] + shape on a grid; no result arrays: tokens only)
-    env: dict[str, Any] = dict(sig.attributes)
+    env: dict[str, Any] = {a.name: None for a in spec.attributes if a.optional}
+    env.update(sig.attributes)
     env["num_replicas"], env["num_partitions"] = sig.num_replicas, sig.num_partitions
     env["signature"] = sig      # its types (a quantized tensor's parameters)
     env.update(spec.region_env(sig.regions))

@@ -150,12 +150,13 @@ def partition_id(inputs, attrs, types):
 @register("all_gather")
 @_per_process
 def all_gather(inputs, attrs, types):
-    """``result@process = concatenate(operands@process, all_gather_dim)``, the operands
-    of the process's group in group order."""
-    x = inputs[0]
+    """``results...@process = concatenate(operands...@process, all_gather_dim)``, the
+    operands of the process's group in group order; each operand on its own
+    (stablehlo-spec-2026-08.md: the operands are variadic)."""
     dim = int(attrs["all_gather_dim"])
-    return np.stack([np.concatenate([x[s] for s in g], axis=dim)
-                     for g in group_of(attrs)]).astype(x.dtype, copy=False)
+    groups = group_of(attrs)
+    return tuple(np.stack([np.concatenate([x[s] for s in g], axis=dim)
+                           for g in groups]).astype(x.dtype, copy=False) for x in inputs)
 
 
 def _split(x: np.ndarray, count: int, axis: int) -> list[np.ndarray]:
@@ -168,15 +169,19 @@ def _split(x: np.ndarray, count: int, axis: int) -> list[np.ndarray]:
 def all_to_all(inputs, attrs, types):
     """Each sender splits its operand into ``split_count`` parts along
     ``split_dimension``; receiver ``j`` of a group concatenates part ``j`` of every
-    sender, in group order, along ``concat_dimension``."""
-    x = inputs[0]
+    sender, in group order, along ``concat_dimension``; each operand on its own
+    (stablehlo-spec-2026-08.md: the operands are variadic)."""
     count = int(attrs["split_count"])
     sd, cd = int(attrs["split_dimension"]), int(attrs["concat_dimension"])
-    out = []
-    for q, g in enumerate(group_of(attrs)):
-        j = g.index(q)
-        out.append(np.concatenate([_split(x[s], count, sd)[j] for s in g], axis=cd))
-    return np.stack(out).astype(x.dtype, copy=False)
+    groups = group_of(attrs)
+    outs = []
+    for x in inputs:
+        out = []
+        for q, g in enumerate(groups):
+            j = g.index(q)
+            out.append(np.concatenate([_split(x[s], count, sd)[j] for s in g], axis=cd))
+        outs.append(np.stack(out).astype(x.dtype, copy=False))
+    return tuple(outs)
 
 
 def _zeros_like(x: np.ndarray) -> np.ndarray:
@@ -275,9 +280,10 @@ def _scatter(reduced: np.ndarray, attrs, lead: int) -> np.ndarray:
 @register("all_reduce")
 @_per_process
 def all_reduce(inputs, attrs, types):
-    x = inputs[0]
-    return _reduce_leaves(attrs["computation"], _leaves(x, attrs, 0)).astype(x.dtype,
-                                                                              copy=False)
+    """Each operand's group values reduced with ``computation`` (stablehlo-spec-2026-08.md:
+    ``results...@process[result_index]``, one schedule per operand and element)."""
+    return tuple(_reduce_leaves(attrs["computation"], _leaves(x, attrs, 0)).astype(
+        x.dtype, copy=False) for x in inputs)
 
 
 @register("reduce_scatter")
@@ -297,7 +303,8 @@ def _batched(x: np.ndarray, attrs) -> tuple[np.ndarray, dict]:
 
 
 def _all_reduce_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
-    x, a = _batched(inputs[0], attrs)
+    """The group's values of result ``k`` (operand ``k``'s)."""
+    x, a = _batched(inputs[k], attrs)
     leaves = _leaves(x, a, 1)
     return leaves if "num_replicas" in attrs else leaves[:, 0]
 
@@ -433,3 +440,13 @@ def sum_may_overflow(operand, computation, replica_groups, channel_id, use_globa
     else:
         leaves = _all_reduce_leaves([x], attrs, 1, 0)
     return _overflows(leaves, et, computation)
+
+
+@condition("collective_sums_may_overflow")
+def sums_may_overflow(operands, computation, replica_groups, channel_id, use_global_device_ids,
+                      num_replicas, num_partitions):
+    """Per result of a variadic all_reduce (stablehlo-spec-2026-08.md): the elements of
+    :func:`sum_may_overflow`, each operand on its own."""
+    return [sum_may_overflow(x, computation, replica_groups, channel_id,
+                             use_global_device_ids, num_replicas, num_partitions, -1)
+            for x in operands]

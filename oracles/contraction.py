@@ -5,7 +5,7 @@ reduced with ``add`` (003 "### dot_general").
 The spec's formulas, read as one batched matrix product: ``lhs`` transposed to
 ``batching + result + contracting`` dimensions and reshaped to ``[B, M, K]``, ``rhs``
 transposed to ``batching + contracting + result`` and reshaped to ``[B, K, N]``; then
-``[B, M, N]`` reshaped to ``dims(batching) + dims(lhs result) + dims(rhs result)`` (C13).
+``[B, M, N]`` reshaped to ``dims(batching) + dims(lhs result) + dims(rhs result)`` (C12).
 One ``numpy.matmul`` (BLAS) does every result element at once; no Python loop runs over
 result elements.
 
@@ -51,7 +51,7 @@ from typing import Sequence
 import ml_dtypes
 import numpy as np
 
-from conformance.core.numerics import round_to
+from conformance.core.numerics import precision_type, round_to
 from conformance.core.types import ElementType, TensorType, element_type
 from conformance.specs.expressions import alternative, condition
 
@@ -70,7 +70,7 @@ _U64 = np.uint64
 
 class Layout:
     """How ``lhs`` and ``rhs`` become ``[B, M, K]`` and ``[B, K, N]``, and the result
-    ``[B, M, N]`` becomes the spec's result shape (C13)."""
+    ``[B, M, N]`` becomes the spec's result shape (C12)."""
 
     def __init__(self, lhs_shape, rhs_shape, lb, rb, lc, rc, lead: int = 0):
         lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
@@ -90,7 +90,7 @@ class Layout:
         ls, rs = lhs_shape[lead:], rhs_shape[lead:]
         if [ls[d] for d in lb] != [rs[d] for d in rb] or \
                 [ls[d] for d in lc] != [rs[d] for d in rc]:
-            raise OracleError("dot_general: batching or contracting sizes differ (C10, C11)")
+            raise OracleError("dot_general: batching or contracting sizes differ (C9, C10)")
         pre = list(range(lead))
         self.lhs_perm = pre + [lead + d for d in lb + lfree + lc]
         self.rhs_perm = pre + [lead + d for d in rb + rc + rfree]
@@ -349,12 +349,12 @@ def dot_general(inputs, attrs, types):
     lhs, rhs = (np.asarray(x) for x in inputs)
     if lhs.dtype != rhs.dtype:
         raise OracleError(f"dot_general: lhs is {element_type(lhs.dtype).name}, rhs "
-                          f"{element_type(rhs.dtype).name} (C1)")
+                          f"{element_type(rhs.dtype).name} (C13)")
     wide = contract(lhs, rhs, *_dims(attrs))
     (t,) = types
     if tuple(wide.shape) != tuple(t.shape):
         raise OracleError(f"dot_general: the result shape is {list(wide.shape)}, the "
-                          f"signature says {list(t.shape)} (C13)")
+                          f"signature says {list(t.shape)} (C12)")
     return to_result(wide, t)
 
 
@@ -476,6 +476,46 @@ def underflowing_parts(lhs, rhs, lb, rb, lc, rc, lead: int = 1, et: "ElementType
 def _out_of_range(lhs, rhs, lb, rb, lc, rc, result):
     return out_of_range_mask(lhs, rhs, lb, rb, lc, rc,
                              element_type(np.asarray(result).dtype))
+
+
+@condition("contraction_algorithm_out_of_range")
+def _algorithm_out_of_range(lhs, rhs, lb, rb, lc, rc, result, lhs_precision_type,
+                            rhs_precision_type, accumulation_type):
+    """dot_general with an algorithm (stablehlo-spec-2026-08.md): the result elements an
+    operand rounded to its precision type may make infinite (an element beyond the
+    type's largest finite value, where rounding may give an infinity), or whose sums may
+    overflow at accumulation_type (Σ|a·b| reaches its largest finite value). None for
+    the empty algorithm."""
+    r = np.asarray(result)
+    if lhs_precision_type is None or accumulation_type is None:
+        return np.zeros(r.shape, bool)
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+
+    def beyond(x, name):
+        big = precision_type(name)[2]
+        with np.errstate(all="ignore"):
+            q = np.abs(x.astype(np.float64))
+            return (np.isfinite(q) & (q > big * (1 - 2.0 ** -20))).astype(np.float64)
+    with np.errstate(all="ignore"):
+        out = contract(beyond(lhs, lhs_precision_type), np.ones(rhs.shape), lb, rb, lc, rc,
+                       lead=1, exact=False) > 0
+        out |= contract(np.ones(lhs.shape), beyond(rhs, rhs_precision_type), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+        s = magnitudes(lhs, rhs, lb, rb, lc, rc, lead=1)
+        out |= s >= precision_type(accumulation_type)[2] * (1 - 2.0 ** -20)
+        # a nonzero that rounds to zero at its precision type, times an infinity: NaN
+        # where the exact product is infinite
+        def to_zero(x, name):
+            q = np.abs(x.astype(np.float64))
+            return ((q > 0) & (q <= precision_type(name)[1] / 2)).astype(np.float64)
+
+        def non_finite(x):
+            return (~np.isfinite(x.astype(np.float64))).astype(np.float64)
+        out |= contract(to_zero(lhs, lhs_precision_type), non_finite(rhs), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+        out |= contract(non_finite(lhs), to_zero(rhs, rhs_precision_type), lb, rb, lc, rc,
+                        lead=1, exact=False) > 0
+    return out.reshape(r.shape)
 
 
 def _zero_parts(lhs, rhs, lb, rb, lc, rc, result) -> "list[np.ndarray]":

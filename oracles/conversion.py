@@ -11,10 +11,12 @@ bitcast_convert: elements' bits are laid out little-endian when widths differ (t
 spec's example: 1.0f32 -> [0, 0, -128, 63] as si8), complex values as real part
 then imaginary part.
 
-reduce_precision: XLA's bit-level algorithm on the operand's own encoding, which
-is the spec's description: round the stored mantissa to ``mantissa_bits`` with ties
-to even, then overflow to infinity or underflow to zero (sign kept) outside the
-normal range of an ``exponent_bits`` exponent. NaN, read to the letter of the spec
+reduce_precision: XLA's bit-level algorithm, which is the spec's description: round the
+value's mantissa to ``mantissa_bits`` with ties to even, then overflow to infinity or
+underflow to zero (sign kept) outside the normal range of an ``exponent_bits``
+exponent; where ``exponent_bits`` is wider than the operand type's, on float64's encoding,
+so that the mantissa rounded is the value's (a subnormal of the operand's type is a normal
+number of the other type) and not a subnormal's stored bits. NaN, read to the letter of the spec
 ("conversion of operand to another floating-point type that uses exponent_bits and
 mantissa_bits and back", then the three steps, then the example):
 
@@ -315,8 +317,24 @@ def reduce_precision(inputs, attrs, types):
         f64 = element_type("f64")
         r = reduce_precision([wide], attrs, [TensorType(wide.shape, f64)])
         return round_to(r, et).reshape(out.shape)
-    e_src, m_src = _float_layout(et)
     e_bits, m_bits = int(attrs["exponent_bits"]), int(attrs["mantissa_bits"])
+    if et.bits < 64 and e_bits > _float_layout(et)[0]:
+        # An exponent wider than the operand's: the other type holds every subnormal of
+        # the operand's as a normal number, so the steps round its *value* to
+        # mantissa_bits: on float64, where it is normal too. A subnormal the other type
+        # holds exactly (f8E4M3FN 0x03 = 1.5 * 2^-8 with exponent_bits 11, mantissa_bits
+        # 1) stays itself, where rounding its stored mantissa bits gives 0x04 (issue 32
+        # item 7). With the operand's own exponent width the other type's subnormals lie
+        # on the operand's subnormal grid, and rounding the stored bits (below) is the
+        # conversion. No value of the operand's leaves the exponent range here.
+        from conformance.core.types import TensorType
+        wide = np.asarray(x).astype(np.float64)
+        step = {"exponent_bits": 11, "mantissa_bits": m_bits}
+        r = reduce_precision([wide], step, [TensorType(wide.shape, element_type("f64"))])
+        r = round_to(r, et)
+        keep = _nan_kept(x, et, m_bits)
+        return np.where(np.isnan(wide), keep, r).astype(et.dtype).reshape(out.shape)
+    e_src, m_src = _float_layout(et)
     bits = bit_patterns(x)
     width = et.bits
     sign = bits & U64(1 << (width - 1))
@@ -340,10 +358,16 @@ def reduce_precision(inputs, attrs, types):
         bits = np.where(underflow, sign, bits)
     r = from_bit_patterns(bits, et)
     nan = np.isnan(x.astype(np.float64))
-    if m_bits == 0:
-        # No NaN is left in a type without mantissa bits: steps 2 and 3 give infinity
-        # with the original sign (the module's docstring).
-        keep = from_bit_patterns(bit_patterns(x) & U64(1 << (width - 1)) | inf_bits, et)
-    else:
-        keep = x
-    return np.where(nan, keep, r).astype(et.dtype).reshape(out.shape)
+    return np.where(nan, _nan_kept(x, et, m_bits), r).astype(et.dtype).reshape(out.shape)
+
+
+def _nan_kept(x: np.ndarray, et: ElementType, m_bits: int) -> np.ndarray:
+    """What a NaN operand becomes: itself (payload and sign) while the other type has
+    mantissa bits; with none, no NaN is left: steps 2 and 3 give infinity with the
+    original sign (the module's docstring)."""
+    if m_bits != 0:
+        return x
+    width = et.bits
+    inf_bits = bit_patterns(round_to(np.array(np.inf), et).reshape(1))[0] \
+        & ~U64(1 << (width - 1))
+    return from_bit_patterns(bit_patterns(x) & U64(1 << (width - 1)) | inf_bits, et)

@@ -5,8 +5,13 @@ index of another through the same arithmetic: a batch (scatter) index picks a st
 index vector out of the indices tensor at ``index_vector_dim``, ``start_index_map``
 (``scatter_dims_to_operand_dims``) spreads it over the operand's axes, and the
 window (offset) index, with zeros inserted at the collapsed (inserted) dimensions,
-is added to it. Start indices are exact integers of their own type (an unsigned
-index is never negative).
+is added to it. Batching dimensions (``operand_batching_dims`` /
+``start_indices_batching_dims``, scatter's ``input_batching_dims`` /
+``scatter_indices_batching_dims``; the 2026-08 text of the spec) add
+``full_batching_index``: the operand is indexed along each batching dimension by the
+position of the batch index along the paired batching dimension of the indices, and
+the window has no extent there (0 is inserted, as at a collapsed dimension). Start
+indices are exact integers of their own type (an unsigned index is never negative).
 
 Out-of-bounds indices are implementation-defined in this revision of the spec; the
 oracle returns XLA's behaviour as the conventional result (gather clamps the start
@@ -62,6 +67,21 @@ def full_start_indices(indices: np.ndarray, index_vector_dim: int,
     return full
 
 
+def full_batching_indices(batch_shape: Sequence[int], rank: int, index_vector_dim: int,
+                          operand_dims: Sequence[int], indices_dims: Sequence[int]
+                          ) -> np.ndarray:
+    """``full_batching_index`` per batch index (batch shape + [rank]): at operand
+    dimension ``operand_dims[i]`` the batch index's entry for indices dimension
+    ``indices_dims[i]`` (``d - (d < index_vector_dim ? 0 : 1)``: the batch index has no
+    entry for the index vector dimension), 0 elsewhere."""
+    out = np.zeros(tuple(batch_shape) + (rank,), np.int64)
+    if len(operand_dims):
+        grid = np.indices(tuple(batch_shape), dtype=np.int64)
+        for do, ds in zip(operand_dims, indices_dims):
+            out[..., do] = grid[ds - (0 if ds < index_vector_dim else 1)]
+    return out
+
+
 def window_in_bounds(full: np.ndarray, dims: Sequence[int], extent: Sequence[int]) -> np.ndarray:
     """Per batch index: does the window of ``extent`` at ``full`` lie within ``dims``?"""
     dims = np.asarray(dims, np.int64)
@@ -109,29 +129,46 @@ def _read(operand: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarra
 # gather
 # ---------------------------------------------------------------------------
 
+def _gather_attrs(offset_dims, collapsed, index_map, ivd, sizes, obd=(), sibd=()) -> dict:
+    return {"offset_dims": offset_dims, "collapsed_slice_dims": collapsed,
+            "start_index_map": index_map, "index_vector_dim": ivd, "slice_sizes": sizes,
+            "operand_batching_dims": list(obd), "start_indices_batching_dims": list(sibd)}
+
+
+def _no_window(attrs) -> list[int]:
+    """The operand dimensions without a result (offset) axis: collapsed and batching."""
+    return sorted(list(attrs["collapsed_slice_dims"])
+                  + list(attrs.get("operand_batching_dims", ())))
+
+
 def _gather_parts(operand_shape, indices, attrs):
+    """(full_start_index, full_batching_index, slice sizes, extent) per batch index."""
     rank = len(operand_shape)
     full = full_start_indices(indices, attrs["index_vector_dim"], attrs["start_index_map"],
                               rank)
+    batching = full_batching_indices(full.shape[:-1], rank, attrs["index_vector_dim"],
+                                     attrs.get("operand_batching_dims", ()),
+                                     attrs.get("start_indices_batching_dims", ()))
     sizes = np.asarray(attrs["slice_sizes"], np.int64)
     # Every dimension is read at least at offset 0 (a collapsed dimension of slice size 0
     # still is); an uncollapsed dimension of size 0 leaves the result empty.
     extent = np.maximum(sizes, 1)
-    return full, sizes, extent
+    return full, batching, sizes, extent
 
 
 @register("gather")
 def gather(inputs, attrs, types):
-    """``operand[full_start_index + full_offset_index]`` with the start index clamped to
-    [0, dim - slice_size] (XLA's rule: where the spec's operand_index is out of bounds
-    the value is implementation-defined and masked)."""
+    """``operand[full_start_index + full_batching_index + full_offset_index]`` with the
+    start index clamped to [0, dim - slice_size] (the 2026-08 text's formula, and XLA's
+    rule; where the seed's operand_index is out of bounds the value is masked as
+    implementation-defined)."""
     operand, indices = inputs
     shape = types[0].shape
-    full, sizes, _ = _gather_parts(operand.shape, indices, attrs)
+    full, batching, sizes, _ = _gather_parts(operand.shape, indices, attrs)
     dims = np.asarray(operand.shape, np.int64)
-    clamped = np.clip(full, 0, np.maximum(dims - sizes, 0))
+    clamped = np.clip(full, 0, np.maximum(dims - sizes, 0)) + batching
     start = _place(clamped, shape, attrs["offset_dims"])
-    index = start + _full_offsets(shape, attrs["offset_dims"], attrs["collapsed_slice_dims"],
+    index = start + _full_offsets(shape, attrs["offset_dims"], _no_window(attrs),
                                   operand.ndim)
     values, _ = _read(operand, index)
     return np.array(values, order="C").reshape(shape)
@@ -143,9 +180,9 @@ def _per_case(fn, operand, indices, *rest):
         if indices.shape[0] else np.zeros((0,), bool)
 
 
-def _gather_result_shape(operand, indices, offset_dims, collapsed, ivd, sizes):
+def _gather_result_shape(operand, indices, offset_dims, collapsed, ivd, sizes, obd=()):
     batch = [d for i, d in enumerate(indices.shape) if i != ivd]
-    offsets = [s for i, s in enumerate(sizes) if i not in collapsed]
+    offsets = [s for i, s in enumerate(sizes) if i not in collapsed and i not in obd]
     out, rest = [], iter(batch)
     placed = dict(zip(offset_dims, offsets))
     for d in range(len(batch) + len(offsets)):
@@ -154,14 +191,16 @@ def _gather_result_shape(operand, indices, offset_dims, collapsed, ivd, sizes):
 
 
 @condition("gather_out_of_bounds")
-def gather_out_of_bounds(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+def gather_out_of_bounds(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                         obd=(), sibd=()):
     """Result elements whose batch position's slice (at the unclamped start index) is
-    not within the operand."""
+    not within the operand. (The batching dimensions are always in bounds: C17.)"""
     def one(x, idx):
-        attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes}
-        full, _, extent = _gather_parts(x.shape, idx, attrs)
-        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
-        return ~_place(window_in_bounds(full, x.shape, extent), shape, offset_dims)
+        attrs = _gather_attrs(offset_dims, collapsed, index_map, ivd, sizes, obd, sibd)
+        full, batching, _, extent = _gather_parts(x.shape, idx, attrs)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes, obd)
+        return ~_place(window_in_bounds(full + batching, x.shape, extent), shape,
+                       offset_dims)
     return _per_case(one, operand, indices)
 
 
@@ -170,26 +209,29 @@ MAX_STARTS = 256
 
 
 def _gather_at(x, full, shape, attrs):
-    """The gather of one case with ``full`` (batch shape + [rank]) as its start indices."""
+    """The gather of one case with ``full`` (batch shape + [rank]: start plus batching
+    index) as its start indices."""
     index = _place(full, shape, attrs["offset_dims"]) + _full_offsets(
-        shape, attrs["offset_dims"], attrs["collapsed_slice_dims"], x.ndim)
+        shape, attrs["offset_dims"], _no_window(attrs), x.ndim)
     return _read(x, index)[0]
 
 
-def _gather_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
-    """Per case: (x, full start indices, result shape, attrs, the largest in-range start
-    per dimension: dim - slice_size, the range XLA's clamp keeps starts in)."""
-    attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes,
-             "offset_dims": offset_dims, "collapsed_slice_dims": collapsed}
+def _gather_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                   obd=(), sibd=()):
+    """Per case: (x, full start indices, full batching indices, result shape, attrs, the
+    largest in-range start per dimension: dim - slice_size, the range XLA's clamp keeps
+    starts in)."""
+    attrs = _gather_attrs(offset_dims, collapsed, index_map, ivd, sizes, obd, sibd)
     for b in range(indices.shape[0]):
         x, idx = operand[b], indices[b]
-        full, size, _ = _gather_parts(x.shape, idx, attrs)
-        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
-        yield x, full, shape, attrs, np.asarray(x.shape, np.int64) - size
+        full, batching, size, _ = _gather_parts(x.shape, idx, attrs)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes, obd)
+        yield x, full, batching, shape, attrs, np.asarray(x.shape, np.int64) - size
 
 
 @alternative("gather_in_range_starts")
-def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                           obd=(), sibd=()):
     """The windows an implementation may read for a slice that leaves the operand: at any
     start that lies in range, ``full_start_index[d]`` kept along the dimensions where it
     is in range and replaced by any in-range start along the others (XLA's clamp is one
@@ -198,8 +240,8 @@ def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, 
     :data:`MAX_STARTS`; the elements a case cannot bound so are
     :func:`gather_unbounded`)."""
     per_case = []
-    for x, full, shape, attrs, bound in _gather_starts(operand, indices, offset_dims,
-                                                       collapsed, index_map, ivd, sizes):
+    for x, full, batching, shape, attrs, bound in _gather_starts(
+            operand, indices, offset_dims, collapsed, index_map, ivd, sizes, obd, sibd):
         dims = list(index_map)
         counts = [int(bound[d]) + 1 for d in dims]
         total = int(np.prod(counts, dtype=np.int64)) if counts else 1
@@ -212,11 +254,12 @@ def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, 
             start = full.copy()
             for d, v in zip(dims, combo):
                 start[..., d] = np.where(outside[..., d], v, full[..., d])
-            alts.append(_gather_at(x, start, shape, attrs))
+            alts.append(_gather_at(x, start + batching, shape, attrs))
         per_case.append(alts)
     n = max((len(a) for a in per_case), default=0)
     out_shape = (len(per_case),) + tuple(
-        _gather_result_shape(operand[0], indices[0], offset_dims, collapsed, ivd, sizes)) \
+        _gather_result_shape(operand[0], indices[0], offset_dims, collapsed, ivd, sizes,
+                             obd)) \
         if len(per_case) else (0,)
     out = []
     for k in range(n):
@@ -229,32 +272,33 @@ def gather_in_range_starts(operand, indices, offset_dims, collapsed, index_map, 
 
 @alternative("gather_per_element")
 def gather_per_element(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
-                       result):
+                       result, obd=(), sibd=()):
     """The spec's formula read element by element: ``operand[operand_index]`` at the
     unclamped start, wherever that ``operand_index`` is in bounds (a slice that leaves
     the operand keeps its elements that do not); elsewhere the oracle's value ``result``
     (no alternative there)."""
     out = []
-    for b, (x, full, shape, attrs, _) in enumerate(_gather_starts(
-            operand, indices, offset_dims, collapsed, index_map, ivd, sizes)):
-        offsets = _full_offsets(shape, attrs["offset_dims"], attrs["collapsed_slice_dims"],
-                                x.ndim)
-        literal, inb = _read(x, _place(full, shape, attrs["offset_dims"]) + offsets)
+    for b, (x, full, batching, shape, attrs, _) in enumerate(_gather_starts(
+            operand, indices, offset_dims, collapsed, index_map, ivd, sizes, obd, sibd)):
+        offsets = _full_offsets(shape, attrs["offset_dims"], _no_window(attrs), x.ndim)
+        literal, inb = _read(x, _place(full + batching, shape, attrs["offset_dims"])
+                             + offsets)
         out.append(np.where(inb, literal, result[b]).astype(x.dtype))
     return np.stack(out) if out else np.zeros((0,), operand.dtype)
 
 
 @condition("gather_unbounded")
-def gather_unbounded(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+def gather_unbounded(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                     obd=(), sibd=()):
     """Result elements of an out-of-bounds slice for which no start lies in range (an
     empty operand) or too many do (more than :data:`MAX_STARTS`)."""
     def one(x, idx):
-        attrs = {"index_vector_dim": ivd, "start_index_map": index_map, "slice_sizes": sizes}
-        _, size, _ = _gather_parts(x.shape, idx, attrs)
+        attrs = _gather_attrs(offset_dims, collapsed, index_map, ivd, sizes, obd, sibd)
+        _, _, size, _ = _gather_parts(x.shape, idx, attrs)
         bound = np.asarray(x.shape, np.int64) - size
         counts = [int(bound[d]) + 1 for d in index_map]
         total = int(np.prod(counts, dtype=np.int64)) if counts else 1
-        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes, obd)
         unbounded = x.size == 0 or min(counts, default=1) <= 0 or total > MAX_STARTS \
             or bool((bound < 0).any())
         return np.full(shape, unbounded)
@@ -273,13 +317,14 @@ def lexicographically_sorted(rows: np.ndarray) -> bool:
 
 
 @condition("gather_indices_unsorted")
-def gather_indices_unsorted(operand, indices, offset_dims, collapsed, index_map, ivd, sizes):
+def gather_indices_unsorted(operand, indices, offset_dims, collapsed, index_map, ivd, sizes,
+                            obd=(), sibd=()):
     """The whole result, where "for all id < jd from indices(result), full_start_index(id)
     <= full_start_index(jd)" fails: the start index vectors read at the result's indices
     in row-major order, compared lexicographically, are not non-decreasing."""
     def one(x, idx):
         full = full_start_indices(idx, ivd, index_map, x.ndim)
-        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes)
+        shape = _gather_result_shape(x, idx, offset_dims, collapsed, ivd, sizes, obd)
         return np.full(shape, not lexicographically_sorted(_place(full, shape, offset_dims)))
     return _per_case(one, operand, indices)
 
@@ -289,26 +334,37 @@ def gather_indices_unsorted(operand, indices, offset_dims, collapsed, index_map,
 # ---------------------------------------------------------------------------
 
 def scatter_geometry(operand_shape, indices, updates_shape, update_window_dims,
-                     inserted_window_dims, index_map, index_vector_dim):
+                     inserted_window_dims, index_map, index_vector_dim,
+                     input_batching_dims=(), indices_batching_dims=()):
     """Per update element: ``result_index`` (updates shape + [rank]), whether it is in
     bounds, and whether its whole window (the updates of its scatter index: the update
-    window sizes, 1 along inserted dimensions) is in bounds. Also the full start index
-    per update element."""
+    window sizes, 1 along inserted and batching dimensions) is in bounds. Also the full
+    start index per update element (without the batching index: what
+    ``indices_are_sorted`` speaks of)."""
     rank = len(operand_shape)
     full = full_start_indices(indices, index_vector_dim, index_map, rank)
+    batching = full_batching_indices(full.shape[:-1], rank, index_vector_dim,
+                                     input_batching_dims, indices_batching_dims)
     start = _place(full, updates_shape, update_window_dims)
-    index = start + _full_offsets(updates_shape, update_window_dims, inserted_window_dims,
-                                  rank)
+    no_window = sorted(list(inserted_window_dims) + list(input_batching_dims))
+    index = _place(full + batching, updates_shape, update_window_dims) + _full_offsets(
+        updates_shape, update_window_dims, no_window, rank)
     extent = [1] * rank
-    window_axes = [d for d in range(rank) if d not in inserted_window_dims]
+    window_axes = [d for d in range(rank) if d not in no_window]
     for d_operand, d_update in zip(window_axes, update_window_dims):
         extent[d_operand] = updates_shape[d_update]
     dims = np.asarray(operand_shape, np.int64)
     element_in = np.all((index >= 0) & (index < dims), axis=-1) if rank else \
         np.ones(tuple(updates_shape), bool)
-    window_in = _place(window_in_bounds(full, operand_shape, extent), updates_shape,
-                       update_window_dims)
+    window_in = _place(window_in_bounds(full + batching, operand_shape, extent),
+                       updates_shape, update_window_dims)
     return index, element_in, window_in, start
+
+
+def _batching(attrs) -> tuple:
+    """A scatter's batching dimensions from its attributes (empty: the dialect's default)."""
+    return (tuple(attrs.get("input_batching_dims", ())),
+            tuple(attrs.get("scatter_indices_batching_dims", ())))
 
 
 def _flat(index: np.ndarray, shape) -> np.ndarray:
@@ -342,7 +398,7 @@ def _scatter_run(inputs, attrs, types, judge_region: bool = False, per_element: 
     index, element_in, window_in, _ = scatter_geometry(
         shape, indices, ups[0].shape, attrs["update_window_dims"],
         attrs["inserted_window_dims"], attrs["scatter_dims_to_operand_dims"],
-        attrs["index_vector_dim"])
+        attrs["index_vector_dim"], *_batching(attrs))
     if per_element:
         window_in = element_in
     if not window_in.any():
@@ -375,13 +431,13 @@ def scatter(inputs, attrs, types):
     return tuple(r.reshape(t.shape) for r, t in zip(results, types))
 
 
-def _scatter_per_case(fn, inputs, indices, updates, uwd, iwd, smap, ivd):
+def _scatter_per_case(fn, inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(), sibd=()):
     """A per-case result mask from ``fn(operand_shape, geometry...)`` over the batch."""
     out = []
     for b in range(indices.shape[0]):
         shape = inputs[0].shape[1:]
         geometry = scatter_geometry(shape, indices[b], updates[0].shape[1:], uwd, iwd, smap,
-                                    ivd)
+                                    ivd, ibd, sibd)
         out.append(fn(shape, *geometry))
     return np.stack(out) if out else np.zeros((0,) + inputs[0].shape[1:], bool)
 
@@ -394,22 +450,26 @@ def _hits(shape, index, where) -> np.ndarray:
 
 
 @condition("scatter_out_of_bounds")
-def scatter_out_of_bounds(inputs, indices, updates, uwd, iwd, smap, ivd):
+def scatter_out_of_bounds(inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(),
+                          sibd=()):
     """Result elements reached by the in-bounds part of a window that is not entirely in
     bounds (the spec updates them; XLA skips the whole window)."""
     def one(shape, index, element_in, window_in, _):
         return _hits(shape, index, element_in & ~window_in) > 0
-    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd, ibd,
+                             sibd)
 
 
 @alternative("scatter_per_element")
-def scatter_per_element(inputs, indices, updates, uwd, iwd, smap, ivd, region):
+def scatter_per_element(inputs, indices, updates, uwd, iwd, smap, ivd, region, ibd=(),
+                        sibd=()):
     """The spec's formula element by element: every update element whose
     ``result_index`` is in bounds is applied (in the oracle's order), those out of
     bounds are skipped, where XLA skips the whole window. One array per result."""
     attrs = {"update_window_dims": uwd, "inserted_window_dims": iwd,
              "scatter_dims_to_operand_dims": smap, "index_vector_dim": ivd,
-             "update_computation": region}
+             "update_computation": region, "input_batching_dims": list(ibd),
+             "scatter_indices_batching_dims": list(sibd)}
     per_case = []
     for b in range(indices.shape[0]):
         case = [x[b] for x in inputs] + [indices[b]] + [u[b] for u in updates]
@@ -425,12 +485,12 @@ def scatter_per_element(inputs, indices, updates, uwd, iwd, smap, ivd, region):
 MAX_ORDERED_UPDATES = 5
 
 
-def _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b):
+def _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b, ibd=(), sibd=()):
     """Case ``b``'s applied updates (whole windows in bounds, as the oracle applies them)
     grouped by the result element they reach: flat target -> update positions."""
     shape = inputs[0].shape[1:]
     index, _, window_in, _ = scatter_geometry(shape, indices[b], updates[0].shape[1:], uwd,
-                                              iwd, smap, ivd)
+                                              iwd, smap, ivd, ibd, sibd)
     targets = _flat(index[window_in], shape)
     groups: dict[int, list[int]] = {}
     for pos, t in enumerate(targets.tolist()):
@@ -439,7 +499,8 @@ def _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b):
 
 
 @alternative("scatter_update_orders")
-def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region, results):
+def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region, results,
+                          ibd=(), sibd=()):
     """What every ``schedule`` gives at the result elements that receive several updates:
     the updates folded into the input value through ``update_computation`` in each order
     (all results alike). Alternative ``p`` holds each element's ``p``-th order (the
@@ -450,7 +511,8 @@ def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region,
     per_case = []
     most = 0
     for b in range(indices.shape[0]):
-        groups, values = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b)
+        groups, values = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b,
+                                        ibd, sibd)
         orders = {}
         for t, pos in groups.items():
             k = len(pos)
@@ -479,11 +541,13 @@ def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region,
 
 
 @condition("scatter_order_unbounded")
-def scatter_order_unbounded(inputs, indices, updates, uwd, iwd, smap, ivd):
+def scatter_order_unbounded(inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(),
+                            sibd=()):
     """Result elements that receive more than :data:`MAX_ORDERED_UPDATES` updates."""
     out = []
     for b in range(indices.shape[0]):
-        groups, _ = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b)
+        groups, _ = _update_groups(inputs, indices, updates, uwd, iwd, smap, ivd, b,
+                                        ibd, sibd)
         m = np.zeros(int(np.prod(inputs[0].shape[1:], dtype=np.int64)), bool)
         for t, pos in groups.items():
             m[t] = len(pos) > MAX_ORDERED_UPDATES
@@ -492,41 +556,48 @@ def scatter_order_unbounded(inputs, indices, updates, uwd, iwd, smap, ivd):
 
 
 @condition("scatter_repeated_updates")
-def scatter_repeated_updates(inputs, indices, updates, uwd, iwd, smap, ivd):
+def scatter_repeated_updates(inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(),
+                             sibd=()):
     """Result elements that more than one in-bounds update element reaches."""
     def one(shape, index, element_in, window_in, _):
         return _hits(shape, index, element_in) > 1
-    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd, ibd,
+                             sibd)
 
 
 @condition("scatter_indices_not_unique")
-def scatter_indices_not_unique(inputs, indices, updates, uwd, iwd, smap, ivd):
+def scatter_indices_not_unique(inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(),
+                               sibd=()):
     """The whole result, where two update elements have the same ``result_index`` (in
     bounds or not)."""
     def one(shape, index, element_in, window_in, _):
         rows = index.reshape(-1, index.shape[-1]) if index.size else np.zeros((0, 1))
         repeated = len(np.unique(rows, axis=0)) < len(rows)
         return np.full(shape, repeated)
-    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd, ibd,
+                             sibd)
 
 
 @condition("scatter_indices_unsorted")
-def scatter_indices_unsorted(inputs, indices, updates, uwd, iwd, smap, ivd):
+def scatter_indices_unsorted(inputs, indices, updates, uwd, iwd, smap, ivd, ibd=(),
+                             sibd=()):
     """The whole result, where ``full_start_index`` read at the update indices in
     row-major order is not non-decreasing (lexicographically)."""
     def one(shape, index, element_in, window_in, start):
         return np.full(shape, not lexicographically_sorted(start))
-    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd)
+    return _scatter_per_case(one, inputs, indices, updates, uwd, iwd, smap, ivd, ibd,
+                             sibd)
 
 
 @condition("scatter_region_implementation_defined")
 def scatter_region_implementation_defined(inputs, indices, updates, uwd, iwd, smap, ivd,
-                                          region):
+                                          region, ibd=(), sibd=()):
     """Result elements where an update computation met an implementation-defined rule of
     an op it calls (applied as the oracle applies them)."""
     attrs = {"update_window_dims": uwd, "inserted_window_dims": iwd,
              "scatter_dims_to_operand_dims": smap, "index_vector_dim": ivd,
-             "update_computation": region}
+             "update_computation": region, "input_batching_dims": list(ibd),
+             "scatter_indices_batching_dims": list(sibd)}
     out = []
     for b in range(indices.shape[0]):
         case = [x[b] for x in inputs] + [indices[b]] + [u[b] for u in updates]

@@ -39,6 +39,9 @@ from . import evaluate_batch, implementation_defined
 #: ops that move elements without computing: masks move the same way
 MOVEMENT = frozenset({"reshape", "transpose", "slice", "concatenate", "broadcast_in_dim",
                       "reverse"})
+#: ops that hand whole values (tuple leaves) through unchanged: each result leaf's mask
+#: is the mask of the operand leaf it is
+LEAF_MOVEMENT = frozenset({"tuple", "get_tuple_element", "optimization_barrier"})
 
 
 @dataclasses.dataclass
@@ -63,9 +66,9 @@ def _flush(x: np.ndarray) -> np.ndarray:
 
 
 def _batched(masks: Sequence[np.ndarray], sig: Signature, shapes) -> list[np.ndarray]:
-    rank = max([len(s) - 1 for s in shapes] + [t.rank for t in sig.input_types])
+    rank = max([len(s) - 1 for s in shapes] + [t.rank for t in sig.input_leaves])
     out = []
-    for m, t in zip(masks, sig.input_types):
+    for m, t in zip(masks, sig.input_leaves):
         if t.rank < rank:
             m = m.reshape((m.shape[0],) + (1,) * (rank - t.rank) + t.shape)
         out.append(m)
@@ -74,10 +77,14 @@ def _batched(masks: Sequence[np.ndarray], sig: Signature, shapes) -> list[np.nda
 
 def propagate(sig: Signature, masks: Sequence[np.ndarray], batch: int) -> list[np.ndarray]:
     """Result masks of one op from its operands' masks (module docstring)."""
-    shapes = [(batch,) + t.shape for t in sig.result_types]
+    shapes = [(batch,) + t.shape for t in sig.result_leaves]
     if not masks or not any(m.any() for m in masks):
         return [np.zeros(s, bool) for s in shapes]
     spec = load_spec(sig.op)
+    if sig.op in LEAF_MOVEMENT:      # the op's own oracle moves the masks (as 0/1 values)
+        moved = evaluate_batch(sig, [np.asarray(m).astype(t.element_type.dtype)
+                                     for m, t in zip(masks, sig.input_leaves)])
+        return [np.asarray(r) != 0 for r in moved]
     if spec.elementwise:
         m = np.logical_or.reduce(np.broadcast_arrays(*_batched(masks, sig, shapes)))
         return [np.broadcast_to(m, s).copy() for s in shapes]
@@ -103,7 +110,7 @@ def _rule_masks(sig: Signature, stacked, expected, batch) -> list[np.ndarray]:
     """Each result's elements that an implementation-defined rule of the op covers (any
     rule: masked, allowed set or permutation group alike)."""
     spec = load_spec(sig.op)
-    out = [np.zeros((batch,) + t.shape, bool) for t in sig.result_types]
+    out = [np.zeros((batch,) + t.shape, bool) for t in sig.result_leaves]
     if not spec.implementation_defined:
         return out
     rules = implementation_defined(sig, stacked, spec, expected)
@@ -162,4 +169,5 @@ def evaluate_program(program: Program, inputs: Sequence[np.ndarray],
     return ProgramValues(values, masked, inexact)
 
 
-__all__ = ["ProgramValues", "evaluate_program", "propagate", "exact_op", "MOVEMENT"]
+__all__ = ["ProgramValues", "evaluate_program", "propagate", "exact_op", "MOVEMENT",
+           "LEAF_MOVEMENT"]

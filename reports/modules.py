@@ -33,6 +33,10 @@ class ModuleRow:
     text: str
     outcomes: dict[str, str]
     first_on: list[str]                 # backends whose first diverging op this is
+    depth: int = 0                      # 1 and more: an op inside a while's region
+    part: str = ""                      # cond or body (of its innermost while)
+    holds_first: list[str] = dataclasses.field(default_factory=list)   # a while whose
+    #                                     region holds the backend's first diverging op
 
 
 @dataclasses.dataclass
@@ -70,19 +74,31 @@ class ModulesView:
         return list(rec.get("unjudged") or [])
 
     def rows(self, module: str) -> list[ModuleRow]:
-        """The module's operations in order, each with every backend's outcome."""
+        """The module's operations in order, each with every backend's outcome; after a
+        while, the ops of its cond and body (check 1 judges them trip by trip)."""
         recs = {b: self.record(module, b) for b in self.backends}
         base = next(r for r in recs.values() if r is not None)
         origins = base.get("origins") or {}
-        out = []
-        for name, op in base.get("operations") or []:
+        firsts = {b: _op_of(r["first"].get("value")) for b, r in recs.items()
+                  if r is not None and r.get("first")}
+        inside: dict[str, list] = {}
+        for name, op, top, depth, part in base.get("loop_operations") or []:
+            inside.setdefault(top, []).append((name, op, depth, part))
+
+        def row(name: str, op: str, depth: int = 0, part: str = "") -> ModuleRow:
             where = origins.get(name) or {}
             outcomes = {b: (r.get("op_outcomes") or {}).get(name, "")
                         for b, r in recs.items() if r is not None}
-            first_on = [b for b, r in recs.items() if r is not None and r.get("first")
-                        and _op_of(r["first"].get("value")) == name]
-            out.append(ModuleRow(name, op, str(where.get("location") or ""),
-                                 str(where.get("text") or ""), outcomes, first_on))
+            return ModuleRow(name, op, str(where.get("location") or ""),
+                             str(where.get("text") or ""), outcomes,
+                             [b for b, f in firsts.items() if f == name], depth, part)
+        out = []
+        for name, op in base.get("operations") or []:
+            top = row(name, op)
+            out.append(top)
+            for inner in inside.get(name, ()):
+                out.append(row(*inner))
+                top.holds_first += out[-1].first_on
         return out
 
     def totals(self, backend: str) -> dict[str, Any]:

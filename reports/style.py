@@ -39,6 +39,8 @@ LOOKS: dict[str, Look] = {
     "crash": Look("#880e4f", "#fff", "crash", "the backend process crashed"),
     "timeout": Look("#00897b", "#fff", "t/o", "the backend timed out"),
     "unsupported": Look("#bdbdbd", "#000", "n/s", "the backend says it does not support this"),
+    "unjudged": Look("#e0e0e0", "#333", "n/j", "not judged: no bound the suite can state "
+                     "(a loop of inexact ops), or the oracle cannot evaluate it"),
     "rejected": Look("#a5d6a7", "#000", "rej", "the invalid program was rejected (correct)"),
     "not_generated": Look("#eeeeee", "#555", "—", "no invalid case breaks this rule alone"),
     "fail": Look("#e53935", "#fff", "fail", "the spec example's result differs"),

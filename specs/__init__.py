@@ -67,6 +67,9 @@ class AttributeSpec:
     element_type: str | None = None   # kind tensor: the constant's element type expression
     shape: str | None = None          # kind tensor: its shape expression
     distribution: str | None = None   # kind tensor: value distribution (generators/values.py)
+    #: may be left out of a signature, and then reads as None (an optional attribute of the
+    #: dialect that is not set: dot_general's algorithm fields)
+    optional: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -581,7 +584,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         attributes.append(AttributeSpec(
             a["name"], a.get("label"), a["kind"], tuple(a.get("values", ())), a.get("choose"),
             tuple(a["range"]) if "range" in a else None, a.get("type_text", ""),
-            a.get("value"), a.get("element_type"), a.get("shape"), a.get("distribution")))
+            a.get("value"), a.get("element_type"), a.get("shape"), a.get("distribution"),
+            bool(a.get("optional", False))))
 
     regions = []
     for i, r in enumerate(data.get("regions", [])):

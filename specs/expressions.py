@@ -573,8 +573,12 @@ class _Evaluator:
         self.text = text
 
     def visit(self, node: ast.AST) -> Any:
-        method = getattr(self, "v_" + type(node).__name__)
-        return method(node)
+        # (the method of each node type, looked up once per type: constraints and rules
+        # are evaluated on every batch)
+        method = _METHODS.get(type(node))
+        if method is None:
+            method = _METHODS[type(node)] = getattr(_Evaluator, "v_" + type(node).__name__)
+        return method(self, node)
 
     def v_Expression(self, node):
         return self.visit(node.body)
@@ -583,13 +587,12 @@ class _Evaluator:
         return node.value
 
     def v_Name(self, node):
-        if node.id in ("true", "True"):
-            return True
-        if node.id in ("false", "False"):
-            return False
-        if node.id in self.env:
-            return _normalise(self.env[node.id])
-        raise ExpressionError(f"unknown name {node.id!r} in {self.text!r}")
+        name = node.id
+        if name in _LITERAL_NAMES:
+            return _LITERAL_NAMES[name]
+        if name in self.env:
+            return _normalise(self.env[name])
+        raise ExpressionError(f"unknown name {name!r} in {self.text!r}")
 
     def v_List(self, node):
         return [self.visit(e) for e in node.elts]
@@ -610,16 +613,19 @@ class _Evaluator:
 
     def v_BoolOp(self, node):
         values = []
+        arrays = False                  # an array among the values so far
         for e in node.values:
             v = self.visit(e)
-            if not _is_array(v) and not any(_is_array(x) for x in values):
+            if not arrays and not _is_array(v):
                 # Short-circuit like Python while everything is a scalar.
                 if isinstance(node.op, ast.And) and not v:
                     return v
                 if isinstance(node.op, ast.Or) and v:
                     return v
+            else:
+                arrays = True
             values.append(v)
-        if any(_is_array(v) for v in values):
+        if arrays:
             fn = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
             return functools.reduce(fn, values)
         return values[-1] if values else None
@@ -676,7 +682,11 @@ class _Evaluator:
         fn = FUNCTIONS.get(node.func.id)
         if fn is None:
             raise ExpressionError(f"unknown function {node.func.id!r} in {self.text!r}")
-        return fn(*(self.visit(a) for a in node.args))
+        return fn(*[self.visit(a) for a in node.args])
+
+
+_METHODS: dict[type, Callable] = {}
+_LITERAL_NAMES = {"true": True, "True": True, "false": False, "False": False}
 
 
 def _bind(target: ast.AST, value: Any, scope: dict, text: str) -> None:

@@ -41,7 +41,8 @@ def checks(spec: OpSpec) -> list[Check]:
                          f"`{t.name}` is a {t.type_text or 'tensor'}", "input_type"))
     for a in spec.attributes:
         if a.kind == "enum":
-            out.append(Check(a.label or a.name, f"`{a.name}` is one of {', '.join(a.values)}",
+            out.append(Check(a.label or a.name, f"`{a.name}` is one of "
+                             f"{', '.join('(not set)' if v is None else str(v) for v in a.values)}",
                              "attribute_value"))
         elif a.kind == "enum_list":
             out.append(Check(a.label or a.name,
@@ -62,6 +63,7 @@ def environment(spec: OpSpec, sig: Signature) -> dict[str, Any]:
         env[t.name] = tt
     for t, tt in zip(spec.outputs, spec.split_outputs(sig.result_types)):
         env[t.name] = tt
+    env.update({a.name: None for a in spec.attributes if a.optional})
     env.update(sig.attributes)
     for a in spec.attributes:            # a tensor constant (constant's value): its array
         if a.kind == "tensor" and a.name in env:
@@ -128,7 +130,8 @@ def violations(sig: Signature, spec: OpSpec | None = None) -> list[str]:
     attrs = sig.attributes
     for a in spec.attributes:
         if a.name not in attrs:
-            broken.append(a.label or a.name)
+            if not a.optional:
+                broken.append(a.label or a.name)
         elif a.kind == "enum" and attrs[a.name] not in a.values:
             broken.append(a.label or a.name)
         elif a.kind == "enum_list" and (not isinstance(attrs[a.name], (list, tuple)) or

@@ -5,7 +5,11 @@ are selected, and the pytest plugin when the conformance suite runs).
 Plans are drawn once for the whole session: the controller points the draw cache
 (generators/draw_cache.py) at a fresh folder that its workers and every `conformance`
 subprocess of a test inherit, and removes it at the end. A test that must draw anew
-(determinism) runs its processes without the variable.
+(determinism) runs its processes without the variable. jax's persistent compilation
+cache is pointed at a session folder the same way: a program that several tests compile
+(the same signature in the gate, the golden verdicts, a CLI test's subprocess) is
+compiled once (issue 33, CI time). It changes no result: the executable is the one XLA
+built; the benchmarks that time compiles turn it off themselves.
 
 Under ``-n 2`` (``--dist worksteal``, pyproject.toml) each worker starts with one half of
 the collection and idle workers steal from the tail of the other's queue: the longest
@@ -13,6 +17,7 @@ tests go to the heads of the halves, so they start at once, side by side, instea
 leaving one worker alone with a ten-minute test at the end."""
 import os
 import shutil
+import sys
 import tempfile
 
 from conformance.backends.jaxlib_support import ask_for_host_devices
@@ -21,35 +26,66 @@ from conformance.generators.draw_cache import ENV as PLAN_CACHE
 ask_for_host_devices()
 
 
+def _session_folder(config, env: str, prefix: str) -> str | None:
+    """A fresh folder named by ``env`` for this session (workers and subprocesses inherit
+    the variable), unless this is a worker or the user chose one."""
+    if hasattr(config, "workerinput") or os.environ.get(env):
+        return None
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.environ[env] = folder
+    config._session_folders = getattr(config, "_session_folders", []) + [(env, folder)]
+    return folder
+
+
 def pytest_configure(config):
-    if hasattr(config, "workerinput") or os.environ.get(PLAN_CACHE):
-        return              # a worker (inherits the controller's), or the user chose one
-    config._plan_cache = tempfile.mkdtemp(prefix="conformance-plans-")
-    os.environ[PLAN_CACHE] = config._plan_cache
+    _session_folder(config, PLAN_CACHE, "conformance-plans-")
+    folder = _session_folder(config, "JAX_COMPILATION_CACHE_DIR", "conformance-jax-cache-")
+    if folder:
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"   # every program
+        if "jax" in sys.modules:        # imported already (no -n): tell its config too
+            import jax
+            jax.config.update("jax_compilation_cache_dir", folder)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def pytest_unconfigure(config):
-    held = getattr(config, "_plan_cache", None)
-    if held:
-        os.environ.pop(PLAN_CACHE, None)
-        shutil.rmtree(held, ignore_errors=True)
+    for env, folder in getattr(config, "_session_folders", []):
+        os.environ.pop(env, None)
+        shutil.rmtree(folder, ignore_errors=True)
+        if env == "JAX_COMPILATION_CACHE_DIR":
+            os.environ.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
 
 
-# The longest tests of a loaded CI-like run (`pytest -n 2 --durations=80`), by node id
-# part: the quick jax gate alone heads the first half; the next longest head the second.
-FIRST_HALF = ("test_shipped_expectations.py::test_SHIPPED_GATE_quick_jax_run",)
-SECOND_HALF = (
-    "test_packing.py::test_packed_and_unpacked_runs_give_the_same_records[xla]",
+# The longest tests of a loaded CI-like run (`pytest -n 2 --durations=80`), longest first,
+# by node id part; they head the two halves of the collection alternately (worksteal
+# then balances the rest). The quick jax gate is one test per op family.
+_GATE = "test_shipped_expectations.py::test_SHIPPED_GATE_quick_jax_run_exits_0_with_the_shipped_expectations"
+LONGEST = (
     "test_determinism.py::test_every_op_s_quick_plan_is_the_same_in_a_fresh_process",
-    "test_scale.py::test_ray_local_two_workers",
+    f"{_GATE}[reduction]",
+    f"{_GATE}[conversion]",
+    f"{_GATE}[indexing]",
+    f"{_GATE}[data_movement]",
+    f"{_GATE}[convolution]",
+    f"{_GATE}[arithmetic]",
+    "test_shipped_expectations.py::test_SHIPPED_GATE_quick_xla_run",
+    f"{_GATE}[collectives]",
+    "test_packing.py::test_packed_and_unpacked_runs_give_the_same_records[xla]",
+    f"{_GATE}[rng]",
+    f"{_GATE}[contraction]",
+    f"{_GATE}[xla_forms]",
+    "test_corpus.py::test_the_corpus_on_jax_and_xla",
+    f"{_GATE}[transcendental]",
     "test_misbehaving_backends.py::test_a_hanging_backend_costs_the_same",
+    "test_scale.py::test_ray_local_two_workers",
     "test_parallel.py::test_pytest_xdist_gives_the_outcomes",
     "test_coverage.py::test_quick_depth_plans_a_rich_signature",
     "test_misbehaving_backends.py::test_a_segfaulting_backend_fails_one_test",
     "test_fuzz_cluster.py::test_ray_campaign_stops_on_sigterm",
     "test_scale.py::test_ray_worker_killed_mid_run",
-    "test_corpus.py::test_the_corpus_on_jax_and_xla",
 )
+FIRST_HALF = LONGEST[0::2]
+SECOND_HALF = LONGEST[1::2]
 
 
 def _first_match(item, parts) -> int | None:

@@ -237,7 +237,9 @@ def test_bitcast_example_is_checked_against_the_allowed_layouts():
 
 def gather_case(start):
     return Signature.make("gather", ["tensor<4xsi32>", "tensor<1xsi32>"], ["tensor<2xsi32>"],
-                          {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+                          {"offset_dims": [0], "collapsed_slice_dims": [],
+                           "operand_batching_dims": [], "start_indices_batching_dims": [],
+                           "start_index_map": [0],
                            "index_vector_dim": 0, "slice_sizes": [2],
                            "indices_are_sorted": False}), \
         np.array([[10, 11, 12, 13]] * len(start), np.int32), \
@@ -287,7 +289,9 @@ def scatter_sig(region, n_idx=1, window=2):
     return Signature.make(
         "scatter", ["tensor<4xsi32>", f"tensor<{n_idx}x1xsi32>", f"tensor<{n_idx}x{window}xsi32>"],
         ["tensor<4xsi32>"],
-        {"update_window_dims": [1], "inserted_window_dims": [], "scatter_dims_to_operand_dims": [0],
+        {"update_window_dims": [1], "inserted_window_dims": [],
+         "input_batching_dims": [], "scatter_indices_batching_dims": [],
+         "scatter_dims_to_operand_dims": [0],
          "index_vector_dim": 1, "indices_are_sorted": False, "unique_indices": False},
         regions=(region,))
 

@@ -610,3 +610,20 @@ def test_a_zero_sign_bug_on_normal_products_still_fails():
     # and the fused backend passes there too
     assert checker.check_case(_PerPart("fused"),
                               _window_case([1 + 1j, 0j], [1 + 1j, 0j])).cls == "pass"
+
+
+def test_the_convolution_bound_finds_its_terms_whatever_was_imported_first(tmp_path):
+    # The contraction module registers the bound's name, so the verdict package no longer
+    # loads its other modules once it is imported: convolution's terms (registered by
+    # verdicts/convolution.py) were missing in a process that had imported the
+    # contraction module directly (an internal error, exit 3, in a CI worker).
+    import subprocess
+    import sys
+    code = ("import sys, conformance.checking.verdicts.contraction\n"
+            "from conformance.apps.cli import main\n"
+            f"sys.exit(main(['run', '--ops', 'convolution', '--types', 'f32', '--depth', "
+            f"'quick', '--backend', 'numpy', '--out', {str(tmp_path / 'out')!r}, "
+            "'--no-progress', '--no-invalid', '--no-examples']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]

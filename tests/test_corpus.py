@@ -43,8 +43,9 @@ def test_the_corpus_on_jax_and_xla_is_read_judged_and_passes_the_shipped_expecta
     out = tmp_path / "out"
     code = cli.main(["check", str(folder), "--backend", "jax,xla", "--depth", "quick",
                      "--seed", "0", "--out", str(out), "--no-minimize"])
-    text = capsys.readouterr().out
-    assert code in (0, 1), text[-3000:]
+    captured = capsys.readouterr()
+    text = captured.out
+    assert code in (0, 1), text[-3000:] + captured.err[-3000:]
     records = list(read_results(out / "results.jsonl"))
     modules = [r for r in records if r.get("kind") == "module"]
     # every model read and checked on both backends

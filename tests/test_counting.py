@@ -19,7 +19,7 @@ from conformance.checking.compare import PASS, classify
 from conformance.core.case import Case, Signature
 from conformance.checking.isolation import BackendCrash, IsolatedBackend
 from conformance.specs import load_spec
-from reports.aggregate import CrossCell
+from conformance.reports.aggregate import CrossCell
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,8 +129,11 @@ def test_cli_totals_are_summary_totals(tmp_path):
     assert n == summary["diverging_signatures"]["backend_error"] > 0
 
 
-def test_heap_corruption_restarts_the_child_and_distrusts_its_answer(tmp_path):
+def test_heap_corruption_restarts_the_child_and_distrusts_its_answer(tmp_path, monkeypatch):
     log = tmp_path / "corrupts.stderr.log"
+    # the (spawned) child imports this module by its locator with the parent's sys.path,
+    # from any working directory
+    monkeypatch.syspath_prepend(str(ROOT))
     b = IsolatedBackend("tests.test_counting:CorruptsHeapOnSeven", log_path=str(log))
     try:
         ok = [np.array([1, 2, 3, 4], np.int32)] * 2

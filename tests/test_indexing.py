@@ -55,6 +55,7 @@ def ref_gather(operand, indices, a, shape):
     oob = np.zeros(tuple(shape), bool)
     offset_dims, collapsed = a["offset_dims"], a["collapsed_slice_dims"]
     smap, ivd, sizes = a["start_index_map"], a["index_vector_dim"], a["slice_sizes"]
+    obd, sibd = a["operand_batching_dims"], a["start_indices_batching_dims"]
     rank = operand.ndim
     batch_dims = [d for d in range(len(shape)) if d not in offset_dims]
     for ri in np.ndindex(*shape):
@@ -67,17 +68,20 @@ def ref_gather(operand, indices, a, shape):
         full_start = [0] * rank
         for ds, do in enumerate(smap):
             full_start[do] = start[ds]
+        full_batching = [0] * rank
+        for do, ds in zip(obd, sibd):
+            full_batching[do] = bi[ds - (0 if ds < ivd else 1)]
         offset = [ri[d] for d in offset_dims]
         full_offset, it = [], iter(offset)
         for d in range(rank):
-            full_offset.append(0 if d in collapsed else next(it))
+            full_offset.append(0 if d in collapsed or d in obd else next(it))
         # the slice, at least one element along every dimension, within the operand?
         inside = all(0 <= full_start[d] and full_start[d] + max(sizes[d], 1) <= operand.shape[d]
                      for d in range(rank))
         oob[ri] = not inside
         clamped = [min(max(s, 0), max(operand.shape[d] - sizes[d], 0))
                    for d, s in enumerate(full_start)]
-        index = [c + o for c, o in zip(clamped, full_offset)]
+        index = [c + b + o for c, b, o in zip(clamped, full_batching, full_offset)]
         if inside:
             assert clamped == full_start
         if all(0 <= i < n for i, n in zip(index, operand.shape)):
@@ -114,10 +118,13 @@ def test_gather_oracle_matches_the_spec_formula_and_masks_out_of_bounds_slices()
 
 
 def test_gather_signatures_cover_the_dimension_number_space():
-    """Operand ranks 0..4, zero-sized dimensions, every index_vector_dim position
-    including the implicit one, collapsed and offset dimensions, index types."""
+    """Operand ranks 0..4 (and the padded rank 6), zero-sized dimensions, every
+    index_vector_dim position including the implicit one, collapsed and offset
+    dimensions, index types, one and two batching dimensions (paired out of order, and
+    after the index vector dimension)."""
     seen = {"ranks": set(), "zero": False, "implicit": False, "ivd_first": False,
-            "collapsed": False, "no_offsets": False, "itypes": set(), "sorted_flag": False}
+            "collapsed": False, "no_offsets": False, "itypes": set(), "sorted_flag": False,
+            "batching": set(), "batching_crossed": False, "batching_after_ivd": False}
 
     @settings(SETTINGS, max_examples=150)
     @given(signatures("gather", profile="quick"))
@@ -133,10 +140,15 @@ def test_gather_signatures_cover_the_dimension_number_space():
         seen["no_offsets"] |= not a["offset_dims"]
         seen["itypes"].add(idx.element_type.name)
         seen["sorted_flag"] |= a["indices_are_sorted"]
+        sibd = a["start_indices_batching_dims"]
+        seen["batching"].add(len(sibd))
+        seen["batching_crossed"] |= sibd != sorted(sibd)
+        seen["batching_after_ivd"] |= any(d > a["index_vector_dim"] for d in sibd)
 
     check()
-    assert seen["ranks"] == {0, 1, 2, 3, 4}
-    assert all(v for k, v in seen.items() if k not in ("ranks", "itypes"))
+    assert seen["ranks"] == {0, 1, 2, 3, 4, 6}
+    assert seen["batching"] == {0, 1, 2}
+    assert all(v for k, v in seen.items() if k not in ("ranks", "itypes", "batching"))
     assert len(seen["itypes"]) >= 6
 
 
@@ -163,7 +175,9 @@ def test_gather_clamps_extreme_start_indices_conventionally(itype, value, expect
     et = element_type(itype)
     start = np.array([value], dtype=np.uint64 if et.is_unsigned else np.int64).astype(et.dtype)
     x = np.arange(5, dtype=np.int8)
-    attrs = {"offset_dims": [0], "collapsed_slice_dims": [], "start_index_map": [0],
+    attrs = {"offset_dims": [0], "collapsed_slice_dims": [],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
+             "start_index_map": [0],
              "index_vector_dim": 0, "slice_sizes": [2], "indices_are_sorted": False}
     case = Case.make("gather", [x, start], ["tensor<2xsi8>"], attrs)
     assert violations(case.signature) == []
@@ -174,7 +188,9 @@ def test_gather_clamps_extreme_start_indices_conventionally(itype, value, expect
 
 def test_gather_unsorted_indices_with_the_sorted_flag_are_masked():
     x = np.arange(6, dtype=np.int32)
-    attrs = {"offset_dims": [], "collapsed_slice_dims": [0], "start_index_map": [0],
+    attrs = {"offset_dims": [], "collapsed_slice_dims": [0],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
+             "start_index_map": [0],
              "index_vector_dim": 1, "slice_sizes": [1], "indices_are_sorted": True}
     up = Case.make("gather", [x, np.array([1, 1, 4], np.int32)], ["tensor<3xsi32>"], attrs)
     assert violations(up.signature) == []
@@ -190,7 +206,9 @@ def test_gather_collapsed_dimension_of_slice_size_zero():
     """C8 allows a collapsed dimension of slice size 0; the result still has elements,
     read at offset 0 of that dimension."""
     x = np.arange(9, dtype=np.int32).reshape(3, 3)
-    attrs = {"offset_dims": [0], "collapsed_slice_dims": [0], "start_index_map": [0, 1],
+    attrs = {"offset_dims": [0], "collapsed_slice_dims": [0],
+             "operand_batching_dims": [], "start_indices_batching_dims": [],
+             "start_index_map": [0, 1],
              "index_vector_dim": 0, "slice_sizes": [0, 3], "indices_are_sorted": False}
     case = Case.make("gather", [x, np.array([2, 0], np.int32)], ["tensor<3xsi32>"], attrs)
     assert violations(case.signature) == []
@@ -217,6 +235,7 @@ def ref_scatter(case):
     rank = len(shape)
     uwd, iwd = a["update_window_dims"], a["inserted_window_dims"]
     smap, ivd = a["scatter_dims_to_operand_dims"], a["index_vector_dim"]
+    ibd, sibd = a["input_batching_dims"], a["scatter_indices_batching_dims"]
     region = sig.regions[0]
     oob = np.zeros(shape, bool)
     hits = np.zeros(shape, np.int64)
@@ -231,12 +250,14 @@ def ref_scatter(case):
         full_start = [0] * rank
         for ds, do in enumerate(smap):
             full_start[do] = start[ds]
+        for do, ds in zip(ibd, sibd):
+            full_start[do] = si[ds - (0 if ds < ivd else 1)]      # full_batching_index
         window = [ui[d] for d in uwd]
         full_window, it = [], iter(window)
         extent, its = [], iter(window_sizes)
         for d in range(rank):
-            full_window.append(0 if d in iwd else next(it))
-            extent.append(1 if d in iwd else next(its))
+            full_window.append(0 if d in iwd or d in ibd else next(it))
+            extent.append(1 if d in iwd or d in ibd else next(its))
         ri = tuple(s + w for s, w in zip(full_start, full_window))
         inside = all(0 <= ri[d] < shape[d] for d in range(rank))
         whole = all(0 <= full_start[d] and full_start[d] + extent[d] <= shape[d]
@@ -293,7 +314,8 @@ def test_scatter_oracle_matches_the_spec_formula_and_masks():
 
 def test_scatter_signatures_cover_the_dimension_number_space():
     seen = {"ranks": set(), "n": set(), "bodies": set(), "implicit": False, "mixed": False,
-            "zero": False, "unique": False, "sorted": False}
+            "zero": False, "unique": False, "sorted": False, "batching": set(),
+            "batching_crossed": False, "batching_after_ivd": False}
 
     @settings(SETTINGS, max_examples=150)
     @given(signatures("scatter", profile="quick"))
@@ -310,15 +332,21 @@ def test_scatter_signatures_cover_the_dimension_number_space():
         seen["zero"] |= any(0 in t.shape for t in sig.input_types)
         seen["unique"] |= a["unique_indices"]
         seen["sorted"] |= a["indices_are_sorted"]
+        sibd = a["scatter_indices_batching_dims"]
+        seen["batching"].add(len(sibd))
+        seen["batching_crossed"] |= sibd != sorted(sibd)
+        seen["batching_after_ivd"] |= any(d > a["index_vector_dim"] for d in sibd)
 
     check()
-    assert seen["ranks"] == {0, 1, 2, 3, 4} and seen["n"] == {1, 2, 3}
+    assert seen["ranks"] == {0, 1, 2, 3, 4, 6} and seen["n"] == {1, 2, 3}
+    assert seen["batching"] == {0, 1, 2}
     assert seen["bodies"] == {"replace", "add", "multiply", "maximum", "minimum", "subtract"}
-    assert all(v for k, v in seen.items() if k not in ("ranks", "n", "bodies"))
+    assert all(v for k, v in seen.items() if k not in ("ranks", "n", "bodies", "batching"))
 
 
 def _scatter_case(operand, indices, updates, region, **attrs):
     a = {"update_window_dims": [1], "inserted_window_dims": [],
+         "input_batching_dims": [], "scatter_indices_batching_dims": [],
          "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
          "indices_are_sorted": False, "unique_indices": False, **attrs}
     case = Case.make("scatter", [operand, indices, updates], [f"tensor<{operand.size}xsi32>"],
@@ -380,6 +408,7 @@ def test_scatter_masks_what_the_region_ops_leave_implementation_defined():
     conventionally but is masked; an update that does not overflow is checked."""
     x = np.array([100, 1, 0], np.int8)
     attrs = {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False}
     case = Case.make("scatter", [x, np.array([[0], [1]], np.int32), np.array([100, 5], np.int8)],
@@ -395,6 +424,7 @@ def test_xla_scatter_with_an_empty_index_vector():
     full_start_index is 0), XLA scatters update i to element i instead of element 0; the
     interpreter follows the spec. gather with an empty index vector is right."""
     attrs = {"update_window_dims": [], "inserted_window_dims": [0],
+             "input_batching_dims": [], "scatter_indices_batching_dims": [],
              "scatter_dims_to_operand_dims": [], "index_vector_dim": 1,
              "indices_are_sorted": False, "unique_indices": False}
     case = Case.make("scatter", [np.zeros(3, np.int8), np.zeros((3, 0), np.int8),

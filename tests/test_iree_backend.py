@@ -109,3 +109,28 @@ def test_an_in_process_pytest_session_ends_without_nanobind_leak_reports(tmp_pat
                        env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
     assert "passed" in p.stdout or "failed" in p.stdout, p.stdout + p.stderr
     assert "nanobind" not in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
+
+
+def test_a_whole_module_runs_on_iree_and_its_fma_contraction_is_the_compiles(iree):
+    """`conformance check`'s checks 2 and 3 need a program path: IREE compiles the
+    module's canonical text whole (conformance.mlir.program_emit). multiply then add,
+    each right alone, come out of the whole module as one fused multiply-add: a
+    finding of the whole compile (``fusion``), no op's own."""
+    from conformance.checking.modules import check_module
+    from conformance.mlir.reader import read_text
+    read = read_text("""func.func @main(%a: tensor<2xf32>, %c: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.multiply %a, %a : tensor<2xf32>
+  %1 = stablehlo.add %0, %c : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+""", "fma.mlir")
+    # (1 + 2^-12)^2 rounds to 1 + 2^-11 in f32; minus that, 0 when rounded twice, 2^-24
+    # when rounded once
+    xs = [np.full((2, 2), np.float32(1 + 2 ** -12)), np.full((2, 2), np.float32(-(1 + 2 ** -11)))]
+    v = check_module(iree, read, xs, 2)
+    assert v.op_outcomes == {"v0": "pass", "v1": "pass"} and not v.op_by_op
+    assert v.whole["outcome"] == "value" and v.whole["fusion"] is True
+    assert v.first["op"] == "add" and v.first["actual"] == 2.0 ** -24
+    # where no rounding is at stake the whole module agrees (and the check ran)
+    w = check_module(iree, read, [np.ones((2, 2), np.float32)] * 2, 2)
+    assert w.outcome == "pass" and w.whole["outcome"] == "pass" and "exact" in w.whole["checks"]

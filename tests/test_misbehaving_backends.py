@@ -86,6 +86,21 @@ class WrongShape(_Vendor):
 
     def wrap(self, out, inputs):
         return [np.asarray(r)[..., None] for r in out]
+
+
+class _WholeModules:
+    """Runs a whole module op by op through its own single-op executables: a module
+    that holds the op it misbehaves on misbehaves as a whole too."""
+
+    def compile_program(self, program):
+        from conformance.backends.programs import op_by_op
+        run = op_by_op(self, program)
+        return lambda xs: [run(xs)[r] for r in program.results]
+
+
+class SegfaultsInModules(_WholeModules, Segfaults):
+    name = "segfaults-modules"
+
 '''
 
 TIMEOUT = "2"
@@ -264,6 +279,8 @@ def test_a_misbehaving_backend_fails_the_modules_test_not_the_pytest_session(
          "test_module", "-p", "no:cacheprovider", "-p", "no:randomly",
          f"--conformance-backend=misbehaving:{cls}",
          f"--conformance-modules={vendor_dir / 'mods'}", "--conformance-seed=0",
+         # (the op filters only make collection short: modules are not filtered by op)
+         "--conformance-ops=abs", "--conformance-types=f32",
          f"--conformance-timeout={TIMEOUT}", f"--junitxml={xml}"],
         cwd=vendor_dir, env=_env(vendor_dir), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -273,3 +290,88 @@ def test_a_misbehaving_backend_fails_the_modules_test_not_the_pytest_session(
     rec = json.loads(prop.get("value"))
     assert rec["outcome"] == outcome and rec["first"]["op"] == "abs"
     assert re.search(r"abs at model\.mlir:[34]:8", proc.stdout), proc.stdout[-3000:]
+
+
+# A crash or hang in the middle of a module, through both routes. The segfaulting vendor
+# class runs whole modules too (checks 2 and 3), op by op, so the whole module crashes at
+# the same abs; the ops after abs must still be judged, the next module still checked.
+MID_MODULE = """func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %0 = stablehlo.negate %x : tensor<64xf32>
+  %1 = stablehlo.abs %0 : tensor<64xf32>
+  %2 = stablehlo.multiply %1, %x : tensor<64xf32>
+  %3 = stablehlo.add %2, %0 : tensor<64xf32>
+  func.return %3 : tensor<64xf32>
+}
+"""
+
+NEXT_MODULE = """func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.negate %x : tensor<8xf32>
+  func.return %0 : tensor<8xf32>
+}
+"""
+
+
+def _module_record(rec: dict) -> dict:
+    """A module record without what differs between two processes of one check: the
+    seconds, the stderr log's path, the CLI's reproducer folder (the plugin writes none)."""
+    rec = _norm(rec)
+    rec.pop("seconds")
+    rec.pop("repro", None)
+    return rec
+
+
+@pytest.mark.parametrize("cls, outcome, whole", [
+    ("SegfaultsInModules", "crash", "crash"),
+    # (Hangs has no program path: hanging in the whole module too would cost two more
+    # timeouts a route, in its run and in finding the op that hangs alone)
+    ("Hangs", "timeout", "unsupported")])
+def test_a_crash_or_hang_mid_module_gives_the_plugin_the_records_of_the_check_command(
+        vendor_dir, cls, outcome, whole):
+    """`pytest -k test_module --conformance-modules=DIR` and `conformance check DIR`
+    on a vendor class that segfaults (hangs) at the second of four ops (the segfaulting
+    one in the whole module too): on both routes that op's finding is a crash
+    (timeout), the two ops after it are judged and pass, the next module is checked and
+    passes, and the plugin's records are the command's (same seed, same drawn values)."""
+    (vendor_dir / "mods").mkdir()
+    (vendor_dir / "mods" / "a_model.mlir").write_text(MID_MODULE)
+    (vendor_dir / "mods" / "b_model.mlir").write_text(NEXT_MODULE)
+    check = subprocess.run(
+        [sys.executable, "-m", "conformance", "check", "mods", "--backend",
+         f"misbehaving:{cls}", "--seed", "0", "--depth", "quick", "--timeout", TIMEOUT,
+         "--out", "check"],
+        cwd=vendor_dir, env=_env(vendor_dir), capture_output=True, text=True, timeout=600)
+    assert check.returncode == 1, check.stdout[-3000:] + check.stderr[-3000:]
+    recs = [json.loads(line) for line in
+            (vendor_dir / "check" / "results.jsonl").read_text().splitlines()]
+    assert recs[-1]["kind"] == "end"
+    by_cli = {r["id"]: r for r in recs if r["kind"] == "module"}
+
+    xml = vendor_dir / "junit.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.apps.suite", "-k",
+         "test_module", "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--conformance-backend=misbehaving:{cls}", "--conformance-modules=mods",
+         # (the op filters only make collection short: modules are not filtered by op)
+         "--conformance-ops=abs", "--conformance-types=f32", "--conformance-seed=0",
+         "--conformance-depth=quick", f"--conformance-timeout={TIMEOUT}",
+         f"--junitxml={xml}"],
+        cwd=vendor_dir, env=_env(vendor_dir), capture_output=True, text=True, timeout=600)
+    # the session survives: one failed test, the next module's test passed
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\b1 failed, 1 passed\b", proc.stdout), proc.stdout[-3000:]
+    assert "first diverging op: abs at a_model.mlir:3:8" in proc.stdout
+    by_plugin = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        (prop,) = [p for p in case.iter("property") if p.get("name") == "conformance_module"]
+        by_plugin[case.get("name")] = json.loads(prop.get("value"))
+    a, b = by_plugin["test_module[a_model.mlir]"], by_plugin["test_module[b_model.mlir]"]
+    assert a["outcome"] == outcome and a["first"]["op"] == "abs"
+    assert a["first"]["check"] == "op_by_op" and a["first"]["class"] == outcome
+    # abs is the finding; negate before it and multiply, add after it were judged
+    assert a["op_outcomes"] == {"v0": "pass", "v1": outcome, "v2": "pass", "v3": "pass"}
+    assert a["judged_ops"] == 3 and [f["op"] for f in a["op_by_op"]] == ["abs"]
+    assert a["whole"]["outcome"] == whole        # the whole module failed there too
+    assert b["outcome"] == "pass" and b["op_outcomes"] == {"v0": "pass"}
+    # nothing is lost: the plugin's records are the command's
+    assert _module_record(a) == _module_record(by_cli["mods/a_model.mlir"])
+    assert _module_record(b) == _module_record(by_cli["mods/b_model.mlir"])

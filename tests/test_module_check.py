@@ -644,3 +644,48 @@ def test_an_op_the_backend_fails_on_is_a_finding_and_the_ops_after_it_are_still_
     w = check_module(bad, read, _inputs(read), 4)
     assert {f.op for f in w.op_by_op} == {"multiply", "exponential"}
     assert w.op_outcomes[ops["exponential"]] == "accuracy"
+
+
+def test_the_report_highlights_a_first_diverging_op_inside_a_loop_with_its_text(
+        tmp_path, capsys):
+    """A wrong tanh in an RNN's loop body (judged trip by trip): the module page lists
+    the loop's cond and body ops under the while, highlights the tanh as the first
+    diverging op (the while as holding it), links the first-op box to its row and shows
+    the tanh's own StableHLO text; the right backend's column has no highlight."""
+    import html as html_lib
+    import re
+    path = tmp_path / "rnn.mlir"
+    path.write_text(TANH_LOOP)
+    out = tmp_path / "out"
+    cli.main(["check", str(path), "--backend",
+              "test_module_check:WrongTanh,test_module_check:OracleProgram",
+              "--depth", "quick", "--out", str(out)])
+    (page,) = (out / "modules").glob("module-0-*.html")
+    text = page.read_text()
+    rows = re.findall(r'<tr id="op-(v\d+)"(?: class="([^"]*)")?>(.*?)</tr>', text, re.S)
+    order = [name for name, _, _ in rows]
+    classes = {name: set(c.split()) for name, c, _ in rows}
+    cells = {name: html_lib.unescape(body) for name, _, body in rows}
+    ops = {name: re.findall(r"<td[^>]*><code>(\w*)</code>", body)[1]     # the Op column
+           for name, body in cells.items()}
+    loop = next(n for n, op in ops.items() if op == "while")
+    tanh = next(n for n, op in ops.items() if op == "tanh")
+    exp = next(n for n, op in ops.items() if op == "exponential")
+    # the loop's ops are rows right after the while, before the op after the loop
+    inside = order[order.index(loop) + 1:order.index(exp)]
+    assert {ops[n] for n in inside} == {"constant", "compare", "add", "tanh"}
+    assert all("in-loop" in classes[n] for n in inside)
+    assert "cond" in cells[inside[0]] and "body" in cells[tanh]
+    # the highlight: the tanh itself, and the while as holding it; nothing else
+    assert [n for n in order if "first-diverging" in classes[n]] == [tanh]
+    assert [n for n in order if "holds-first" in classes[n]] == [loop]
+    assert "rnn.mlir:11:12" in cells[tanh] and "<strong>first</strong>" in cells[tanh]
+    assert '"stablehlo.tanh"(%arg2)' in cells[tanh]          # its own text, in its row
+    # the constants cloned into the regions are named where they stand in the module
+    assert all(re.search(r"rnn\.mlir:\d+:\d+", cells[n]) for n in inside)
+    # the box of the first diverging op: a link to its row, the tanh's text
+    box = html_lib.unescape(text[text.index('id="first-wrong-tanh"'):])
+    box = box[:box.index("</div>")]
+    assert f'href="#op-{tanh}"' in box and "rnn.mlir:11:12" in box
+    assert '"stablehlo.tanh"(%arg2)' in box and "stablehlo.while" not in box
+    assert 'id="first-oracle-program"' not in text

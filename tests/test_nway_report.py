@@ -5,9 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.aggregate import CrossCell, OpData
-from reports.nway import nway, odd_one_out, render
-from tests.test_counting import OffByOne, Oracle
+from conformance.reports.aggregate import CrossCell, OpData
+from conformance.reports.nway import nway, odd_one_out, render
+from test_counting import OffByOne, Oracle  # tests/ is on sys.path under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOUR = ["a", "b", "c", "d"]
@@ -53,7 +53,8 @@ class OracleThree(Oracle):
 
 def test_four_backend_run_shows_the_table(tmp_path):
     out = tmp_path / "o"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
     names = ["tests.test_counting:Oracle", "tests.test_nway_report:OracleToo",
              "tests.test_nway_report:OracleThree", "tests.test_counting:OffByOne"]
     p = subprocess.run([sys.executable, "-m", "conformance", "run", "--backend",

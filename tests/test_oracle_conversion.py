@@ -399,9 +399,12 @@ def ref_reduce_precision(v: float, src: str, e_bits: int, m_bits: int) -> float:
             e -= 1
         while Fraction(2) ** (e + 1) <= a:
             e += 1
-        quantum = Fraction(2) ** (max(e, fmt.emin) - m_bits)
+        # (an exponent wider than the source's holds the source's subnormals as normal
+        # numbers: their own exponent's quantum, issue 32 item 7)
+        wider = e_bits > SRC_EBITS[src]
+        quantum = Fraction(2) ** ((e if wider else max(e, fmt.emin)) - m_bits)
         scaled = a / quantum
-        if m_bits == 0 and scaled.denominator == 2 and e >= fmt.emin:
+        if m_bits == 0 and scaled.denominator == 2 and (e >= fmt.emin or wider):
             # A tie with no mantissa bits left: both neighbours are powers of two, and
             # "ties to even" has no even significand to choose. Not checked here; see
             # test_reduce_precision_zero_mantissa_ties.

@@ -27,6 +27,10 @@ text lets a NaN survive, and steps 2 and 3 say what it becomes, infinity with th
 original sign (XLA on CPU keeps the NaN, recorded in expectations/jax-cpu.yaml; the
 interpreter gives +inf whatever the sign).
 """
+import math
+from fractions import Fraction
+
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -95,3 +99,46 @@ def test_the_spec_example_bit_for_bit():
     bits = [0xFF800000, 0x7F800000, 0x7FFFFFFF, 0x00000000, 0x447A0000, 0x49742400]
     assert reduce_precision("f32", bits, 5, 2) == [0xFF800000, 0x7F800000, 0x7FFFFFFF,
                                                    0x00000000, 0x44800000, 0x7F800000]
+
+
+def _round_value(v: Fraction, m: int) -> Fraction:
+    """v rounded to m mantissa bits (m + 1 significant bits), ties to even, on the exact
+    value: the spec's first step where the exponent is unbounded."""
+    if v == 0:
+        return v
+    e = math.floor(math.log2(abs(v)))
+    while Fraction(2) ** e > abs(v):
+        e -= 1
+    while Fraction(2) ** (e + 1) <= abs(v):
+        e += 1
+    unit = Fraction(2) ** (e - m)
+    if m == 0 and abs(v) / unit == Fraction(3, 2):
+        # a tie between 2^e and 2^(e+1): "even" is the encoding's last bit, the biased
+        # exponent's (every bias 2^(k-1) - 1 is odd, so the even one has an odd e)
+        return (1 if v > 0 else -1) * unit * (1 if e % 2 else 2)
+    return round(v / unit) * unit              # Fraction's round: ties to even
+
+
+@pytest.mark.parametrize("et", ["f8E4M3FN", "f8E5M2"])
+@pytest.mark.parametrize("m", [0, 1, 2])
+def test_the_value_is_rounded_not_a_subnormal_s_stored_bits(et, m):
+    # Issue 32 item 7: with an exponent at least as wide as the operand's, the steps keep
+    # every value the other type holds: f8E4M3FN 0x03 = 1.5 * 2^-8 with one mantissa bit
+    # stays 0x03 (the oracle had rounded the subnormal's stored bits 011 to 100: 0x04).
+    # Every finite bit pattern against the exact value rounded to m mantissa bits.
+    t = element_type(et)
+    patterns = [b for b in range(256)
+                if np.isfinite(float(from_bit_patterns(np.array([b], np.uint64), t)[0]))]
+    got = reduce_precision(et, patterns, 11, m)
+    largest = float(ml_dtypes.finfo(t.dtype).max)
+    for b, out in zip(patterns, got):
+        v = Fraction(float(from_bit_patterns(np.array([b], np.uint64), t)[0]))
+        want = _round_value(v, m)
+        result = float(from_bit_patterns(np.array([out], np.uint64), t)[0])
+        if abs(want) > largest:                # past the type's range: its overflow
+            assert not np.isfinite(result), (et, hex(b), m, result)
+        else:
+            assert Fraction(result) == want and (b >> 7) == (out >> 7), (et, hex(b), m,
+                                                                         result, want)
+    if et == "f8E4M3FN" and m == 1:
+        assert reduce_precision(et, [0x03, 0x05, 0x07], 11, 1) == [0x03, 0x04, 0x08]

@@ -33,7 +33,10 @@ pad signature's diverging case is a quieted signalling NaN instead; and for clas
 (issue 33, the warm path: the systematic positions of a batch take their values from
 pools drawn once per seed, the same classes at the same positions), which changed the
 counts of 172 signature records of convert, multiply, add and sort (same coverage) and
-puts one bf16 NaN whose payload jax's sort quiets into a quick sort bf16 batch::
+puts one bf16 NaN whose payload jax's sort quiets into a quick sort bf16 batch; and for
+gather and scatter with batching dimensions (issue 30: signatures carry the batching
+attributes and the rules their 2026-08 numbers, so every gather/scatter record's key
+changes: 119 differ, 162 new; no other record changes)::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\

@@ -57,7 +57,8 @@ def test_the_version_is_the_spec_sections_text_unless_rules_changed():
             assert version == "stablehlo-2026-08", f"{op}: {version}"
         else:                         # XLA's own ops: the XLA text their section names
             assert version == f"xla-{section[:3]}" and not changes, f"{op}: {version}"
-    assert sorted(newer) == ["all_to_all", "transpose"]
+    assert sorted(newer) == ["all_gather", "all_reduce", "all_to_all", "dot_general", "gather",
+                             "scatter", "transpose"]
 
 
 def test_the_loaded_spec_carries_version_and_changes():
@@ -66,9 +67,14 @@ def test_the_loaded_spec_carries_version_and_changes():
     assert specs["tan"].spec_version == "xla-001"
     a2a = specs["all_to_all"]
     assert a2a.spec_version == "stablehlo-2026-08"
-    assert [c["rule"].split()[0] for c in a2a.spec_changes] == ["C8"]
-    c8 = next(c for c in a2a.constraints if c.id == "C8")
-    assert "split_dimension != concat_dimension" in c8.text
+    assert [c["rule"].split()[0] for c in a2a.spec_changes] == ["C9", "C8", "I1,"]
+    c9 = next(c for c in a2a.constraints if c.id == "C9")
+    assert "split_dimension != concat_dimension" in c9.text
+    assert "dim(replica_groups, 1) = split_count" in next(
+        c for c in a2a.constraints if c.id == "C8").text
+    dg = specs["dot_general"]
+    assert dg.spec_version == "stablehlo-2026-08"
+    assert {"C21", "C22", "C23", "C24"} <= {c.id for c in dg.constraints}
     # the newer text's recv rule is not followed: the dialect's verifier keeps the seed's
     assert specs["recv"].spec_version == "stablehlo-003-seed"
 
@@ -79,7 +85,7 @@ def test_list_and_show_print_the_version(capsys):
     assert "stablehlo-2026-08" in line
     assert main(["show", "all_to_all"]) == 0
     out = capsys.readouterr().out
-    assert "(text: stablehlo-2026-08)" in out and "follows the newer text in C8" in out
+    assert "(text: stablehlo-2026-08)" in out and "follows the newer text in C9" in out
 
 
 SEED_ADD = """## Ops

@@ -194,16 +194,20 @@ def _with_type_keys(findings: list[dict], program) -> list[dict]:
     from conformance.generators.programs import type_key
     producer = program.producer()
     inside = region_operations(program)     # ops inside loops, judged trip by trip
+    by_name = {o.name: o for o in program.operations}   # an op of no result value
     for f in findings:
         at = f.get("at") or f.get("value")
         if at in producer:
             f["type_key"] = type_key(program.operations[producer[at][0]].signature)
+        elif at in by_name:
+            f["type_key"] = type_key(by_name[at].signature)
         elif at in inside:
             f["type_key"] = type_key(inside[at][0].signature)
     return findings
 
 
 def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
+    from conformance.checking.modules import loop_operations
     whole = dict(verdict.whole)
     if whole.get("findings"):
         whole["findings"] = _with_type_keys([dict(f) for f in whole["findings"]],
@@ -219,7 +223,9 @@ def record(read, backend, verdict, seconds: float) -> dict[str, Any]:
         "op_outcomes": verdict.op_outcomes, "seconds": round(seconds, 4),
         # every op's place in the module (texts cut: a weight constant can be large)
         "origins": {k: {**o.to_json(), "text": _cut(o.text)} for k, o in read.origins.items()},
-        "operations": [[o.name, o.op] for o in read.program.operations]}
+        "operations": [[o.name, o.op] for o in read.program.operations],
+        "loop_operations": [[o.name, o.op, top, depth, part] for o, top, depth, part
+                            in loop_operations(read.program)]}
     if verdict.diverges:
         rec["program"] = read.program.to_json()
     return rec

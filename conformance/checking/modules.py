@@ -45,7 +45,8 @@ from conformance.checking.programs import Finding, check_program, finding_of, ju
 from conformance.checking.verdicts.control_flow import NoBound
 from conformance.mlir.reader import ReadModule
 
-__all__ = ["ModuleVerdict", "check_module", "op_by_op_findings", "NOT_DIVERGING"]
+__all__ = ["ModuleVerdict", "check_module", "loop_operations", "op_by_op_findings",
+           "region_operations", "NOT_DIVERGING"]
 
 #: a module's outcomes that are no divergence (the CLI's exit code, the report, JUnit)
 NOT_DIVERGING = ("pass", "unsupported", "unjudged")
@@ -111,8 +112,8 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
                 unsupported.append(f"{o.op} at {where}: {e}")
                 outcomes[o.name] = "unsupported"
             else:   # a finding of this op; the ops after it are still judged
-                findings.append(Finding(o.results[0], o.op, "op_by_op", failure_class(e), 0,
-                                        0, (), None, error_text(e)[:300], at=o.results[0]))
+                findings.append(Finding(_key(o), o.op, "op_by_op", failure_class(e), 0,
+                                        0, (), None, error_text(e)[:300], at=_key(o)))
                 outcomes[o.name] = findings[-1].cls
                 if operands is not None and not operands:   # every case: which failed is unknown
                     operands.append((o, [np.asarray(x) for x in xs]))
@@ -139,8 +140,8 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
             continue
         judged += 1
         if verdict.type_message is not None:
-            findings.append(Finding(o.results[0], o.op, "op_by_op", "type", 0, 0, (),
-                                    None, verdict.type_message, at=o.results[0]))
+            findings.append(Finding(_key(o), o.op, "op_by_op", "type", 0, 0, (),
+                                    None, verdict.type_message, at=_key(o)))
             outcomes[o.name] = "type"
             continue
         mine = []
@@ -157,6 +158,12 @@ def op_by_op_findings(backend: Backend, read: ReadModule, inputs: Sequence[np.nd
     return findings, judged, unsupported
 
 
+def _key(o) -> str:
+    """The value a finding of operation ``o`` is named by: its first result, or the
+    operation's own name where it has none (a token's op: after_all)."""
+    return o.results[0] if o.results else o.name
+
+
 #: the most trips of a loop judged inside, per case (the rest of the loop is not judged)
 MAX_LOOP_TRIPS = 1000
 
@@ -164,17 +171,26 @@ MAX_LOOP_TRIPS = 1000
 def region_operations(program) -> dict[str, tuple[Any, str]]:
     """Every value an op inside a while's regions makes (at any depth): its operation
     and the name of the module-level while that holds it."""
-    from conformance.core import region_program
-    out: dict[str, tuple[Any, str]] = {}
+    return {r: (o, top) for o, top, _, _ in loop_operations(program) for r in o.results}
 
-    def walk(ops, top: str | None):
+
+def loop_operations(program) -> list[tuple[Any, str, int, str]]:
+    """Every op inside a while's cond and body (at any depth; check 1 judges them trip
+    by trip), in module order: (its operation, the module-level while that holds it,
+    its depth (1 in a module-level while's regions), ``cond`` or ``body`` of the
+    innermost while)."""
+    from conformance.core import region_program
+    out: list[tuple[Any, str, int, str]] = []
+
+    def walk(ops, top: str | None, depth: int, part: str):
         for o in ops:
             if top is not None:
-                out.update((r, (o, top)) for r in o.results)
+                out.append((o, top, depth, part))
             if o.op == "while":
-                for text in o.signature.regions:
-                    walk(region_program.parse(text).program.operations, top or o.name)
-    walk(program.operations, None)
+                for text, which in zip(o.signature.regions, ("cond", "body")):
+                    walk(region_program.parse(text).program.operations, top or o.name,
+                         depth + 1, which)
+    walk(program.operations, None, 0, "")
     return out
 
 
@@ -311,8 +327,9 @@ def _first(read: ReadModule, mine: list[Finding], whole) -> dict[str, Any] | Non
     def op_name(value: str | None) -> str | None:
         if value in inside:             # an op inside a loop: the loop's place
             return inside[value][1]
-        return read.program.operations[producer[value][0]].name \
-            if value in producer else None
+        if value in producer:
+            return read.program.operations[producer[value][0]].name
+        return value if value in order else None    # an op of no result value (a token)
 
     candidates = [(f, "op_by_op") for f in mine] + \
         [(f, f.check) for f in whole.findings]

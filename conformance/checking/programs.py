@@ -198,8 +198,9 @@ def _failing_ops(backend, program: Program, cls: str, oracle: ProgramValues
         except Unsupported:
             continue
         except Exception as e:  # noqa: BLE001 - this op fails alone
-            out.append(Finding(o.results[0], o.op, "compile", failure_class(e), 0, 0, (),
-                               None, error_text(e)[:300], fusion=False, at=o.results[0]))
+            at = o.results[0] if o.results else o.name      # (a token's op: no value)
+            out.append(Finding(at, o.op, "compile", failure_class(e), 0, 0, (),
+                               None, error_text(e)[:300], fusion=False, at=at))
     return out or [Finding("", "", "compile", cls, 0, 0, (), fusion=True)]
 
 

@@ -46,6 +46,9 @@ def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
 def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
     """Round float64 (or complex128) values to ``et`` with round-to-nearest-even."""
     et = element_type(et)
+    if et.name in _DIRECT and type(x) is np.ndarray and x.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            return x.astype(et.dtype)       # (the path below, without its copies)
     x = np.asarray(x)
     if et.is_complex:
         out = np.empty(x.shape, et.dtype)
@@ -60,6 +63,9 @@ def round_to(x: np.ndarray, et: "ElementType | str") -> np.ndarray:
         return _round_e8m0(x, et)
     with np.errstate(over="ignore", invalid="ignore"):
         return _round_to_odd_f32(x).astype(et.dtype)
+
+
+_DIRECT = frozenset(("f64", "f32", "f16"))
 
 
 def _round_e8m0(x: np.ndarray, et: ElementType) -> np.ndarray:
@@ -204,3 +210,13 @@ def permuted_within_groups(arrays: Sequence[np.ndarray], labels: np.ndarray
         g[by_position] = f[by_value]
         out.append(g.reshape(shape))
     return out
+
+
+def precision_type(name: str) -> tuple[int, float, float]:
+    """(precision p in bits, smallest subnormal, largest finite) of a precision type name:
+    an element type's, or tf32's (TensorFloat32: f32's exponent range, 10 stored
+    mantissa bits)."""
+    if name == "tf32":
+        return 11, 2.0 ** -136, float(np.finfo(np.float32).max)
+    info = ml_dtypes.finfo(element_type(name).component.dtype)
+    return int(info.nmant) + 1, float(info.smallest_subnormal), float(info.max)

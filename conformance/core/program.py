@@ -10,6 +10,11 @@ A :class:`Program` is plain data, like a :class:`~conformance.core.case.Signatur
 - ``results``: the names of the values returned, in order (a value may be returned twice,
   an argument may be returned).
 
+Values are tensors. An op with tuple- or token-typed operands or results (tuple,
+get_tuple_element, after_all, ...: a module read in) reads and defines their leaves, as
+its cases do (``Signature.input_leaves``, ``result_leaves``): a tuple-typed result is one
+name per leaf, a token none.
+
 Every value is defined once, before it is used, with the type its users' signatures
 declare: :meth:`Program.problems` says where that does not hold (the checks are
 structural; whether each op's signature is valid is the spec's business,
@@ -54,8 +59,10 @@ class Operation:
 
     @property
     def results(self) -> tuple[str, ...]:
-        """The names this operation defines: ``name``, or ``name#i`` for several results."""
-        n = len(self.signature.result_types)
+        """The names this operation defines: ``name``, or ``name#i`` for several results.
+        A value is a tensor: a tuple-typed result stands for its leaves (one name each,
+        depth-first) and a token for none, as in a case (``Signature.result_leaves``)."""
+        n = len(self.signature.result_leaves)
         return (self.name,) if n == 1 else tuple(f"{self.name}#{i}" for i in range(n))
 
     def to_json(self) -> dict[str, Any]:
@@ -94,7 +101,7 @@ class Program:
         """Every value's type by name (arguments and op results)."""
         out = dict(self.arguments)
         for o in self.operations:
-            out.update(zip(o.results, o.signature.result_types))
+            out.update(zip(o.results, o.signature.result_leaves))
         return out
 
     @property
@@ -131,16 +138,16 @@ class Program:
             sig = o.signature
             if not _NAME.match(o.name):
                 out.append(f"operation {i} ({o.op}): name {o.name!r} is not an identifier")
-            if len(o.operands) != len(sig.input_types):
+            if len(o.operands) != len(sig.input_leaves):
                 out.append(f"{o.name} = {o.op}: {len(o.operands)} operand(s) for "
-                           f"{len(sig.input_types)} input type(s)")
-            for v, t in zip(o.operands, sig.input_types):
+                           f"{len(sig.input_leaves)} input type(s)")
+            for v, t in zip(o.operands, sig.input_leaves):
                 if v not in defined:
                     out.append(f"{o.name} = {o.op}: operand {v} is not defined before it")
                 elif defined[v] != t:
                     out.append(f"{o.name} = {o.op}: operand {v} is {defined[v]}, the "
                                f"signature says {t}")
-            for r, t in zip(o.results, sig.result_types):
+            for r, t in zip(o.results, sig.result_leaves):
                 if r in defined:
                     out.append(f"{r} is defined twice")
                 defined[r] = t
@@ -217,8 +224,9 @@ class Program:
 
 
 def single(sig: Signature) -> Program:
-    """The one-op program of a signature (arguments arg0.., the op named v0)."""
-    args = tuple((f"arg{i}", t) for i, t in enumerate(sig.input_types))
+    """The one-op program of a signature (arguments arg0.., the op named v0; a tuple
+    input's leaves are arguments each, a token input none)."""
+    args = tuple((f"arg{i}", t) for i, t in enumerate(sig.input_leaves))
     o = Operation(sig, tuple(n for n, _ in args), "v0")
     return Program(args, (o,), o.results)
 

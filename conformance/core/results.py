@@ -530,6 +530,9 @@ class ModuleRecord(Record):
     program: dict = _opt()           # the program read, where it diverged
     origins: dict = _opt()           # operation name -> {op, location, text}
     operations: list = _opt()        # [name, op] of every operation read, in order
+    #: [name, op, the module-level while holding it, depth, cond|body] of every op inside
+    #: a while (check 1 judges them trip by trip), in module order
+    loop_operations: list = _opt()
     op_outcomes: dict = _opt()       # operation name -> its check-1 outcome
     repro: str = _opt()              # the folder of its minimal reproducer
 

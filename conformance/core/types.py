@@ -32,6 +32,20 @@ class ElementType:
     def __str__(self) -> str:
         return self.name
 
+    def __hash__(self) -> int:
+        # the generated hash of (name, kind, bits), computed once: element types key
+        # the draw's and the pools' caches on every batch (a subclass dataclass
+        # generates its own)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.name, self.kind, self.bits))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # (a str's hash differs between processes: the held one never travels)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def is_boolean(self) -> bool:
         return self.kind == "boolean"
@@ -339,8 +353,21 @@ def tensor_type(text: "str | TensorType") -> TensorType:
     return TensorType(dims, element_type(m.group(2)))
 
 
+#: (shape, dtype) -> its TensorType: the verdicts ask the type of every result array of
+#: every batch, and a frozen TensorType can be shared (cleared when it grows large)
+_TYPE_OF: dict[tuple, TensorType] = {}
+TYPE_OF_HELD = 4096
+
+
 def type_of(array: np.ndarray) -> TensorType:
-    return TensorType(array.shape, element_type(array.dtype))
+    key = (array.shape, array.dtype)
+    held = _TYPE_OF.get(key)
+    if held is None:
+        held = TensorType(array.shape, element_type(array.dtype))
+        if len(_TYPE_OF) >= TYPE_OF_HELD:
+            _TYPE_OF.clear()
+        _TYPE_OF[key] = held
+    return held
 
 
 # ---------------------------------------------------------------------------

@@ -272,4 +272,7 @@ def spec_attributes(spec, syntax, mlir_attrs: Mapping[str, Any],
                 raise ReadError(f"{where}: the default of {n}: {e}") from None
             if kinds.get(n) == "tensor":
                 out[n] = _convert(out[n], "tensor", "", where)
-    return out
+    # an optional attribute the module leaves out is left out of the signature too (as
+    # the generators leave it out: dot_general's empty algorithm)
+    optional = {a.name for a in spec.attributes if getattr(a, "optional", False)}
+    return {n: v for n, v in out.items() if not (v is None and n in optional)}

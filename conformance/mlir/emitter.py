@@ -56,7 +56,7 @@ from conformance.core.region_program import (RegionProgramError, is_program as
 
 __all__ = ["EmitError", "VerifyError", "OpSyntax", "op_syntax", "attribute_value", "block_text",
            "op_text", "module_text", "context", "parse", "verify", "verifier_rejects", "MLIR_LOCK",
-           "functions_of", "jaxlib_lacks"]
+           "functions_of", "jaxlib_lacks", "pack_operands", "unpack_results"]
 
 
 class EmitError(ValueError):
@@ -116,7 +116,9 @@ def attribute_value(value: Any) -> str:
 
 def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
     """`` {name = value, ...}`` or ``""``. An MLIR attribute whose spec attributes the
-    signature lacks is left out (the verifier then says whether that is allowed)."""
+    signature lacks is left out (the verifier then says whether that is allowed), and so
+    is one whose spec attributes are all None: an optional attribute not set
+    (dot_general's empty algorithm)."""
     attrs = sig.attributes
     known = set().union(syntax.name_fields, *syntax.fields)
     extra = set(attrs) - known
@@ -125,7 +127,7 @@ def _attributes_text(sig: Signature, syntax: OpSyntax) -> str:
                         f"{sorted(extra)}")
     parts = []
     for (mlir_name, fmt), names in zip(syntax.attributes, syntax.fields):
-        if not names <= set(attrs):
+        if not names <= set(attrs) or (names and all(attrs[n] is None for n in names)):
             continue
         text = _FORMATTER.format(fmt, **{n: attrs[n] for n in names})
         if text:        # (empty: a false unit attribute, left out)
@@ -402,12 +404,12 @@ def module_text(sig: Signature) -> str:
     args = [f"%arg{i}" for i in range(len(sig.input_leaves))]
     params = ", ".join(f"{a}: {t.mlir()}" for a, t in zip(args, sig.input_leaves))
     lines: list[str] = []
-    operands = _pack(sig.input_types, iter(args), lines) if sig.has_tuples else args
+    operands = pack_operands(sig.input_types, iter(args), lines) if sig.has_tuples else args
     lines.append(op_text(sig, operands))
     n = len(sig.result_types)
     values = ["%0"] if n == 1 else [f"%0#{i}" for i in range(n)]
     if sig.has_tuples:
-        values = _unpack(values, sig.result_types, lines)
+        values = unpack_results(values, sig.result_types, lines)
     out_types = _types(sig.result_leaves) if sig.has_tuples else \
         ", ".join(result_type_texts(sig))
     ret = f"func.return {', '.join(values)} : {out_types}" if values else "func.return"
@@ -513,18 +515,20 @@ def _decomposition_text(sig: Signature, name: str) -> str:
             f"    func.return {values} : {out_types}\n  }}\n}}\n")
 
 
-def _pack(types, args, lines: list[str]) -> list[str]:
-    """Operands for ``types`` from ``@main``'s leaf arguments: a tuple-typed one built
-    (inner tuples first) with ``stablehlo.tuple``; the lines are appended."""
+def pack_operands(types, args, lines: list[str], prefix: str = "%") -> list[str]:
+    """Operands for ``types`` from leaf values (``args``, an iterator): a tuple-typed one
+    built (inner tuples first) with ``stablehlo.tuple``, a token made with
+    ``stablehlo.after_all`` of none; the lines are appended, their values named
+    ``PREFIXtupleN``/``PREFIXtokenN``."""
     out = []
     for t in types:
         if isinstance(t, TokenType):
-            name = f"%token{len(lines)}"
+            name = f"{prefix}token{len(lines)}"
             lines.append(f"{name} = stablehlo.after_all : !stablehlo.token")
             out.append(name)
         elif isinstance(t, TupleType):
-            elements = _pack(t.elements, args, lines)
-            name = f"%tuple{len(lines)}"
+            elements = pack_operands(t.elements, args, lines, prefix)
+            name = f"{prefix}tuple{len(lines)}"
             lines.append(f"{name} = stablehlo.tuple {', '.join(elements)} : {t.mlir()}")
             out.append(name)
         else:
@@ -532,9 +536,10 @@ def _pack(types, args, lines: list[str]) -> list[str]:
     return out
 
 
-def _unpack(values, types, lines: list[str]) -> list[str]:
+def unpack_results(values, types, lines: list[str], prefix: str = "%") -> list[str]:
     """The leaves of ``values`` of ``types``: a tuple-typed one taken apart with
-    ``stablehlo.get_tuple_element``, depth-first; the lines are appended."""
+    ``stablehlo.get_tuple_element``, depth-first, a token left out (no data); the lines
+    are appended, their values named ``PREFIXelemN``."""
     out = []
     for v, t in zip(values, types):
         if isinstance(t, TokenType):        # no data: not returned
@@ -544,11 +549,11 @@ def _unpack(values, types, lines: list[str]) -> list[str]:
             continue
         elements = []
         for j, e in enumerate(t.elements):
-            name = f"%elem{len(lines)}"
+            name = f"{prefix}elem{len(lines)}"
             lines.append(f"{name} = stablehlo.get_tuple_element {v}[{j}] : "
                          f"({t.mlir()}) -> {e.mlir()}")
             elements.append(name)
-        out += _unpack(elements, t.elements, lines)
+        out += unpack_results(elements, t.elements, lines, prefix)
     return out
 
 

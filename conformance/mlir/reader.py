@@ -28,8 +28,17 @@ of the suite's op specs:
   op is not judged (jax writes erf, tan, ... as composites whose decompositions hold
   StableHLO ops only, and those are judged).
 
+Token and tuple values are read as their leaves, as a case holds them (a tuple's
+tensors depth-first, a token none: conformance.core.program), so tuple,
+get_tuple_element, after_all and optimization_barrier are read like any op and the
+values that pass through a tuple reach the ops after it. A host transfer (infeed,
+outfeed, send, recv) is not judged (its data crosses the module's boundary through a
+queue the module does not hold), but a token carries no data whatever made it, so the
+users of its token are read.
+
 What cannot be judged (an op no spec names, a dynamic shape, an attribute no spec
-models, token and tuple values, an op that reads the value of one of those) is an
+models, a host transfer, a tuple-typed argument of ``@main``, token and tuple values
+inside a region, an op that reads the value of one of those) is an
 :class:`Unjudged` line
 naming the op and its location; the rest of the module is still read. Values are
 named ``arg0, ...`` (the function's arguments) and ``v0, v1, ...`` (op results, in
@@ -46,7 +55,7 @@ from typing import Any, Callable
 
 from conformance.core.case import Signature
 from conformance.core.program import Operation, Program
-from conformance.core.types import TensorType, is_structured, value_type
+from conformance.core.types import TensorType, TokenType, is_structured, value_type
 from conformance.mlir.attributes import ReadError, attribute_map, spec_attributes
 
 __all__ = ["ReadError", "Origin", "Unjudged", "ReadModule", "read_file", "read_text",
@@ -264,14 +273,21 @@ def _type(t, where: str, bounded: bool = False):
         raise ReadError(f"{where}: type {text}: {str(e).splitlines()[0]}") from None
 
 
+def _leaves(name: "str | tuple[str, ...]") -> list[str]:
+    """The program's names of a value: a tensor's one name, a tuple's leaves, a token's
+    none (conformance.core.program: values are tensors)."""
+    return [name] if isinstance(name, str) else list(name)
+
+
 class _Scope:
-    """Names of a block's values; values from outside resolve through ``outer``."""
+    """Names of a block's values (a tensor's name; a tuple's leaf names, a token's none,
+    as a tuple); values from outside resolve through ``outer``."""
 
     def __init__(self, outer: Callable[[Any], str] | None = None):
-        self.names: dict[Any, str | None] = {}
+        self.names: dict[Any, str | tuple[str, ...] | None] = {}
         self.outer = outer
 
-    def lookup(self, value) -> str:
+    def lookup(self, value) -> "str | tuple[str, ...]":
         if value in self.names:
             name = self.names[value]
             if name is None:
@@ -318,13 +334,15 @@ class _Reader:
                 for i, a in enumerate(block.arguments)]
         scope = _Scope()
         for (name, t), a in zip(args, block.arguments):
-            # a token or tuple argument: no value of the read program (its users are
-            # not judged)
-            scope.names[a] = None if is_structured(t) else name
+            # a token argument carries no data (no leaves: its users are judged); a
+            # tuple argument is no value of the read program (its users are not judged)
+            scope.names[a] = () if isinstance(t, TokenType) else \
+                None if is_structured(t) else name
         args = [(n, t) for n, t in args if not is_structured(t)]
         ops: list[Operation] = []
         returned = self.block(block, scope, ops)
-        results = tuple(r for r in returned if r is not None)
+        # a tuple result is its leaves, a token result none (it carries no data)
+        results = tuple(leaf for r in returned if r is not None for leaf in _leaves(r))
         dropped = tuple(i for i, r in enumerate(returned) if r is None)
         program = Program.make(args, ops, results)
         return ReadModule(self.source, program, self.origins, self.unjudged, dropped,
@@ -343,9 +361,11 @@ class _Reader:
         return f"v{self.counter - 1}"
 
     # -- a block ----------------------------------------------------------------------------
-    def block(self, block, scope: _Scope, ops: list[Operation]) -> list[str | None]:
-        """Read the block's ops into ``ops``; the names it returns (None: not judged)."""
-        returned: list[str | None] = []
+    def block(self, block, scope: _Scope, ops: list[Operation]
+              ) -> list[str | tuple[str, ...] | None]:
+        """Read the block's ops into ``ops``; the names it returns (None: not judged; a
+        tuple: a tuple's leaves or a token's none)."""
+        returned: list[str | tuple[str, ...] | None] = []
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
@@ -365,7 +385,8 @@ class _Reader:
         self.unjudged.append(Unjudged(op.operation.name,
                                       self.loc(op.operation), reason))
         for r in op.operation.results:
-            scope.names[r] = None
+            # a token carries no data, whatever the op: its users are still judged
+            scope.names[r] = () if str(r.type) == "!stablehlo.token" else None
 
     def call(self, op, scope: _Scope, ops: list[Operation], callee: str | None = None
              ) -> None:
@@ -396,7 +417,7 @@ class _Reader:
     def one(self, op, scope: _Scope, ops: list[Operation]) -> None:
         where = f"{op.operation.name} at {self.loc(op.operation)}"
         try:
-            operands = [scope.lookup(v) for v in op.operation.operands]
+            operands = [leaf for v in op.operation.operands for leaf in _leaves(scope.lookup(v))]
         except _Unavailable as e:
             self._unjudged(op, f"reads {_value_name(e.args[0])}, the value of an op not "
                            "judged", scope)
@@ -425,8 +446,14 @@ class _Reader:
         self.origins[name] = Origin(op.operation.name,
                                     self.loc(op.operation),
                                     _op_text(op))
-        for r, rn in zip(op.operation.results, o.results):
-            scope.names[r] = rn
+        if not sig.has_tuples:
+            for r, rn in zip(op.operation.results, o.results):
+                scope.names[r] = rn
+            return
+        names = iter(o.results)     # the results' leaves, depth-first
+        for r, t in zip(op.operation.results, sig.result_types):
+            mine = tuple(next(names) for _ in t.leaves())
+            scope.names[r] = mine[0] if isinstance(t, TensorType) else mine
 
     # -- one op's signature -----------------------------------------------------------------
     def signature(self, op, scope: _Scope, where: str) -> tuple[Signature, list[str]]:
@@ -441,9 +468,13 @@ class _Reader:
         input_types = [_type(v.type, where) for v in operation.operands]
         bounded = any(op_syntax(c).dynamic_result for c, _ in candidates)
         result_types = [_type(r.type, where, bounded) for r in operation.results]
-        if any(is_structured(t) for t in input_types + result_types):
-            raise ReadError(f"{where}: token and tuple values are not judged in modules yet "
-                            "(single-op runs judge these ops)")
+        if any(load_spec(c).host_transfer for c, _ in candidates):
+            raise ReadError(f"{where}: a host transfer: its data crosses the module's "
+                            "boundary through a queue the module does not hold (single-op "
+                            "runs judge it with the queue in the case)")
+        if operation.regions and any(is_structured(t) for t in input_types + result_types):
+            raise ReadError(f"{where}: token and tuple values of an op with regions are "
+                            "not judged in modules")
         mlir_attrs = attribute_map(operation)
         errors = []
         for spec_name, name_values in candidates:
@@ -463,8 +494,10 @@ class _Reader:
                 broken = violations(sig, spec)
                 if broken:
                     rules = ", ".join(broken)
+                    tokens = any(isinstance(t, TokenType) for t in types + result_types)
                     raise ReadError(f"{where}: as {spec_name} it breaks {rules} of the "
-                                    "spec")
+                                    "spec" + (" (the suite's spec of the op models no "
+                                              "token values)" if tokens else ""))
                 _check_printed(sig, syntax, mlir_attrs, where)
                 return sig, captured
             except ReadError as e:
@@ -523,6 +556,9 @@ class _Reader:
                 name = self.fresh()
                 inner_ops.append(Operation(sig, (), name))
                 scope.names[value] = name
+                # the clone is judged where the constant stands (a report names it)
+                self.origins[name] = Origin(owner.operation.name, self.loc(owner.operation),
+                                            _op_text(owner))
                 return name
             outer_name = outer.lookup(value)
             if not allow_capture:
@@ -542,6 +578,10 @@ class _Reader:
         self.origins, self.unjudged = {}, []
         try:
             returned = self.block(block, scope, inner_ops)
+            if any(o.signature.has_tuples for o in inner_ops) or \
+                    any(not isinstance(r, str) for r in returned if r is not None):
+                raise ReadError(f"{where}: its region holds token or tuple values, which "
+                                "a region program does not hold")
             if self.unjudged:
                 raise ReadError(f"{where}: its region holds an op not judged: "
                                 f"{self.unjudged[0]}")

@@ -148,7 +148,7 @@ def check_known(accuracy: Accuracy, where: str) -> None:
 def judge(j: Judgement) -> BatchVerdict:
     """The verdict on one batch: results of the wrong number, shape or element type are
     class ``type`` whatever the kind; otherwise the kind's function decides."""
-    check_known(j.accuracy, f"{j.spec.path}: accuracy")
+    _check_known_once(j.accuracy, j.spec)
     mismatch = type_mismatch(j.expected, j.actual)
     if mismatch is not None:
         return BatchVerdict(np.full(j.batch, -1, np.int8), [], [], {}, mismatch)
@@ -157,6 +157,22 @@ def judge(j: Judgement) -> BatchVerdict:
     verdict.class_errors = class_errors(verdict, j.inputs, j.expected, j.actual,
                                         "eps" if j.accuracy.kind == "rel_eps" else "ulp")
     return verdict
+
+
+#: verdict entries :func:`check_known` passed (a registered kind stays registered): the
+#: check runs on every batch otherwise
+_KNOWN: set = set()
+
+
+def _check_known_once(accuracy: Accuracy, spec: OpSpec) -> None:
+    try:
+        if accuracy in _KNOWN and accuracy.kind in VERDICTS:
+            return
+    except TypeError:                       # (an entry holding a list: checked each time)
+        check_known(accuracy, f"{spec.path}: accuracy")
+        return
+    check_known(accuracy, f"{spec.path}: accuracy")
+    _KNOWN.add(accuracy)
 
 
 def type_mismatch(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> str | None:

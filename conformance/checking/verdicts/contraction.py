@@ -43,6 +43,22 @@ from im2col patches with ``oracles.contraction.magnitudes`` and :func:`granulari
     TERMS["convolution"] = my_terms
 
 and name ``{bound: contraction}`` under ``accuracy:``; :func:`limits` is the formula itself.
+**dot_general's algorithm** (stablehlo-spec-2026-08.md): the operands "rounded to"
+``lhs_precision_type`` / ``rhs_precision_type``, the accumulation at ``accumulation_type``
+(:func:`algorithm_bound`). Per element::
+
+    |ŷ − y| <= u_in·S + (η_l/2)·Σ|b| + (η_r/2)·Σ|a| + limits(S', K, y) at accumulation_type
+
+with ``u_in = u_l + u_r + u_l·u_r`` where rounding an operand to its precision type loses
+bits (0 where the type holds every value of E: bf16 operands with an f32 precision type),
+``η`` the precision type's smallest subnormal (an operand rounded below its normal range),
+``S' = (1 + u_in)·S`` the rounded operands' magnitudes, and :func:`limits` taken at the
+accumulation type (not at a narrower result: the algorithm names where the sums are
+taken), exact (0) only where no operand is rounded. A backend that accumulates f32-named
+sums in bf16 is far outside it; one that computes more precisely is inside. With an
+algorithm the precision_config (DEFAULT, C21) names no reduced precision: no
+``precision`` class.
+
 An op's precision_config attribute, if it has one, is read by name. Register the op's
 contraction of two nonnegative operand-shaped arrays in :data:`PAIRS` too, and its
 subnormal flushes are judged on each element's own evidence (:func:`contraction_flush`).
@@ -56,7 +72,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.checking.compare import PRECISION
-from conformance.core.numerics import flush_subnormals, is_subnormal
+from conformance.core.numerics import flush_subnormals, is_subnormal, precision_type
 from conformance.core.types import ElementType, element_type
 from conformance.oracles import contraction
 from conformance.oracles.reduction import granularity
@@ -64,7 +80,8 @@ from conformance.checking.verdicts import (Judgement, bound_function, flush_allo
                                            looser_bound, unit_roundoff)
 
 __all__ = ["TERMS", "PAIRS", "pair_count", "limits", "granularity_floor", "contraction_bound", "contraction_flush",
-           "contraction_looser", "reduced_precision", "LOWEST_PRECISION_U", "bf16_operands"]
+           "contraction_looser", "reduced_precision", "LOWEST_PRECISION_U", "bf16_operands",
+           "ALGORITHM", "algorithm_of", "algorithm_bound", "precision_type"]
 
 _U64 = 2.0 ** -53
 #: the unit roundoff of the lowest precision a precision_config below HIGHEST may use (bf16)
@@ -76,17 +93,18 @@ def _precision(et: ElementType) -> int:
 
 
 def limits(s: np.ndarray, k: "int | np.ndarray", y: np.ndarray, operand: ElementType,
-           result: ElementType, g: np.ndarray | None = None, u: float | None = None
-           ) -> np.ndarray:
+           result: ElementType, g: np.ndarray | None = None, u: float | None = None,
+           fixed: bool = False) -> np.ndarray:
     """The largest |ŷ − y| any legal order allows per element: ``s`` = Σ|a|·|b|, ``k``
     the number of products, ``y`` the oracle's result (type R), ``operand`` the type E
     the products and sums are taken at; ``g`` a lower bound of the terms' granularity
     (0 where exact; None: no exactness check); ``u`` overrides E's unit roundoff (the
-    looser bound of a reduced precision_config)."""
+    looser bound of a reduced precision_config); ``fixed``: the sums are taken at
+    ``operand`` even where R is narrower (an algorithm's accumulation_type)."""
     acc = operand if (operand.is_float or operand.is_complex) else result
     if not (result.is_float or result.is_complex) or not (acc.is_float or acc.is_complex):
         return np.zeros(np.shape(y))
-    if _precision(result) < _precision(acc):
+    if _precision(result) < _precision(acc) and not fixed:
         # a narrower result: the spec does not say where the conversion happens, so the
         # products and sums may be taken at R (the reference interpreter converts first)
         acc = result
@@ -155,6 +173,17 @@ TERMS: dict[str, Callable[[Judgement], tuple]] = {"dot_general": _dot_terms}
 def _terms(j: Judgement):
     fn = TERMS.get(j.sig.op)
     if fn is None:
+        # The op's own module of this package registers its terms (convolution.py,
+        # dynamic_conv.py): import it here, whatever imported this module first (the
+        # package loads its modules only while a bound name is unknown, and this one
+        # registers the bound's name).
+        import importlib
+        try:
+            importlib.import_module(f"{__package__}.{j.sig.op}")
+        except ModuleNotFoundError:
+            pass
+        fn = TERMS.get(j.sig.op)
+    if fn is None:
         raise KeyError(f"the contraction bound has no terms for op {j.sig.op!r}; register "
                        "them in conformance.checking.verdicts.contraction.TERMS")
     return fn(j)
@@ -164,9 +193,76 @@ def _operand_type(j: Judgement) -> ElementType:
     return element_type(np.asarray(j.inputs[0]).dtype)
 
 
+#: dot_general's algorithm fields (stablehlo-spec-2026-08.md), in the spec's order
+ALGORITHM = ("lhs_precision_type", "rhs_precision_type", "accumulation_type",
+             "lhs_component_count", "rhs_component_count", "num_primitive_operations",
+             "allow_imprecise_accumulation")
+
+
+def algorithm_of(attributes: dict[str, Any]) -> tuple | None:
+    """The algorithm's (lhs, rhs, accumulation) precision type names, or None for the
+    empty algorithm (every field None or absent: an op without one too)."""
+    fields = [attributes.get(n) for n in ALGORITHM]
+    if all(f is None for f in fields):
+        return None
+    return tuple(fields[:3])
+
+
+def _rounding(et: ElementType, name: str) -> tuple[float, float]:
+    """(relative, absolute) error of rounding an ``et`` value to precision type ``name``:
+    (0, 0) where the type holds every value of ``et`` (at least its precision and its
+    exponent range, subnormals included)."""
+    p, eta, big = precision_type(name)
+    mine = ml_dtypes.finfo(et.component.dtype)
+    if p >= int(mine.nmant) + 1 and eta <= float(mine.smallest_subnormal) and \
+            big >= float(mine.max):
+        return 0.0, 0.0
+    return 2.0 ** -p, eta / 2
+
+
+def algorithm_bound(j: Judgement, algorithm: tuple) -> list[np.ndarray]:
+    """Per result element: the bound of the module text's algorithm paragraph."""
+    s, k, g = _terms(j)
+    et = _operand_type(j)
+    lp, rp, acc = algorithm
+    ul, el = _rounding(et, lp)
+    ur, er = _rounding(et, rp)
+    u_in = ul + ur + ul * ur
+    extra = 0.0
+    if el or er:
+        lhs, rhs = (np.abs(np.asarray(x).astype(np.float64)) for x in j.inputs[:2])
+        with np.errstate(all="ignore"):
+            # (el, er: the absolute error of rounding one operand element)
+            extra = (el * _pairs(j, np.ones_like(lhs), rhs) * (1 + ur) +
+                     er * _pairs(j, lhs, np.ones_like(rhs)) * (1 + ul) +
+                     el * er * np.asarray(k, np.float64))
+    at = element_type(acc)
+    out = []
+    with np.errstate(all="ignore"):
+        for e in j.expected:
+            rt = element_type(np.asarray(e).dtype)
+            lim = limits(s * (1 + u_in) + extra, k, np.asarray(e), at, rt,
+                         g if u_in == 0 and not (el or er) else None, fixed=True)
+            out.append(u_in * s + extra + lim)
+    return out
+
+
+def _pairs(j: Judgement, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    fn = PAIRS.get(j.sig.op)
+    if fn is None:
+        raise KeyError(f"the contraction bound has no pairs for op {j.sig.op!r}")
+    return fn(j, left, right)
+
+
 @bound_function("contraction")
 def contraction_bound(j: Judgement) -> list[np.ndarray]:
-    """Per result element: :func:`limits` at the operands' precision (0 where exact)."""
+    """Per result element: :func:`limits` at the operands' precision (0 where exact), or
+    with an algorithm (dot_general, stablehlo-spec-2026-08.md) :func:`algorithm_bound`."""
+    algorithm = algorithm_of(j.sig.attributes)
+    if algorithm is not None:
+        out = algorithm_bound(j, algorithm)
+        _LAST_BOUND[:] = [j, out]
+        return out
     s, k, g = _terms(j)
     et = _operand_type(j)
     out = [limits(s, k, np.asarray(e), et, element_type(np.asarray(e).dtype), g)
@@ -345,7 +441,11 @@ def contraction_flush(j: Judgement) -> list[np.ndarray]:
 
 
 def reduced_precision(attributes: dict[str, Any]) -> bool:
-    """A precision_config below HIGHEST on some operand (an op without one: False)."""
+    """A precision_config below HIGHEST on some operand (an op without one: False); with
+    an algorithm (stablehlo-spec-2026-08.md: precision_config then DEFAULT, C21) the
+    algorithm names the precision: False."""
+    if algorithm_of(attributes) is not None:
+        return False
     pc = attributes.get("precision_config")
     return bool(pc) and any(p != "HIGHEST" for p in pc)
 
