@@ -117,7 +117,9 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # dimensions (their divergences moved to other types); at quick, 21 of the newer float
     # formats from the quick runs of the nine, before and after the merge with batching
     # and variadic collectives)
-    assert depths.count(("default",)) == 59 and depths.count(("quick",)) == 3 + 21
+    # (60: scatter's FTZ in ui4 and complex<f64> is met by the default run only since
+    # the batching plans)
+    assert depths.count(("default",)) == 60 and depths.count(("quick",)) == 3 + 21
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
