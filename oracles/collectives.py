@@ -186,6 +186,12 @@ def all_to_all(inputs, attrs, types):
     return tuple(outs)
 
 
+def _zeros_like(x: np.ndarray) -> np.ndarray:
+    """``broadcast_in_dim(constant(0, element_type(result)), ...)``: 0 in the element type,
+    which is its NaN in f8E8M0FNU (no zero; docs/float-formats.md, as XLA's), else 0."""
+    return np.full_like(x, np.asarray(0.0).astype(x.dtype))
+
+
 @register("collective_permute")
 @_per_process
 def collective_permute(inputs, attrs, types):
@@ -195,7 +201,7 @@ def collective_permute(inputs, attrs, types):
     x = inputs[0]
     nr, npart = grid(attrs)
     pairs = [list(p) for p in attrs["source_target_pairs"]]
-    out = np.zeros_like(x)
+    out = _zeros_like(x)
     for s, t in process_groups(strategy(attrs), pairs, nr, npart):
         out[_flat(t, npart)] = x[_flat(s, npart)]
     return out
@@ -232,7 +238,7 @@ def collective_broadcast(inputs, attrs, types):
     src = _sources(attrs, roots, len(data))
     outs = []
     for j, x in enumerate(data):
-        out = np.zeros_like(x)
+        out = _zeros_like(x)
         for q, s in enumerate(src):
             if s[j] is not None:
                 out[q] = x[s[j]]
@@ -382,7 +388,7 @@ def collective_reduce(inputs, attrs, types):
         et = types[j].element_type.dtype
         leaves, keep = _rooted_leaves(x.astype(et, copy=False), attrs, roots, j, 0)
         reduced = _reduce_leaves(attrs["computation"], leaves).astype(et, copy=False)
-        outs.append(np.where(keep, reduced, np.zeros((), et)))
+        outs.append(np.where(keep, reduced, _zeros_like(np.zeros((), et))))
     return tuple(outs)
 
 

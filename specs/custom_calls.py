@@ -196,9 +196,12 @@ def _no_values(inputs, attributes):
     raise LookupError("a placeholder target has no values")
 
 
-_ALL_TYPES = ("i1", "si4", "si8", "si16", "si32", "si64", "ui4", "ui8", "ui16", "ui32",
-              "ui64", "f8E4M3FN", "f8E5M2", "bf16", "f16", "f32", "f64", "complex<f32>",
-              "complex<f64>")
+def _all_types() -> tuple[str, ...]:
+    from conformance.core.types import ALL_ELEMENT_TYPES
+    return tuple(t.name for t in ALL_ELEMENT_TYPES)
+
+
+_ALL_TYPES = _all_types()       # every drawn element type (the newer float formats too)
 
 #: the suite's own names for calls of targets nobody registered: their contract (types,
 #: side effect) is the suite's declaration, so that every rule has invalid cases, but they

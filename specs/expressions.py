@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 from typing import Any, Callable, Mapping
 
 import ml_dtypes
+
 import numpy as np
 
 from conformance.core.types import (ElementType, TensorType, TokenType, TupleType,
@@ -201,6 +203,17 @@ def _window_reaches(shape, window_dimensions, window_strides, base_dilations,
     return most >= at_least
 
 
+def _exact_ids(x: Any) -> int:
+    """How many ids 0, 1, ... ``constant(id, E)`` holds exactly (an iota's longest exact
+    dimension): past it the spec does not say what ``output = id`` is (it rounds). In a
+    type without zero (f8E8M0FNU) 0 is the constant's NaN and 1, 2 are exact: 3."""
+    et = _as_type(x).component
+    if et.is_integer:
+        return et.int_max + 1
+    info = ml_dtypes.finfo(et.dtype)
+    return min(2 ** (info.nmant + 1), math.floor(float(info.max))) + 1
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     # types and shapes
     "shape": _tensor_shape,
@@ -221,6 +234,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "real_type": lambda t: _as_type(t).component.name,
     "complex_type": lambda t: _complex_type(_as_type(t)).name,
     # A float type's finite range and precision (boundaries of value generation).
+    "exact_ids": _exact_ids,
     "finite_max": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).max),
     "smallest_normal": lambda t: float(ml_dtypes.finfo(_as_type(t).dtype).smallest_normal),
     "smallest_subnormal": lambda t: float(

@@ -14,6 +14,7 @@ from conformance.checking import golden
 
 from conformance import oracles
 from conformance.backends import get_backend
+from conformance.backends.base import Unsupported
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case, Signature
 from conformance.mlir.emitter import module_text, parse, verifier_rejects
@@ -193,6 +194,9 @@ def test_oracle_matches_the_spec_formula(op):
 
 
 def test_oracle_iota_matches_the_spec_formula():
+    """``output[index] = constant(index[iota_dimension], E)``: the id itself (the generator
+    keeps ids within the type's exact range), except id 0 in a type without zero
+    (f8E8M0FNU), whose constant(0) is its NaN (as convert gives it)."""
     @SETTINGS
     @given(signatures("iota", profile="default"))
     def check(sig):
@@ -200,16 +204,38 @@ def test_oracle_iota_matches_the_spec_formula():
         d = sig.attributes["iota_dimension"]
         (out,) = oracles.evaluate("iota", [], sig.attributes, result_types=sig.result_types)
         assert out.dtype == t.element_type.dtype and out.shape == t.shape
+        et = t.element_type
         for i in np.ndindex(*t.shape):
             v = out[i]
-            if t.element_type.is_complex:
+            if et.is_complex:
                 assert complex(v) == complex(i[d], 0)
-            elif t.element_type.is_integer:
+            elif et.is_integer:
                 assert int(v) == i[d]
+            elif i[d] == 0 and not et.has_zero:
+                assert np.isnan(float(v))
             else:
                 assert float(v) == float(i[d])    # exact: ids stay within the type's range
 
     check()
+
+
+def test_iota_ids_stay_within_each_float_types_exact_range():
+    """The iota dimension is drawn no longer than the ids the element type holds exactly
+    (specs/ops/iota.yaml: exact_ids(E)): f4E2M1FN's 0 ... 4 (5 rounds to 4), f8E3M4's
+    0 ... 15 (its largest finite value is 15.5), f8E8M0FNU's NaN, 1, 2 (3 rounds to 4)."""
+    from conformance.specs.expressions import FUNCTIONS
+    exact_ids = FUNCTIONS["exact_ids"]
+    assert [exact_ids(t) for t in ("si4", "ui4", "f8E5M2", "f8E4M3FN")] == [8, 16, 9, 17]
+    assert [exact_ids(t) for t in ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3",
+                                   "f8E4M3FNUZ", "f8E4M3B11FNUZ", "f8E5M2FNUZ",
+                                   "f8E8M0FNU")] == [5, 8, 9, 16, 17, 17, 17, 9, 3]
+    for name in ("f4E2M1FN", "f8E3M4", "f8E8M0FNU"):
+        n = exact_ids(name)
+        (out,) = oracles.evaluate("iota", [], {"iota_dimension": 0},
+                                  result_types=[f"tensor<{n + 1}x{name}>"])
+        held = out.astype(np.float64)
+        assert held[-1] != n                           # one past the range rounds
+        assert np.array_equal(held[1:-1], np.arange(1, n))
 
 
 def test_oracle_broadcast_in_dim_edge_cases():
@@ -319,6 +345,18 @@ def _agree(a: np.ndarray, e: np.ndarray) -> bool:
     return np.array_equal(_bytes(a), _bytes(e))
 
 
+# jaxlib 0.10.2 on CPU cannot hold an f6 array (measured: the jax backend's transfer check
+# raises Unsupported "jax on cpu cannot hold f6E2M3FN arrays"); the agreement tests skip
+# those signatures with that reason and check the rest.
+_JAX_CPU_CANNOT_HOLD = ("f6E2M3FN", "f6E3M2FN")
+
+
+def _unheld_by_jax(sig, e: Exception) -> bool:
+    """The Unsupported is jax's measured refusal of an f6 type that the signature names."""
+    names = {t.element_type.name for t in tuple(sig.input_leaves) + tuple(sig.result_leaves)}
+    return any(f"cannot hold {n} arrays" in str(e) for n in names & set(_JAX_CPU_CANNOT_HOLD))
+
+
 def _jax_bug_broadcast(sig: Signature) -> bool:
     """jax.lax.broadcast_in_dim forwards its operand when the shapes are equal, ignoring a
     permuting broadcast_dimensions (pinned below)."""
@@ -339,7 +377,11 @@ def test_jax_backend_agrees_with_the_oracle(op):
         if _jax_bug_broadcast(sig):
             continue
         case = Case(sig, case_inputs(sig, rng, spec))
-        got = jax_backend.run(case)
+        try:
+            got = jax_backend.run(case)
+        except Unsupported as e:
+            assert _unheld_by_jax(sig, e), (sig.key(), e)
+            continue
         want = oracles.evaluate_case(case)
         assert all(_agree(g, w) for g, w in zip(got, want)), sig.key()
         checked += 1

@@ -332,3 +332,20 @@ def test_e8m0_underflow_may_be_nan_but_not_the_largest():
     assert judge(sig, nan, x)[0] == ["pass", "pass"]
     top = lambda ins, out: [_with_bits(out[0], np.ones(out[0].shape, bool), 0xFE)]  # noqa: E731
     assert "pass" not in judge(sig, top, x)[0]
+
+
+def test_collective_permute_fills_with_zero_in_the_format_which_is_e8m0_s_nan():
+    """collective_permute gives ``constant(0, element_type(result))`` to a process that
+    receives nothing: 0 rounded into f8E8M0FNU is its NaN (0xFF, no zero; XLA CPU's too),
+    never the bit pattern 0x00 (2^-127); the FNUZ formats' zero is 0x00."""
+    from conformance import oracles
+    attrs = {"source_target_pairs": [[1, 1]], "channel_id": 0, "num_replicas": 2,
+             "num_partitions": 1}
+    for name, fill in (("f8E8M0FNU", 0xFF), ("f8E4M3FNUZ", 0x00), ("f4E2M1FN", 0x00)):
+        et = element_type(name)
+        x = np.full((2, 3), 2.0).astype(et.dtype)
+        (out,) = oracles.evaluate("collective_permute", [x], attrs,
+                                  result_types=[f"tensor<2x3x{name}>"])
+        bits = np.asarray(out).view(np.uint8)
+        assert bits[0].tolist() == [fill] * 3, name          # process 0 receives nothing
+        assert np.asarray(out)[1].astype(np.float64).tolist() == [2.0] * 3

@@ -15,6 +15,7 @@ from conformance import oracles
 from conformance.oracles import regions as oracle_regions
 from conformance.specs import regions
 from conformance.backends import get_backend
+from conformance.backends.base import Unsupported
 from conformance.backends.numpy_backend import InvalidProgram
 from conformance.core.case import Case
 from conformance.checking.compare import compare_batch
@@ -463,6 +464,18 @@ def _jax_can(sig) -> bool:
         len({t.element_type for t in sig.input_types[:n] if t.element_type.is_float}) > 1)
 
 
+# jaxlib 0.10.2 on CPU cannot hold an f6 array (measured: the jax backend's transfer check
+# raises Unsupported "jax on cpu cannot hold f6E2M3FN arrays"); the agreement tests skip
+# those signatures with that reason and check the rest.
+_JAX_CPU_CANNOT_HOLD = ("f6E2M3FN", "f6E3M2FN")
+
+
+def _unheld_by_jax(sig, e: Exception) -> bool:
+    """The Unsupported is jax's measured refusal of an f6 type that the signature names."""
+    names = {t.element_type.name for t in tuple(sig.input_leaves) + tuple(sig.result_leaves)}
+    return any(f"cannot hold {n} arrays" in str(e) for n in names & set(_JAX_CPU_CANNOT_HOLD))
+
+
 def _xla_known(sig) -> bool:
     """Signatures that meet a pinned XLA divergence: an empty index vector (scatter)."""
     if sig.op != "scatter":
@@ -483,7 +496,12 @@ def test_jax_backend_agrees_with_the_oracle(op):
         if not _jax_can(sig) or _xla_known(sig):
             continue
         case = Case(sig, case_inputs(sig, rng, spec))
-        ok, verdict = _agree_outside(case, jax_backend.run(case), _impl_masks(case))
+        try:
+            got = jax_backend.run(case)
+        except Unsupported as e:
+            assert _unheld_by_jax(sig, e), (sig.key(), e)
+            continue
+        ok, verdict = _agree_outside(case, got, _impl_masks(case))
         assert ok, (sig.key(), verdict.counts())
         checked += 1
     assert checked >= 5

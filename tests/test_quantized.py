@@ -180,8 +180,7 @@ def test_type_misuse_breaks_one_rule_and_the_numpy_backend_rejects_it():
     import dataclasses
     from conformance.backends.numpy_backend import InvalidProgram, NumpyBackend
     qt = "!quant.uniform<i8:f32, 0.5:0>"
-    # an FNUZ operand for an f32-expressed result: not the expressed type (C2; and no
-    # drawn float type yet, I1: core/types.py DRAWN_NEWER_FLOAT_TYPES)
+    # an FNUZ operand for an f32-expressed result: not the expressed type (C2)
     fnuz = Signature.make("uniform_quantize", ["tensor<2xf8E4M3FNUZ>"], [f"tensor<2x{qt}>"])
     assert "C2" in violations(fnuz)
     f64 = Signature.make("uniform_quantize", ["tensor<2xf64>"], [f"tensor<2x{qt}>"])

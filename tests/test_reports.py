@@ -231,8 +231,8 @@ def test_matrix_cells_have_class_colour_and_label(rendered):
     assert c[("vendor", "add", "i1")][0]["data-outcome"] == "not_run"
     assert c[("vendor", "abs", "i1")][0]["data-outcome"] == "not_applicable"
     assert c[("vendor", "abs", "i1")][1] == ""
-    # 19 columns per op row, per backend.
-    assert sum(1 for k in c if k[:2] == ("jax", "add")) == 19
+    # 28 columns per op row, per backend (the 19 seed types and the 9 newer float formats).
+    assert sum(1 for k in c if k[:2] == ("jax", "add")) == 28
     assert 'href="ops/add.html' in html
 
 
@@ -355,7 +355,7 @@ def test_combined_matrix_has_a_cell_per_op_type_backend(rendered):
     combined = tables["matrix-combined"]
     from conformance.core.types import ALL_ELEMENT_TYPES
     types = [t.name for t in ALL_ELEMENT_TYPES]
-    assert len(types) == 19
+    assert len(types) == 28
     assert set(combined) == {(b, op, t) for b in ("jax", "vendor", "xla")
                              for op in ("add", "abs", "convert") for t in types}
     # the same outcome as each backend's own matrix, with a short label
@@ -376,7 +376,7 @@ def test_combined_matrix_has_a_cell_per_op_type_backend(rendered):
         row.index('data-type="f64"')
     # a second header row with one short label per backend per type
     head = section(html, '<table class="matrix combined" id="matrix-combined">', "</thead>")
-    assert head.count('<th class="bk') == 19 * 3
+    assert head.count('<th class="bk') == 28 * 3
     assert '<code>j</code> = jax' in html and '<code>v</code> = vendor' in html
     # marks: backends disagree on add f32; every backend agrees against the oracle on abs f16
     assert "xd" in combined[("jax", "add", "f32")][0]["class"].split()

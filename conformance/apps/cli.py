@@ -1205,9 +1205,10 @@ def cmd_list(args) -> int:
         for f, ops in sorted(fams.items()):
             print(f"{f:15} {', '.join(ops)}")
     elif args.what == "types":
-        from conformance.core.types import ALL_ELEMENT_TYPES, SPEC_ELEMENT_TYPES
-        for t in SPEC_ELEMENT_TYPES:
-            drawn = "" if t in ALL_ELEMENT_TYPES else "  (not yet drawn by op bindings)"
+        from conformance.core.types import NEWER_FLOAT_TYPES, SPEC_ELEMENT_TYPES
+        for t in SPEC_ELEMENT_TYPES:      # docs/float-formats.md: which depth draws which
+            drawn = "  (newer: all ops at default depth, a rotation at quick)" \
+                if t.name in NEWER_FLOAT_TYPES else ""
             print(f"{t.name:14} {t.kind:9} {t.bits:4} bits  numpy: {t.dtype.name}{drawn}")
         # the quantized families (!quant.uniform, conformance/core/types.py ("Quantized element types")): the
         # columns of the ops that take quantized tensors; values are storage integers

@@ -59,7 +59,7 @@ def units_of(config, specs) -> list[str]:
     depth = DEPTHS[config.depth]
     out: list[tuple[int, str]] = []
     for s in specs:
-        n = len(select_bindings(s, config.element_types))
+        n = len(select_bindings(s, config.element_types, config.depth))
         sigs = n * signatures_per_binding(s, depth)
         m = max(1, min(n, -(-sigs // UNIT_SIGNATURES)))
         if m == 1:

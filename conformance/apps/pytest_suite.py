@@ -107,7 +107,7 @@ def selected_specs(options: Options) -> list:
     from conformance.checking.plan import select_bindings, select_ops
     specs = select_ops(options.ops, options.families)
     if options.element_types:
-        specs = [s for s in specs if select_bindings(s, options.element_types)]
+        specs = [s for s in specs if select_bindings(s, options.element_types, options.depth_name)]
     return specs
 
 
@@ -116,7 +116,7 @@ def selected_op_bindings(options: Options) -> list[OpBinding]:
     out = []
     for spec in selected_specs(options):
         n = len(spec.type_bindings())
-        for b in select_bindings(spec, options.element_types):
+        for b in select_bindings(spec, options.element_types, options.depth_name):
             out.append(OpBinding(spec.name, tuple(b.items()), n))
     return out
 

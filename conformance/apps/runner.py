@@ -157,7 +157,7 @@ class Runner:
                         clear()
 
     def _run_unit(self, spec: OpSpec, part: tuple[int, int] | None = None) -> None:
-        every = select_bindings(spec, self.config.element_types)
+        every = select_bindings(spec, self.config.element_types, self.config.depth)
         bindings = every if part is None else part_bindings(every, *part)
         last = part is None or part[0] == part[1] - 1
         plans: list[tuple[str, list[Signature] | Exception]] = []

@@ -32,6 +32,7 @@ from conformance.core.case import Case, Signature
 from conformance.core.types import element_type
 from conformance.generators import batch_inputs, candidates, canonical, signatures
 from conformance.generators import coverage, draw_cache
+from conformance.checking import newer_floats
 from conformance.generators.determinism import seed_only
 from conformance.specs import OpSpec, UnknownOp, binding_key, custom_calls, load_spec, op_names
 
@@ -46,10 +47,13 @@ class Depth:
     invalid_per_rule: int      # invalid signatures per rule of the spec
     shape_profile: str
     max_signatures_per_op: int  # ops with many bindings (convert) get fewer per binding
+    # bindings naming the newer float formats: None every one, an int a rotation over
+    # the ops of a family with at most this many per format (checking/newer_floats.py)
+    newer_float_cap: int | None = None
 
 
 DEPTHS = {
-    "quick": Depth(2, 1, 32, 1, "quick", 60),
+    "quick": Depth(2, 1, 32, 1, "quick", 60, newer_float_cap=3),
     "default": Depth(4, 3, 64, 1, "default", 160),
     "deep": Depth(16, 8, 256, 3, "deep", 1200),
 }
@@ -69,8 +73,12 @@ def select_ops(ops: Sequence[str] | None = None,
     return specs
 
 
-def select_bindings(spec: OpSpec, element_types: Sequence[str] | None) -> list[dict[str, str]]:
-    bindings = spec.type_bindings()
+def select_bindings(spec: OpSpec, element_types: Sequence[str] | None,
+                    depth: str | None = None) -> list[dict[str, str]]:
+    """The type bindings a run at ``depth`` draws (every one without a depth), those
+    naming one of ``element_types`` where given."""
+    cap = DEPTHS[depth].newer_float_cap if depth else None
+    bindings = newer_floats.drawn(spec.name, spec.family, spec.type_bindings(), cap)
     if element_types:
         wanted = {element_type(t).name for t in element_types}
         bindings = [b for b in bindings if wanted & set(b.values())]
@@ -104,9 +112,10 @@ def signatures_per_binding(spec: OpSpec, depth: Depth) -> int:
 
     It depends on the op and the depth only, never on the run's filters, so a case id
     names the same case in every run that has it: a ``--types f32`` run draws exactly
-    the f32 signatures of the full run.
+    the f32 signatures of the full run. The seed's types' bindings set it, so that
+    drawing the newer float formats left every plan as it was.
     """
-    n_bindings = len(spec.type_bindings())
+    n_bindings = len(newer_floats.seed_bindings(spec.type_bindings()))
     return max(1, min(depth.signatures, depth.max_signatures_per_op // max(1, n_bindings)))
 
 
@@ -219,11 +228,15 @@ def plan_invalid(spec: OpSpec, rule: str, n: int, seed: int,
     """``n`` signatures breaking ``rule`` alone, each a single change of a valid one.
 
     Deterministic: the valid signatures are the unit's own plan plus canonical
-    small ones; the changes are picked with a seeded generator.
+    small ones; the changes are picked with a seeded generator. Those of the seed's
+    element types only: the newer float formats join no invalid program yet
+    (docs/float-formats.md), so every op's invalid programs stayed as they were.
     """
-    bindings = spec.type_bindings()
+    bindings = newer_floats.seed_bindings(spec.type_bindings())
     step = max(1, len(bindings) // 6)
-    pool = list(valid) + [canonical(spec, b) for b in bindings[::step]]
+    pool = [s for s in valid if not any(t.element_type.name in newer_floats.NEWER
+                                        for t in s.input_leaves + s.result_leaves)]
+    pool += [canonical(spec, b) for b in bindings[::step]]
     rng = np.random.default_rng([seed, stable_hash(spec.name, "invalid", rule)])
     out: list[Signature] = []
     for i in rng.permutation(len(pool)):

@@ -195,21 +195,20 @@ _ALL = [
 NEWER_FLOAT_TYPES: tuple[str, ...] = (
     "f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FNUZ",
     "f8E4M3B11FNUZ", "f8E5M2FNUZ", "f8E8M0FNU")
-#: The newer formats that op type bindings draw (that type classes such as "float"
-#: expand to): a format joins once the shipped expectations know what XLA CPU gets wrong
-#: in it (docs/float-formats.md lists what a quick run found). Every other part of the
-#: suite (rounding, coverage classes, oracles, convert's allowed set, the backends'
-#: declines) takes all nine, for signatures that name them (convert's result type,
-#: tests); ``--types`` selects among the drawn ones only.
-DRAWN_NEWER_FLOAT_TYPES: tuple[str, ...] = ()
+#: Every format is drawn by op type bindings (what type classes such as "float" expand
+#: to); which of the bindings that name one a run draws is the depth's business
+#: (conformance/checking/newer_floats.py: every one at default depth, a rotation at quick).
 
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in _ALL}
 #: Every element type of the spec's grammar, spec order (``conformance list types``).
 SPEC_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(_ALL)
-#: The element types that op type bindings, type classes and invalid-type mutations
-#: draw from, spec order.
-ALL_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(
-    t for t in _ALL if t.name not in NEWER_FLOAT_TYPES or t.name in DRAWN_NEWER_FLOAT_TYPES)
+#: The element types that op type bindings and type classes draw from, spec order.
+ALL_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(_ALL)
+#: The seed spec's element types (all but the newer float formats), spec order: what
+#: invalid-type mutations draw from (generators/invalid.py), so that drawing the newer
+#: formats leaves every op's invalid programs as they were (docs/float-formats.md).
+SEED_ELEMENT_TYPES: tuple[ElementType, ...] = tuple(
+    t for t in _ALL if t.name not in NEWER_FLOAT_TYPES)
 
 # Aliases accepted on input (MLIR spellings, numpy names). Output is always spec names.
 _ALIASES: dict[str, str] = {}
