@@ -295,6 +295,23 @@ def minimal_program(backend, read, inputs, verdict):
     return None
 
 
+def reader_named(program):
+    """``program`` with its arguments named as reading its text back names them (arg0,
+    arg1, ... by position: conformance.mlir.reader), so that the reproducer's inputs.npz,
+    keyed by argument name, fits module.mlir read again (repro.py, ``--inputs``): a
+    minimised module's arguments include values the minimiser cut (``v43``)."""
+    import dataclasses
+    from conformance.core.program import Program
+    rename = {n: f"arg{i}" for i, n in enumerate(program.argument_names)}
+    taken = {r for o in program.operations for r in (o.name, *o.results)}
+    if all(k == v for k, v in rename.items()) or taken & set(rename.values()):
+        return program
+    ops = tuple(dataclasses.replace(o, operands=tuple(rename.get(v, v) for v in o.operands))
+                for o in program.operations)
+    return Program(tuple((rename[n], t) for n, t in program.arguments), ops,
+                   tuple(rename.get(r, r) for r in program.results))
+
+
 def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
                            ) -> Path | None:
     """``out/modules/BACKEND/N-NAME/``: module.mlir (the minimal program's StableHLO),
@@ -306,6 +323,7 @@ def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
     if found is None:
         return None
     program, xs, what = found
+    program = reader_named(program)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(read.source).name)
     d = out / "modules" / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend.name) / f"{index}-{name}"
     write_program_files(d, backend, program, xs, "module.mlir")
