@@ -134,3 +134,65 @@ def test_a_whole_module_runs_on_iree_and_its_fma_contraction_is_the_compiles(ire
     # where no rounding is at stake the whole module agrees (and the check ran)
     w = check_module(iree, read, [np.ones((2, 2), np.float32)] * 2, 2)
     assert w.outcome == "pass" and w.whole["outcome"] == "pass" and "exact" in w.whole["checks"]
+
+
+# What checks 2 and 3 found in the corpus's real models on IREE (docs/corpus-findings.md),
+# each cut to the two ops that show it: every op right alone (check 1 finds nothing), the
+# whole module compiled by IREE wrong, and the finding the compile's (fusion), not an op's.
+
+def _whole_module_finding(iree, text: str, source: str, xs):
+    from conformance.checking.modules import check_module
+    from conformance.mlir.reader import read_text
+    v = check_module(iree, read_text(text, source), [np.asarray(x)[None] for x in xs], 1)
+    assert not v.op_by_op and set(v.op_outcomes.values()) == {"pass"}, v.op_by_op
+    assert v.whole["fusion"] is True, v.whole
+    return v
+
+
+def test_iree_rewrites_a_mask_times_x_into_a_select_and_check_2_finds_it(iree):
+    """multiply(convert(i1 mask), x), the mlp's one-hot times its log-softmax: IREE
+    gives 0 where the mask is 0 and x is NaN or inf; the spec's IEEE product is NaN."""
+    v = _whole_module_finding(iree, """func.func @main(%m: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.convert %m : (tensor<4xi1>) -> tensor<4xf32>
+  %1 = stablehlo.multiply %0, %x : tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+""", "mask.mlir", [np.array([False, True, False, True]),
+                   np.array([np.nan, np.nan, -np.inf, np.inf], np.float32)])
+    assert v.outcome == "nan" and v.first["op"] == "multiply" and v.first["check"] == "exact"
+    assert v.first["actual"] == 0.0 and v.whole["findings"][0]["elements"] == 2
+
+
+def test_iree_keeps_a_bf16_chain_in_f32_and_check_2_finds_it(iree):
+    """subtract then multiply in bf16 (the layer norm's square of x - mean): IREE squares
+    the unrounded difference, the spec its bf16 rounding: 4.34375 for 4.375."""
+    bf = ml_dtypes.bfloat16
+    v = _whole_module_finding(iree, """func.func @main(%a: tensor<1xbf16>, %b: tensor<1xbf16>) -> tensor<1xbf16> {
+  %0 = stablehlo.subtract %a, %b : tensor<1xbf16>
+  %1 = stablehlo.multiply %0, %0 : tensor<1xbf16>
+  func.return %1 : tensor<1xbf16>
+}
+""", "square.mlir", [np.array([0.1259765625], bf), np.array([-1.9609375], bf)])
+    assert v.outcome == "value" and v.first["op"] == "multiply"
+    assert (v.first["expected"], v.first["actual"]) == (4.375, 4.34375)
+
+
+def test_iree_s_top_k_of_a_total_order_sort_never_picks_nan_and_check_2_finds_it(iree):
+    """jax's top_k decomposition (a stable sort with compare GT TOTALORDER, then a slice
+    of the first k): compiled whole, IREE's top-k passes over the +NaN the total order
+    puts first; the sort alone places it."""
+    v = _whole_module_finding(iree, """func.func @main(%x: tensor<6xf32>) -> (tensor<3xf32>, tensor<3xi32>) {
+  %i = stablehlo.iota dim = 0 : tensor<6xi32>
+  %s:2 = "stablehlo.sort"(%x, %i) ({
+  ^bb0(%p: tensor<f32>, %q: tensor<f32>, %u: tensor<i32>, %w: tensor<i32>):
+    %c = stablehlo.compare GT, %p, %q, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = true} : (tensor<6xf32>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xi32>)
+  %v = stablehlo.slice %s#0 [0:3] : (tensor<6xf32>) -> tensor<3xf32>
+  %k = stablehlo.slice %s#1 [0:3] : (tensor<6xi32>) -> tensor<3xi32>
+  func.return %v, %k : tensor<3xf32>, tensor<3xi32>
+}
+""", "topk.mlir", [np.array([1, np.nan, 2, 3, -np.inf, 4], np.float32)])
+    assert v.outcome == "value" and v.first["op"] == "slice"
+    found = {f["value"]: (f["expected"], f["actual"]) for f in v.whole["findings"]}
+    assert sorted(found.values(), key=str) == sorted([("nan", 4.0), (1, 5)], key=str), found

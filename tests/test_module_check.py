@@ -334,6 +334,82 @@ def test_a_diverging_module_leaves_a_minimal_reproducer_that_fails_while_it_dive
     assert "minimised" in (Path(rec["repro"]) / "what.txt").read_text()
 
 
+def test_a_minimised_reproducer_whose_arguments_the_minimiser_cut_replays(tmp_path, capsys):
+    """The minimiser makes a value an argument (here the negate's, named after it); the
+    reproducer's inputs.npz must fit module.mlir read back (its arguments arg0, arg1, ...):
+    repro.py and ``--inputs`` replay it, exit 1 on the contracting backend and 0 on a
+    right one (with the inputs keyed by the cut value's name, both failed on the lookup)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
+                                         env.get("PYTHONPATH", "")])
+    module = tmp_path / "negfma.mlir"
+    module.write_text(FMA_MODULE.replace("(%a: tensor<2xf32>", "(%x: tensor<2xf32>").replace(
+        "  %0 = stablehlo.multiply", "  %a = stablehlo.negate %x : tensor<2xf32>\n"
+        "  %0 = stablehlo.multiply"))
+    npz = tmp_path / "negfma.npz"
+    np.savez(npz, arg0=np.full((3, 2), np.float32(-(1 + 2 ** -12))),
+             arg1=np.full((3, 2), np.float32(-(1 + 2 ** -11))))
+    out = tmp_path / "out"
+    assert cli.main(["check", str(module), "--backend", "planted_programs:FusesMultiplyAdd",
+                     "--inputs", str(npz), "--out", str(out)]) == 1
+    rec = list(read_results(out / "results.jsonl"))[1]
+    repro = Path(rec["repro"])
+    text = (repro / "module.mlir").read_text()
+    assert "negate" not in text and "stablehlo.multiply" in text, text     # cut away
+    with np.load(repro / "inputs.npz") as data:
+        assert data.files == ["arg0", "arg1"]
+    for backend, code in (("planted_programs:FusesMultiplyAdd", 1),
+                          ("planted_programs:OracleProgram", 0)):
+        proc = subprocess.run([sys.executable, "repro.py", backend], cwd=repro, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    capsys.readouterr()
+    assert cli.main(["check", str(repro / "module.mlir"), "--inputs",
+                     str(repro / "inputs.npz"), "--backend", "planted_programs:OracleProgram",
+                     "--out", str(tmp_path / "again")]) == 0, capsys.readouterr()
+
+
+def test_a_bf16_module_reproducer_replays_its_inputs_as_bf16(tmp_path, capsys):
+    """np.savez writes a bf16 array as raw 2-byte records (``|V2``: an .npz cannot name
+    ml_dtypes' types); repro.py and ``--inputs`` read them back as the module's bf16, so
+    the planted contraction still exits 1 and a right backend 0 (read as ``|V2``, the
+    oracle refused the type and both exited 1, as if diverging)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    import ml_dtypes
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
+                                         env.get("PYTHONPATH", "")])
+    module = tmp_path / "fma16.mlir"
+    module.write_text(FMA_MODULE.replace("f32", "bf16"))
+    npz = tmp_path / "fma16.npz"
+    # (1 + 2^-7)^2 rounds to 1 + 2^-6 in bf16: 0 rounded twice, 2^-14 rounded once
+    np.savez(npz, arg0=np.full((2, 2), 1 + 2 ** -7, ml_dtypes.bfloat16),
+             arg1=np.full((2, 2), -(1 + 2 ** -6), ml_dtypes.bfloat16))
+    assert np.load(npz)["arg0"].dtype.kind == "V"          # what numpy gives back
+    out = tmp_path / "out"
+    assert cli.main(["check", str(module), "--backend", "planted_programs:FusesMultiplyAdd",
+                     "--inputs", str(npz), "--out", str(out)]) == 1
+    repro = Path(list(read_results(out / "results.jsonl"))[1]["repro"])
+    for backend, code in (("planted_programs:FusesMultiplyAdd", 1),
+                          ("planted_programs:OracleProgram", 0)):
+        proc = subprocess.run([sys.executable, "repro.py", backend], cwd=repro, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    capsys.readouterr()
+    assert cli.main(["check", str(repro / "module.mlir"), "--inputs",
+                     str(repro / "inputs.npz"), "--backend", "planted_programs:OracleProgram",
+                     "--out", str(tmp_path / "again")]) == 0, capsys.readouterr()
+
+
 def test_a_killed_check_resumes_with_the_same_options_and_refuses_other_ones(
         module, tmp_path, capsys):
     other = tmp_path / "other.mlir"

@@ -131,6 +131,7 @@ def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:
                          f"{', '.join(names)}, or save them in order)")
     out, batches = [], set()
     for n, a, (_, t) in zip(names, ordered, program.arguments):
+        a = as_argument_dtype(a, t)
         if a.dtype != np.dtype(t.element_type.dtype):
             raise CheckError(f"--inputs {npz}: {n} is {a.dtype}, the module's argument is "
                              f"{t.mlir()}")
@@ -145,6 +146,17 @@ def _npz_inputs(program, npz: Path) -> tuple[list[np.ndarray], int]:
         raise CheckError(f"--inputs {npz}: the arrays have different batch sizes "
                          f"{sorted(batches)}")
     return out, batches.pop() if batches else 1
+
+
+def as_argument_dtype(a: np.ndarray, t) -> np.ndarray:
+    """``a`` as argument type ``t``'s dtype where numpy saved it as raw bytes: an .npz
+    cannot name ml_dtypes' types (bf16, the fp8 types, int4), ``np.savez`` writes them as
+    void arrays of the same width (``|V2``), and ``np.load`` reads them back so."""
+    et = getattr(t, "element_type", None)     # (a tuple-typed argument has none)
+    if et is None or a.dtype.kind != "V":
+        return a
+    want = np.dtype(et.dtype)
+    return a.view(want) if a.dtype.itemsize == want.itemsize and a.dtype != want else a
 
 
 def read_modules(paths: Sequence[Path]):
@@ -260,6 +272,7 @@ The module (module.mlir; program.json is the same program as data) judged by
 import json, sys
 from pathlib import Path
 import numpy as np
+from conformance.apps.check import as_argument_dtype
 from conformance.backends import get_backend
 from conformance.checking.modules import check_module
 from conformance.mlir.reader import read_file
@@ -267,7 +280,7 @@ from conformance.mlir.reader import read_file
 here = Path(__file__).parent
 read = read_file(here / "module.mlir")
 data = np.load(here / "inputs.npz")
-inputs = [data[n] for n in read.program.argument_names]
+inputs = [as_argument_dtype(data[n], t) for n, t in read.program.arguments]
 backend = get_backend(sys.argv[1] if len(sys.argv) > 1 else {backend!r})
 verdict = check_module(backend, read, inputs, inputs[0].shape[0] if inputs else 1)
 print(json.dumps(verdict.to_json(), indent=1, default=str))
@@ -295,6 +308,23 @@ def minimal_program(backend, read, inputs, verdict):
     return None
 
 
+def reader_named(program):
+    """``program`` with its arguments named as reading its text back names them (arg0,
+    arg1, ... by position: conformance.mlir.reader), so that the reproducer's inputs.npz,
+    keyed by argument name, fits module.mlir read again (repro.py, ``--inputs``): a
+    minimised module's arguments include values the minimiser cut (``v43``)."""
+    import dataclasses
+    from conformance.core.program import Program
+    rename = {n: f"arg{i}" for i, n in enumerate(program.argument_names)}
+    taken = {r for o in program.operations for r in (o.name, *o.results)}
+    if all(k == v for k, v in rename.items()) or taken & set(rename.values()):
+        return program
+    ops = tuple(dataclasses.replace(o, operands=tuple(rename.get(v, v) for v in o.operands))
+                for o in program.operations)
+    return Program(tuple((rename[n], t) for n, t in program.arguments), ops,
+                   tuple(rename.get(r, r) for r in program.results))
+
+
 def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
                            ) -> Path | None:
     """``out/modules/BACKEND/N-NAME/``: module.mlir (the minimal program's StableHLO),
@@ -306,6 +336,7 @@ def save_module_reproducer(out: Path, backend, read, index: int, inputs, verdict
     if found is None:
         return None
     program, xs, what = found
+    program = reader_named(program)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(read.source).name)
     d = out / "modules" / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend.name) / f"{index}-{name}"
     write_program_files(d, backend, program, xs, "module.mlir")
