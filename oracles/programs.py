@@ -123,8 +123,35 @@ def _rule_masks(sig: Signature, stacked, expected, batch) -> list[np.ndarray]:
                     m = np.broadcast_to(m, o.shape)
                 except ValueError:
                     m = np.full(o.shape, bool(m.any()))
-            o |= m
+            o |= m & ~_settled(rules, rule, i, expected[i], o.shape)
     return out
+
+
+def _settled(rules, rule: str, i: int, result: np.ndarray, shape) -> np.ndarray:
+    """Elements of result ``i`` where every value ``rule`` allows is the oracle's, bit
+    for bit (the complex maximum of an operand with itself: both "operands that compare
+    equal" are one value): nothing is open there, so nothing is masked."""
+    alts = rules.alternatives(rule)
+    if not alts or rules.tests(rule):
+        return np.zeros(shape, bool)
+    anywhere = rules.anywhere(rule, i)
+    want = np.asarray(result)
+    if want.shape != tuple(shape):
+        return np.zeros(shape, bool)
+    settled = np.ones(shape, bool) if anywhere is None else \
+        ~np.broadcast_to(np.asarray(anywhere, bool), shape)
+    for cands in alts.values():
+        for c in cands:
+            settled &= _same_bits(np.broadcast_to(c[i], shape).astype(want.dtype), want)
+    return settled
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: do ``a`` and ``b`` (one dtype, one shape) hold the same bits?"""
+    size = a.dtype.itemsize
+    va = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape + (size,))
+    vb = np.ascontiguousarray(b).view(np.uint8).reshape(b.shape + (size,))
+    return (va == vb).all(axis=-1)
 
 
 def evaluate_program(program: Program, inputs: Sequence[np.ndarray],

@@ -90,3 +90,32 @@ class ChangesAllowed(_Oracle):
                 changed.append(x)
             return changed
         return run
+
+
+class CaseMaximumOfItselfLosesZeroSigns(_Oracle):
+    """case whose branch computes the complex maximum of a value with itself as that value
+    with its zero parts made +0 (a folding that drops the sign of zero)."""
+
+    name = "case-self-maximum"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "case":
+            return inner
+
+        def run(inputs):
+            return [np.asarray(x) + np.zeros((), np.asarray(x).dtype) for x in inner(inputs)]
+        return run
+
+
+class CaseMaximumPicksRhsOnTies(_Oracle):
+    """case whose branch's complex maximum returns rhs of two operands that compare equal
+    (the spec allows either): of an operand with itself, that is the same bits."""
+
+    name = "case-maximum-rhs"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "case":
+            return inner
+        return lambda inputs: [np.array(x, copy=True) for x in inner(inputs)]

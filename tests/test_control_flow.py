@@ -384,3 +384,19 @@ def test_a_quick_run_checks_an_element_of_every_control_flow_signature(tmp_path)
         assert masked < r["cases"] * per_case, (r["op"], r["type_key"], r["index"])
         checked += 1
     assert checked >= 60, checked
+
+
+def _self_maximum_sig():
+    t = "tensor<8xcomplex<f32>>"
+    top = Operation(Signature.make("maximum", [_t(t), _t(t)], [_t(t)]), ("c0", "c0"), "v0")
+    return _case_sig([_branch(t, [top], ["v0"]), _branch(t, [top], ["v0"])], t)
+
+
+def test_a_branch_s_maximum_of_a_value_with_itself_is_judged_not_masked():
+    """The complex tie rule allows lhs or rhs; of an operand with itself both are one
+    value, so a branch that loses its zero signs there fails (it was masked as open)."""
+    sig = _self_maximum_sig()
+    assert not violations(sig)
+    bad = _counts(planted.CaseMaximumOfItselfLosesZeroSigns(), sig)
+    assert set(bad) - {"pass"}, bad
+    assert set(_counts(planted.CaseMaximumPicksRhsOnTies(), sig)) == {"pass"}

@@ -36,7 +36,10 @@ counts of 172 signature records of convert, multiply, add and sort (same coverag
 puts one bf16 NaN whose payload jax's sort quiets into a quick sort bf16 batch; and for
 gather and scatter with batching dimensions (issue 30: signatures carry the batching
 attributes and the rules their 2026-08 numbers, so every gather/scatter record's key
-changes: 119 differ, 162 new; no other record changes)::
+changes: 119 differ, 162 new; no other record changes); and for the newer float formats
+drawn by op bindings (issue 30: convert's turn of the nine formats adds six bindings that
+name one of this run's types, i1->f8E3M4, i1->f8E4M3, i1->f8E4M3FNUZ, f8E4M3->si8,
+f8E4M3->bf16, f8E4M3FNUZ->i1: 24 new records, all passing; none differs)::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
