@@ -362,16 +362,7 @@ def test_a_minimised_reproducer_whose_arguments_the_minimiser_cut_replays(tmp_pa
     assert "negate" not in text and "stablehlo.multiply" in text, text     # cut away
     with np.load(repro / "inputs.npz") as data:
         assert data.files == ["arg0", "arg1"]
-    for backend, code in (("planted_programs:FusesMultiplyAdd", 1),
-                          ("planted_programs:OracleProgram", 0)):
-        proc = subprocess.run([sys.executable, "repro.py", backend], cwd=repro, env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    capsys.readouterr()
-    assert cli.main(["check", str(repro / "module.mlir"), "--inputs",
-                     str(repro / "inputs.npz"), "--backend", "planted_programs:OracleProgram",
-                     "--out", str(tmp_path / "again")]) == 0, capsys.readouterr()
+    _replays_fails_on_the_contraction_only(repro, env, tmp_path, capsys)
 
 
 def test_a_bf16_module_reproducer_replays_its_inputs_as_bf16(tmp_path, capsys):
@@ -398,16 +389,7 @@ def test_a_bf16_module_reproducer_replays_its_inputs_as_bf16(tmp_path, capsys):
     assert cli.main(["check", str(module), "--backend", "planted_programs:FusesMultiplyAdd",
                      "--inputs", str(npz), "--out", str(out)]) == 1
     repro = Path(list(read_results(out / "results.jsonl"))[1]["repro"])
-    for backend, code in (("planted_programs:FusesMultiplyAdd", 1),
-                          ("planted_programs:OracleProgram", 0)):
-        proc = subprocess.run([sys.executable, "repro.py", backend], cwd=repro, env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    capsys.readouterr()
-    assert cli.main(["check", str(repro / "module.mlir"), "--inputs",
-                     str(repro / "inputs.npz"), "--backend", "planted_programs:OracleProgram",
-                     "--out", str(tmp_path / "again")]) == 0, capsys.readouterr()
+    _replays_fails_on_the_contraction_only(repro, env, tmp_path, capsys)
 
 
 def test_a_killed_check_resumes_with_the_same_options_and_refuses_other_ones(
@@ -765,3 +747,20 @@ def test_the_report_highlights_a_first_diverging_op_inside_a_loop_with_its_text(
     assert f'href="#op-{tanh}"' in box and "rnn.mlir:11:12" in box
     assert '"stablehlo.tanh"(%arg2)' in box and "stablehlo.while" not in box
     assert 'id="first-oracle-program"' not in text
+
+
+def _replays_fails_on_the_contraction_only(repro, env, tmp_path, capsys):
+    """A module reproducer's repro.py exits 1 on the planted contraction and 0 on the
+    oracle, and ``check --inputs`` replays its module and inputs on the oracle."""
+    import subprocess
+    import sys
+    for backend, code in (("planted_programs:FusesMultiplyAdd", 1),
+                          ("planted_programs:OracleProgram", 0)):
+        proc = subprocess.run([sys.executable, "repro.py", backend], cwd=repro, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    capsys.readouterr()
+    assert cli.main(["check", str(repro / "module.mlir"), "--inputs",
+                     str(repro / "inputs.npz"), "--backend", "planted_programs:OracleProgram",
+                     "--out", str(tmp_path / "again")]) == 0, capsys.readouterr()
