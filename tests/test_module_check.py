@@ -340,8 +340,6 @@ def test_a_minimised_reproducer_whose_arguments_the_minimiser_cut_replays(tmp_pa
     repro.py and ``--inputs`` replay it, exit 1 on the contracting backend and 0 on a
     right one (with the inputs keyed by the cut value's name, both failed on the lookup)."""
     import os
-    import subprocess
-    import sys
     from pathlib import Path
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent),
@@ -371,8 +369,6 @@ def test_a_bf16_module_reproducer_replays_its_inputs_as_bf16(tmp_path, capsys):
     the planted contraction still exits 1 and a right backend 0 (read as ``|V2``, the
     oracle refused the type and both exited 1, as if diverging)."""
     import os
-    import subprocess
-    import sys
     from pathlib import Path
     import ml_dtypes
     env = dict(os.environ)
