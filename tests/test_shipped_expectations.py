@@ -130,7 +130,12 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # (with the newer float formats drawn by op bindings (issue 30): +21 at quick, from
     # the quick runs of the nine formats; +1 default: scatter's FTZ in ui4 and
     # complex<f64> is met by the default run only since the batching plans)
-    assert depths.count(("default",)) == 76 and depths.count(("quick",)) == 10 + 21
+    # (78 and 29 after the merge of both: atan2 f64 accuracy and
+    # compare_with_broadcast_dimensions' FTZ are met at default only; three quick entries of
+    # the newer formats went stale (sort f8E5M2 value, reduce_scatter f8E3M4 nan,
+    # reduce_window f8E4M3FNUZ FTZ) and one came (reduce_window's promoted bodies in three
+    # newer formats, refused))
+    assert depths.count(("default",)) == 78 and depths.count(("quick",)) == 29
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
