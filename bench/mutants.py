@@ -2138,7 +2138,10 @@ class ReduceNoDimensionsFoldedAway(Mutant):
         return not sig.attributes["dimensions"]
 
     def mutate(self, sig, inputs, outputs, oracle):
-        return [np.array(x) for x in inputs[:len(sig.result_leaves)]]
+        # (converted to the result's type: a body promoted to a wider type, issue 30,
+        # returns Ei, and the spec converts the inputs to it first)
+        return [np.asarray(x).astype(t.element_type.dtype)
+                for x, t in zip(inputs, sig.result_leaves)]
 
     @classmethod
     def witness(cls):
