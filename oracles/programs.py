@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from conformance.core.case import Signature
-from conformance.core.numerics import flush_subnormals
+from conformance.core.numerics import element_bits, flush_subnormals
 from conformance.core.program import Program
 from conformance.core.types import TensorType, element_type
 from conformance.specs import load_spec
@@ -142,16 +142,9 @@ def _settled(rules, rule: str, i: int, result: np.ndarray, shape) -> np.ndarray:
         ~np.broadcast_to(np.asarray(anywhere, bool), shape)
     for cands in alts.values():
         for c in cands:
-            settled &= _same_bits(np.broadcast_to(c[i], shape).astype(want.dtype), want)
+            got = np.broadcast_to(c[i], shape).astype(want.dtype)
+            settled &= (element_bits(got) == element_bits(want)).all(axis=-1)
     return settled
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise: do ``a`` and ``b`` (one dtype, one shape) hold the same bits?"""
-    size = a.dtype.itemsize
-    va = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape + (size,))
-    vb = np.ascontiguousarray(b).view(np.uint8).reshape(b.shape + (size,))
-    return (va == vb).all(axis=-1)
 
 
 def evaluate_program(program: Program, inputs: Sequence[np.ndarray],
