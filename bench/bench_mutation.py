@@ -243,12 +243,16 @@ def _print_depth(s: dict) -> None:
     target = s["target"]
     print(f"\n== depth {s['depth']}: {s['mutants']} mutants, {s['non_equivalent']} "
           f"non-equivalent, {s['equivalent']} equivalent")
+
+    def pct(x):  # no score where the selection holds no mutant of that kind
+        return "-" if x is None else f"{100 * x:.1f}%"
+
     print(f"  score, no expectations:        {ne['killed']}/{ne['total']} = "
-          f"{100 * ne['score']:.1f}%  (target {100 * target:.0f}%)")
+          f"{pct(ne['score'])}  (target {100 * target:.0f}%)")
     print(f"  score, jax-cpu expectations:   {je['killed']}/{je['total']} = "
-          f"{100 * je['score']:.1f}%")
+          f"{pct(je['score'])}")
     print(f"  killed by generated cases:     {ge['killed']}/{ge['total']} = "
-          f"{100 * ge['score']:.1f}%  (spec examples left out)")
+          f"{pct(ge['score'])}  (spec examples left out)")
     fams = s.get("by_family") or {}
     if fams:
         print("  per family (killed/total: no expectations | jax-cpu expectations):")

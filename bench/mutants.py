@@ -1149,9 +1149,16 @@ class ConvertFloatNarrowingTruncates(Mutant):
         (x,), (r,) = inputs, outputs
         et = et_out(sig)
         x64, r64 = x.astype(np.float64), r.astype(np.float64)
-        away = np.isfinite(x64) & (np.abs(r64) > np.abs(x64))
         b = bits_of(r)
-        return [np.where(away, from_bits(np.where(away, b - U64(1), b), et), r)]
+        magnitude = b & ~U64(et.sign_bit)
+        # The next value toward zero is one magnitude step down; E8M0's smallest value
+        # (pattern 0) has none, and a type without -0 (FNUZ) steps from its smallest
+        # negative value to +0, not to the sign-only pattern (its NaN).
+        away = np.isfinite(x64) & (np.abs(r64) > np.abs(x64)) & (magnitude > 0)
+        down = np.where(away, b - U64(1), b)
+        if not et.has_negative_zero:
+            down = np.where(away & (magnitude == 1), U64(0), down)
+        return [np.where(away, from_bits(down, et), r)]
 
     @classmethod
     def witness(cls):

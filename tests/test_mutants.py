@@ -160,3 +160,30 @@ def test_a_fused_multiply_add_in_a_float_composite_is_caught_at_quick_and_is_xla
     assert r["stats"]["changed_elements"] > 0, "the quick run never met the bug"
     assert r["killed"] and r["killed_by_generated_cases"], r["log_tail"] or r
     assert not r["killed_expectations"] and {w["class"] for w in r["waived"]} >= {"value"}
+
+
+@pytest.mark.parametrize("dst", ["f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ", "f8E8M0FNU",
+                                 "f8E4M3FN", "bf16"])
+def test_truncating_convert_stays_a_legal_rounding_in_every_format(dst):
+    """The equivalent mutant models a backend that rounds toward zero: in FNUZ formats
+    that is +0 below the smallest negative value (the sign-only pattern is their NaN),
+    and E8M0 has nothing below its smallest value; the suite must not flag it."""
+    from conformance.core.types import element_type
+    et = element_type(dst)
+    import ml_dtypes
+    tiny = float(ml_dtypes.finfo(et.dtype).smallest_subnormal)
+    # -0.75 tiny rounds to -tiny, whose neighbour toward zero is 0 (+0 in FNUZ)
+    values = np.array([-0.75 * tiny, 0.75 * tiny, -1.3e-7, 1.3e-7, -1e-3, 2.0 ** -130, 1.7],
+                      np.float32)
+    case = Case.make("convert", [values], [f"tensor<{values.size}x{dst}>"])
+    nearest = np.asarray(NumpyBackend().run(case)[0]).astype(np.float64)
+    got = np.asarray(mutants.ConvertFloatNarrowingTruncates().run(case)[0]).astype(np.float64)
+    assert (np.isnan(got) == np.isnan(nearest)).all(), (nearest, got)  # E8M0: x < 0 is NaN
+    for x, n, g in zip(values.astype(np.float64), nearest, got):
+        if np.isnan(n):
+            continue
+        # the result is the nearest value or its neighbour toward zero, never farther out
+        assert g == n or abs(g) < abs(n), (x, n, g)
+        assert abs(g) <= abs(x) or g == n, (x, n, g)
+    if et.has_sign and not et.has_negative_zero:
+        assert got[0] == 0 and not np.signbit(got[0])
