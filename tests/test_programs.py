@@ -298,3 +298,28 @@ def test_cli_programs_writes_records(tmp_path):
     assert records[0]["command"] == "programs" and records[0]["count"] == 3
     assert code == (1 if any(r["outcome"] not in ("pass", "unsupported")
                              for r in records[1:-1]) else 0)
+
+
+def test_a_saved_bf16_program_reproducer_reads_its_inputs_back(tmp_path):
+    """np.savez writes ml_dtypes' bf16 as raw |V2 bytes: repro.py must read the arguments
+    back in the program's own type (else the oracle refuses them and it exits 1 on any
+    backend); it exits 0 on a right backend and 1 on the fused one."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    import ml_dtypes
+    from conformance.apps.programs import save_reproducer
+    t = "tensor<4xbf16>"
+    program = build([("a", t), ("b", t), ("c", t)],
+                    [("m", "multiply", ["a", "b"], t, None),
+                     ("s", "add", ["m", "c"], t, None)], ["s"])
+    a = np.array([1 + 2 ** -7, 3, -0.0, 2], ml_dtypes.bfloat16)
+    c = np.array([-1, 1, 0.0, -5], ml_dtypes.bfloat16)
+    d = save_reproducer(tmp_path, OpByOp(), 0, 0, program, [a[None], a[None], c[None]])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
+    for locator, code in (("test_programs:OpByOp", 0), ("test_programs:FusedMultiplyAdd", 1)):
+        proc = subprocess.run([sys.executable, "repro.py", locator], cwd=d, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, (locator, proc.stdout[-1500:] + proc.stderr[-1500:])

@@ -209,6 +209,7 @@ REPRO_SCRIPT = '''"""Re-run this reproducer: python repro.py [BACKEND]"""
 import json, sys
 from pathlib import Path
 import numpy as np
+from conformance.apps.check import as_argument_dtype
 from conformance.backends import get_backend
 from conformance.checking.programs import check_program
 from conformance.core.program import Program
@@ -216,7 +217,7 @@ from conformance.core.program import Program
 here = Path(__file__).parent
 program = Program.from_json(json.loads((here / "program.json").read_text()))
 data = np.load(here / "inputs.npz")
-inputs = [data[n] for n in program.argument_names]
+inputs = [as_argument_dtype(data[n], t) for n, t in program.arguments]
 backend = get_backend(sys.argv[1] if len(sys.argv) > 1 else {backend!r})
 verdict = check_program(backend, program, inputs)
 print(json.dumps(verdict.to_json(), indent=1))
