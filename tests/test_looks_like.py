@@ -372,6 +372,19 @@ def test_a_reason_speaking_of_inf_needs_a_witness_involving_one(tmp_path):
     assert refuted(at_inf, _file(tmp_path, reason)) == []
 
 
+def test_a_nan_in_the_reason_of_a_type_without_nan_speaks_of_the_mathematics():
+    """f4E2M1FN holds no inf and no NaN: "rsqrt(-2) has no real value (an IEEE NaN)" in
+    its entry's reason is no witness claim (none could show one); in f32 it still is."""
+    from conformance.apps.reason_claims import _check_one, claims, holds_nonfinite
+    assert not holds_nonfinite("f4E2M1FN") and not holds_nonfinite("si8->f6E3M2FN")
+    assert holds_nonfinite("f32->f4E2M1FN") and holds_nonfinite("f8E4M3FNUZ")
+    assert holds_nonfinite("complex<f32>") and holds_nonfinite("f8*")
+    (c,) = claims("rsqrt(-2) has no real value (an IEEE NaN)")
+    finite = {"measured": True, "witnessed": 3, "nonfinite": 0}
+    assert _check_one(c, [dict(finite, element_type="f4E2M1FN")], True) is None
+    assert _check_one(c, [dict(finite, element_type="f32")], True)
+
+
 def test_a_reason_contradicting_its_own_looks_like_is_named_without_a_run(tmp_path):
     from conformance.apps.reason_claims import check_static
     exp = _file(tmp_path, "f64 tanh is 87-103 ulp off", looks="{error_at_most: 64}")
@@ -382,6 +395,11 @@ def test_a_reason_contradicting_its_own_looks_like_is_named_without_a_run(tmp_pa
     (line,) = check_static(_file(tmp_path, "NaN for two subnormals",
                                  looks="{nonfinite: false}"))
     assert "nonfinite: false" in line
+    p = tmp_path / "f4.yaml"
+    p.write_text("expectations:\n- op: rsqrt\n  element_type: f4E2M1FN\n  class: value\n"
+                 "  looks_like: {nonfinite: false}\n"
+                 "  reason: 'rsqrt(-2) has no real value (an IEEE NaN)'\n")
+    assert check_static(load_expectations(p)) == []
 
 
 def test_the_shipped_reasons_agree_with_their_own_looks_like():
