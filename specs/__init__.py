@@ -151,6 +151,12 @@ class Accuracy:
     #: bound function of ``bound``, the checks of ``property``); see conformance.checking.verdicts
     params: tuple[tuple[str, Any], ...] = ()
 
+    def __post_init__(self):
+        # compare's bit-equal fast path and every bound assume it (a spec's or a
+        # tolerance profile's bound is checked where it is read, with its file named)
+        if not self.bound >= 0:
+            raise ValueError(f"accuracy {self.kind}: the bound must be >= 0, got {self.bound}")
+
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.params)

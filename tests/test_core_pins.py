@@ -126,6 +126,19 @@ def test_not_close_is_value_even_within_a_loose_bound():
     a = np.array([6.0, 8.0, 8.5], np.float32)
     c, _ = classes(a, e, Accuracy("ulp", 1.0))
     assert c == [ACCURACY, ACCURACY, VALUE]
+    # a tiny value of the other sign: |a - e| rounds to |e| in float64, only the sign
+    # says it is not one bit right
+    c, _ = classes(np.float32([-1e-30, 1e-30]), np.float32([1.0, 1.0]), Accuracy("ulp", 1.0))
+    assert c == [VALUE, ACCURACY]
+
+
+def test_two_different_nans_are_error_zero_and_a_negative_bound_is_refused():
+    # another NaN (sign or payload) beside an element that differs: not the fast path
+    e = np.float32([np.nan, 1.0])
+    a = np.float32([-np.nan, 1.0 + 2 ** -23])
+    assert classes(a, e, Accuracy("ulp", 1.0)) == ([PASS, PASS], [0.0, 1.0])
+    with pytest.raises(ValueError, match="bound must be >= 0"):
+        Accuracy("ulp", -1.0)
 
 
 def test_bits_compares_encodings_with_zero_error_where_they_agree():
@@ -417,6 +430,24 @@ def test_the_gate_exit_code(capsys):
     assert _gate(bad, broad, False) == EXIT_OK
     assert _gate(bad, broad, False, strict=True) == EXIT_DIVERGENCES
     assert EXIT_OK == 0 and EXIT_DIVERGENCES == 1 and EXIT_INTERNAL == 3
+
+
+def test_strict_fails_on_each_of_its_three_reasons_alone(capsys):
+    """--strict: a broad entry, an entry of a broad class without looks_like, and a reason
+    its records or its own looks_like refute each fail the gate on their own."""
+    bad = [RUN, dict(sig("add", "f32", {"value": 1}),
+                     class_errors={"value": {"cases": 1, "nonfinite": 0, "unit": "ulp",
+                                             "worst": 9.0}})]
+    narrow = {"op": "add", "cls": "value", "element_types": ("f32",)}
+    shaped = exp(dict(narrow, reason="r", looks_like=(("nonfinite", False),)))
+    unshaped = exp(dict(narrow, reason="r"))
+    refuted = exp(dict(narrow, reason="gives NaN for 1", looks_like=(("nonfinite", False),)))
+    for e in (shaped, unshaped, refuted):
+        assert _gate(bad, e, False, entries=True) == EXIT_OK
+    assert _gate(bad, shaped, False, entries=True, strict=True) == EXIT_OK
+    assert _gate(bad, unshaped, False, entries=True, strict=True) == EXIT_DIVERGENCES
+    assert _gate(bad, refuted, False, entries=True, strict=True) == EXIT_DIVERGENCES
+    capsys.readouterr()
 
 
 # -- resume and merge ------------------------------------------------------------------
