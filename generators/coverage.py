@@ -66,6 +66,7 @@ KINDS = ("pairs", "classes", "targets")
 # Class schemes: names, classification, sampling
 # ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _has_inf(et: ElementType) -> bool:
     return bool(np.isinf(np.asarray(np.inf).astype(et.component.dtype).astype(np.float64)))
 
@@ -875,7 +876,7 @@ def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
         return
     # Every position's pool member, drawn in one call: the values consecutive calls of
     # rng.integers(0, POOL, count), group by group and input by input, give (the same
-    # stream; tests/test_coverage_overlay.py holds the equality).
+    # stream; tests/test_warm_draws.py holds the equality).
     members = rng.integers(0, POOL, sum(count * len(g.inputs) for g, count in todo))
     start = 0
     with np.errstate(all="ignore"):
