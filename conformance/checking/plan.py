@@ -221,7 +221,7 @@ def batch_for(seed: int, depth: str, spec: OpSpec, key: str, index: int, batch: 
 def batch_rng(seed: int, op: str, key: str, index: int, batch: int) -> np.random.Generator:
     """The generator of one value batch: ``np.random.default_rng([seed, stable_hash(op,
     key), index, batch])``, built without ``default_rng``'s checks of its argument (a
-    fifth of a warm batch's drawing time; the same state, tests/test_plan_rng.py)."""
+    fifth of a warm batch's drawing time; the same state, tests/test_warm_draws.py)."""
     return _Generator(_PCG64(_SeedSequence([seed, _op_hash(op, key), index, batch])))
 
 
