@@ -66,6 +66,7 @@ KINDS = ("pairs", "classes", "targets")
 # Class schemes: names, classification, sampling
 # ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _has_inf(et: ElementType) -> bool:
     return bool(np.isinf(np.asarray(np.inf).astype(et.component.dtype).astype(np.float64)))
 
@@ -814,7 +815,7 @@ def _per_signature(what: str, spec: OpSpec, sig: Signature, binding: Mapping[str
     return value
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Group:
     """Inputs of one shape that take class combinations position by position."""
     rows: np.ndarray                             # [combinations, inputs] codes; -1: any
@@ -865,32 +866,61 @@ def overlay(spec: OpSpec, sig: Signature, binding: Mapping[str, str],
     of its class's pool for ``seed`` (:func:`class_pool`)."""
     groups = _per_signature("groups", spec, sig, binding,
                             lambda: _groups(spec, sig, binding))
-    with np.errstate(all="ignore"):
-        for g in groups:
-            _fill(g, arrays, rng, batch_no, seed)
-
-
-def _fill(g: _Group, arrays, rng: np.random.Generator, batch_no: int, seed: int) -> None:
-    """Rows of the group into the first positions of its inputs (of one shape): once
-    through (``cycle``: over the whole systematic share)."""
-    positions = arrays[g.inputs[0][0]].size         # cases x elements (same in the group)
-    if not positions:
+    todo = []
+    for g in groups:
+        positions = arrays[g.inputs[0][0]].size     # cases x elements (same in the group)
+        if positions:
+            cap = max(1, int(positions * SYSTEMATIC_SHARE))
+            todo.append((g, cap if g.cycle else min(len(g.rows), cap)))
+    if not todo:
         return
-    cap = max(1, int(positions * SYSTEMATIC_SHARE))
-    count = cap if g.cycle else min(len(g.rows), cap)
-    picked = g.rows[(batch_no * count + np.arange(count)) % len(g.rows)]
+    # Every position's pool member, drawn in one call: the values consecutive calls of
+    # rng.integers(0, POOL, count), group by group and input by input, give (the same
+    # stream; tests/test_warm_draws.py holds the equality).
+    members = rng.integers(0, POOL, sum(count * len(g.inputs) for g, count in todo))
+    start = 0
+    with np.errstate(all="ignore"):
+        for g, count in todo:
+            n = count * len(g.inputs)
+            _fill(g, arrays, members[start:start + n].reshape(len(g.inputs), count),
+                  batch_no, seed, count)
+            start += n
+
+
+def _fill(g: _Group, arrays, members: np.ndarray, batch_no: int, seed: int,
+          count: int) -> None:
+    """Rows of the group into the first ``count`` positions of its inputs (of one
+    shape), each position a pool member (``members``: [inputs, count]); once through
+    (``cycle``: over the whole systematic share)."""
+    picked = _picked(g, batch_no, count)
     for col, (index, o) in enumerate(g.inputs):
         pool = class_pool(o.et, o.scheme, o.distribution, seed)
         target = arrays[index]
         assert target.flags.c_contiguous, "value batches are contiguous arrays"
         flat = target.reshape(-1)           # (a view of a contiguous array)
-        codes = picked[:, col]
-        member = rng.integers(0, POOL, count)
+        codes, at = picked[col]
+        if at is not None:
+            flat[at] = pool[codes[at], members[col][at]]
+        else:
+            flat[:count] = pool[codes, members[col]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _picked(g: _Group, batch_no: int, count: int) -> tuple:
+    """Per input of the group: the class codes of batch ``batch_no``'s first ``count``
+    positions, and where a row leaves the input free, the positions it does not (None:
+    every one). A function of the group's rows alone (held: every batch asks)."""
+    picked = g.rows[(batch_no * count + np.arange(count)) % len(g.rows)]
+    out = []
+    for col in range(len(g.inputs)):
+        codes = np.ascontiguousarray(picked[:, col])
+        codes.flags.writeable = False
+        at = None
         if g.free[col]:
             at = np.nonzero(codes >= 0)[0]
-            flat[at] = pool[codes[at], member[at]]
-        else:
-            flat[:count] = pool[codes, member]
+            at.flags.writeable = False
+        out.append((codes, at))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------
