@@ -21,9 +21,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from conformance.core.case import Case, Signature
-from conformance.core.types import (TensorType, TupleType, flatten, is_structured, leaves, type_of,
-                                    unflatten,
-                                    value_type)
+from conformance.core.types import (TensorType, TupleType, element_type, flatten, is_structured,
+                                    leaves, type_of, unflatten, value_type)
 from conformance.specs import OpSpec, SpecError, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.expressions import CONDITIONS, condition
@@ -305,8 +304,10 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     env["signature"] = sig      # its types (a quantized tensor's parameters)
     env.update(spec.region_env(sig.regions))
     ready = broadcast_ready(sig, stacked) if spec.elementwise else list(stacked)
-    for t, x in zip(spec.inputs, spec.split_inputs(ready)):
+    values = spec.split_inputs(ready)
+    for t, x in zip(spec.inputs, values):
         env[t.name] = x
+    env["input_values"] = list(ready)       # flat, in order (a shared rule knows no names)
     for t, x in zip(spec.outputs, spec.split_outputs(list(expected))):
         env[t.name] = x
     masks = RuleMasks(rules=spec.implementation_defined, env=env,
@@ -337,6 +338,27 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
             if m.any():
                 masks[rule.id] = _to_result_shape(m, out_shape)
     return masks
+
+
+@condition("exact_nan")
+def exact_nan(sig: Signature, inputs: Sequence[np.ndarray], result: np.ndarray) -> np.ndarray:
+    """Per (batched) result element of an element-wise op: is its exact value not a real
+    number (an IEEE NaN)? The oracle again on the same inputs with every float type
+    widened to f64, which holds each value of the narrower formats and is what the
+    oracle computes them in before rounding once: a result type without NaN has rounded
+    that NaN to some value (ml_dtypes: +0 or -0), so ``result`` cannot tell."""
+    if len(sig.result_types) != 1:
+        raise OracleError(f"{sig.op}: exact_nan is for ops with one result")
+    f64 = element_type("f64")
+
+    def wide(t):
+        return TensorType(t.shape, f64) if t.element_type.is_float else t
+    xs = [np.asarray(x) for x in inputs]
+    xs = [x.astype(np.float64) if element_type(x.dtype).is_float else x for x in xs]
+    r = np.asarray(result)
+    (out,) = evaluate(sig.op, xs, sig.attributes, result_types=[TensorType(r.shape, f64)],
+                      input_types=[wide(t) for t in sig.input_types], regions=sig.regions)
+    return np.isnan(out)
 
 
 def _per_result(value, n: int, where: str) -> list[np.ndarray]:

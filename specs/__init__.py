@@ -506,10 +506,43 @@ def _types(path: str, key: str, items: list[str]) -> tuple[ElementType, ...]:
     return element_types_of(items)
 
 
+SHARED_RULES = Path(__file__).parent / "shared_rules.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def shared_rules() -> dict[str, dict]:
+    """The implementation-defined rules several ops share (shared_rules.yaml), by id."""
+    return {r["id"]: r for r in read_yaml(SHARED_RULES.read_text())["rules"]}
+
+
+def _with_shared_rules(data: dict, path: str) -> dict:
+    """``data`` with each ``- shared: ID`` of its ``implementation_defined:`` replaced by
+    that shared rule (a copy), which is then validated against this op's names."""
+    rules = data.get("implementation_defined")
+    if not isinstance(rules, list) or not any(isinstance(r, dict) and "shared" in r
+                                              for r in rules):
+        return data
+    out = []
+    for i, r in enumerate(rules):
+        if isinstance(r, dict) and "shared" in r:
+            if set(r) != {"shared"}:
+                raise _fail(path, f"implementation_defined[{i}]", "a shared rule is named "
+                                                                  "alone: '- shared: ID'")
+            rule = shared_rules().get(r["shared"])
+            if rule is None:
+                raise _fail(path, f"implementation_defined[{i}].shared",
+                            f"unknown shared rule {r['shared']!r}; known: "
+                            f"{sorted(shared_rules())}")
+            r = dict(rule)
+        out.append(r)
+    return {**data, "implementation_defined": out}
+
+
 def parse_spec(data: Any, path: str) -> OpSpec:
     """Validate one loaded YAML document and build its OpSpec (raises SpecError)."""
     if not isinstance(data, dict):
         raise _fail(path, "(top level)", f"expected a mapping, got {type(data).__name__}")
+    data = _with_shared_rules(data, path)
     errors = sorted(_schema_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
@@ -632,8 +665,10 @@ def parse_spec(data: Any, path: str) -> OpSpec:
         key = f"implementation_defined[{i}]"
         # (a rule also sees the signature: a quantized tensor's parameters live in its
         # type, not in its storage values)
+        # (and ``input_values``: the inputs' values in order, for a shared rule that
+        # cannot know an op's input names)
         _check_expr(path, f"{key}.when", d["when"], value_names
-                    | {"num_replicas", "num_partitions", "signature"})
+                    | {"num_replicas", "num_partitions", "signature", "input_values"})
         allowed = d.get("allowed", "any")
         if isinstance(allowed, dict):
             for name, expr in allowed.items():
@@ -641,7 +676,8 @@ def parse_spec(data: Any, path: str) -> OpSpec:
                     raise _fail(path, f"{key}.allowed.{name}", "'conventional' is the "
                                                                "oracle's value; name the "
                                                                "alternatives")
-                _check_expr(path, f"{key}.allowed.{name}", expr, value_names | {"signature"})
+                _check_expr(path, f"{key}.allowed.{name}", expr,
+                            value_names | {"signature", "input_values"})
             allowed = tuple((str(k), str(v)) for k, v in allowed.items())
         elif allowed == "any" and "allowed" in d and not d.get("says"):
             raise _fail(path, f"{key}.says", "allowed: any needs a says: line (why the "

@@ -403,3 +403,97 @@ class ReducePrecisionRoundsValues(OracleBackend):
                 mine = r.astype(t.dtype)
             return [np.where(finite, mine, out).astype(t.dtype).reshape(x.shape)]
         return run
+
+
+# ---------------------------------------------------------------------------
+# Formats without NaN (f4E2M1FN, f6E2M3FN, f6E3M2FN): an element-wise result that is
+# not a real number (rsqrt(-2), 0/0, power(-6, -1.5)) has no value there (issue 30)
+# ---------------------------------------------------------------------------
+
+NO_NAN_FORMATS = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN")
+
+
+def _f32_path(sig, inputs):
+    """XLA's path for the narrow formats: the op computed in f32 (every input value
+    held exactly), its results not yet converted down."""
+    from conformance.core.types import TensorType, element_type
+    f32 = element_type("f32")
+    xs = [np.asarray(x).astype(np.float32) if element_type(np.asarray(x).dtype).is_float
+          else np.asarray(x) for x in inputs]
+    return oracles.evaluate(sig.op, xs, sig.attributes, regions=sig.regions,
+                            result_types=[TensorType(t.shape, f32) for t in sig.result_types])
+
+
+def _without_nan(sig) -> bool:
+    return (sig.op != "convert" and len(sig.result_types) == 1
+            and sig.result_types[0].element_type.name in NO_NAN_FORMATS)
+
+
+class NoNanFormatsLargestForNaN(OracleBackend):
+    """Computes in f32 and converts down saturating, as an MX unit may: a NaN (the op's
+    result has no real value) becomes the format's most negative value, -6 in f4E2M1FN,
+    where the oracle (ml_dtypes) has a zero. The spec gives these types no value for it
+    (TBD #180, as convert's NaN), so this must pass."""
+
+    name = "no-nan-largest"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _without_nan(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            (wide,) = _f32_path(sig, inputs)
+            lowest = np.array(-float(__import__("ml_dtypes").finfo(dtype).max), np.float64)
+            return [np.where(np.isnan(wide), lowest.astype(dtype), out).astype(dtype)]
+        return run
+
+
+class NoNanFormatsPackedNeighbour(OracleBackend):
+    """f4E2M1FN packs two elements in a byte; the kernel writes its stand-in for a NaN
+    result (+0) as a whole byte, so the element sharing the byte (a real result) is
+    zeroed too. The NaN element may be anything; its neighbour must fail."""
+
+    name = "no-nan-packed-neighbour"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _without_nan(sig) or sig.result_types[0].element_type.name != "f4E2M1FN":
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            (wide,) = _f32_path(sig, inputs)
+            nan = np.isnan(wide).reshape(-1)
+            pair = nan.copy()
+            pair[: len(nan) // 2 * 2] |= nan[: len(nan) // 2 * 2].reshape(-1, 2)[:, ::-1] \
+                .reshape(-1)                      # the other nibble of each byte
+            flat = np.array(out, copy=True).reshape(-1)
+            flat[pair] = np.zeros((), dtype)
+            return [flat.reshape(out.shape)]
+        return run
+
+
+class NoNanFormatsPowerByExpLog(OracleBackend):
+    """power in the formats without NaN computed as exp(rhs * log(lhs)): every negative
+    base has no real logarithm, so power(-2, 2) = 4 comes out as the NaN stand-in (+0)
+    as power(-6, -1.5) does. The first is a real number the spec fixes: must fail."""
+
+    name = "no-nan-power-exp-log"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if sig.op != "power" or not _without_nan(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            a, b = (np.asarray(x).astype(np.float64) for x in inputs)
+            with np.errstate(all="ignore"):
+                r = np.exp(b * np.log(a))
+            return [np.where(np.isnan(r), np.zeros((), dtype), out).astype(dtype)]
+        return run
