@@ -108,6 +108,16 @@ def _select_and_scatter(sig: Signature):
         # allocated"); jax runs in-process, so the xla backend (isolated) records it.
         raise Unsupported("select_and_scatter of a rank-0 operand: XLA aborts the process "
                           "compiling it (CHECK failure), and jax runs in this process")
+    promoted = regions.parse(scatter_text).arg_types
+    if len(promoted) == 2 and promoted[0] != et and is_promotable(et, promoted[0]):
+        # measured (jax 0.10.2, the primitive with a scatter returning f32 for f16): "Cannot
+        # lower jaxpr with verifier errors: The type of reduction-region's parameter at
+        # index 0 is different than the corresponding result type: 'tensor<f16>' vs
+        # 'tensor<f32>'"
+        raise Unsupported(f"select_and_scatter: jax traces the scatter at the operand's type "
+                          f"({et.name}); a scatter promoted to {promoted[0].name} (the newer "
+                          f"spec's C10) fails jax's lowering: 'the type of reduction-region's "
+                          f"parameter is different than the corresponding result type'")
     for text, result in ((select_text, "i1"), (scatter_text, et.name)):
         region = regions.parse(text)
         if [t.name for t in region.arg_types] != [et.name, et.name] or \

@@ -25,8 +25,10 @@ from typing import Sequence
 
 import numpy as np
 
+from conformance.core.promotion import to_destination_type
 from conformance.core.types import element_type, type_of
 from conformance.specs.expressions import alternative, condition
+from conformance.specs.regions import parse as parse_region
 
 from . import regions
 from .registry import register
@@ -384,14 +386,30 @@ def occurrence(targets: np.ndarray) -> np.ndarray:
     return occ
 
 
+def promoted(region: str, xs, ups):
+    """The inputs and the updates converted to the update computation's types Ei
+    (stablehlo-spec-2026-08.md "### scatter": ``updates_converted =
+    to_destination_type(updates..., <its second half of argument types>)``, combined with
+    results of type Ei (C25), which start as the inputs converted); as they are where
+    the types agree or the region does not fit them (an invalid case)."""
+    types = parse_region(region).arg_types
+    n = len(xs)
+    if len(types) != 2 * n:
+        return list(xs), list(ups)
+    return ([to_destination_type(x, t) for x, t in zip(xs, types[:n])],
+            [to_destination_type(u, t) for u, t in zip(ups, types[n:])])
+
+
 def _scatter_run(inputs, attrs, types, judge_region: bool = False, per_element: bool = False):
     """The scatter oracle's work: (results, mask of result elements where an application
     of the region met an implementation-defined rule of its ops; only if judge_region).
     ``per_element``: apply every update element whose ``result_index`` is in bounds (the
-    spec's formula element by element), not only the windows entirely in bounds."""
+    spec's formula element by element), not only the windows entirely in bounds. The
+    updates are applied in the computation's types (:func:`promoted`)."""
     n = len(types)
-    xs, indices, ups = inputs[:n], inputs[n], inputs[n + 1:]
     region = attrs["update_computation"]
+    xs, ups = promoted(region, inputs[:n], inputs[n + 1:])
+    indices = inputs[n]
     results = [np.array(x, order="C", copy=True) for x in xs]
     shape = results[0].shape
     impl = np.zeros(shape, bool)
@@ -508,6 +526,7 @@ def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region,
     :data:`MAX_ORDERED_UPDATES` updates are :func:`scatter_order_unbounded`."""
     import itertools
     n = len(inputs)
+    inputs, updates = promoted(region, inputs, updates)
     per_case = []
     most = 0
     for b in range(indices.shape[0]):

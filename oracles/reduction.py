@@ -611,6 +611,9 @@ def _waves(g: ScatterGeometry, scatter: str, source: np.ndarray, init) -> np.nda
 @register("select_and_scatter")
 def select_and_scatter(inputs, attrs, types):
     operand, source, init = (np.asarray(x) for x in inputs)
+    # the newer spec's promotable scatter (stablehlo-spec-2026-08.md C10): the reduce of
+    # the source values converts them and the init value to the scatter's type E
+    ([source], [init]) = converted(attrs["scatter"], [source], [init])
     (t,) = types
     g = _scatter_geometry(operand.shape, {**attrs, "operand": operand}, 0)
     scatter = _retyped_body(attrs["scatter"], [source])
@@ -625,6 +628,8 @@ def select_and_scatter(inputs, attrs, types):
 
 def _scatter_leaves(inputs, attrs, n: int, k: int) -> np.ndarray:
     operand, source, init = (np.asarray(x) for x in inputs[:3])
+    if "scatter" in attrs:
+        ([source], [init]) = converted(attrs["scatter"], [source], [init])
     g = _scatter_geometry(operand.shape, {**attrs, "operand": operand}, 1)
     return leaves_with_init(g, source, init)
 

@@ -496,4 +496,77 @@ class NoNanFormatsPowerByExpLog(OracleBackend):
             with np.errstate(all="ignore"):
                 r = np.exp(b * np.log(a))
             return [np.where(np.isnan(r), np.zeros((), dtype), out).astype(dtype)]
+
+
+# Promoted scatter and select_and_scatter computations (stablehlo-spec-2026-08.md
+# "### scatter" C23/C25, "### select_and_scatter" C10/C12)
+# ---------------------------------------------------------------------------
+
+def _in_operand_type(sig):
+    """``sig`` with its (last) region retyped to the operands' types and its results
+    of those types: the computation the promotion asks for, run too narrow."""
+    from conformance.core.case import Signature
+    from conformance.specs.regions import retyped
+    n = len(sig.result_types)
+    ets = [t.element_type.name for t in sig.input_types[:n]]
+    positions = {**dict(enumerate(ets)), **{n + k: t for k, t in enumerate(ets)}}
+    regs = list(sig.regions)
+    regs[-1] = retyped(regs[-1], positions=positions)
+    results = [f"tensor<{'x'.join(map(str, t.shape)) + 'x' if t.shape else ''}{e}>"
+               for t, e in zip(sig.result_types, ets)]
+    return Signature.make(sig.op, sig.input_types, results, sig.attributes,
+                          regions=tuple(regs))
+
+
+class AccumulatesInOperandType(OracleBackend):
+    """The realistic bug of a promoted scatter or select_and_scatter: the computation
+    run at the operands' type (every repeated update or scattered source value rounded
+    or wrapped to it) and only the results converted to the computation's type Ei."""
+
+    name = "accumulates-in-operand-type"
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        narrow = _in_operand_type(sig)
+
+        def run(inputs):
+            out = oracles.evaluate(narrow.op, inputs, narrow.attributes,
+                                   result_types=narrow.result_types, regions=narrow.regions)
+            return [np.asarray(o).astype(t.element_type.dtype)
+                    for o, t in zip(out, sig.result_types)]
+        return run
+
+
+class ScatterReversedSchedule(OracleBackend):
+    """scatter with the updates applied in another ``schedule`` (the spec's
+    implementation-defined permutation of the update index space): the scatter dimensions
+    of the updates that are not batching dimensions reversed, with the matching dimensions
+    of the scatter indices, so that each element's repeated updates meet it in reverse
+    order; in the computation's types, as the spec says. Every other op: the oracle."""
+
+    name = "scatter-reversed-schedule"
+
+    def compile(self, sig):
+        if violations(sig):
+            raise ValueError(f"invalid program: {violations(sig)}")
+        base = super().compile(sig)
+        if sig.op != "scatter":
+            return base
+        n = len(sig.result_types)
+        a = sig.attributes
+        ivd, uwd = a["index_vector_dim"], list(a["update_window_dims"])
+        sibd = list(a.get("scatter_indices_batching_dims", ()))
+        urank = sig.input_types[n + 1].rank
+        scatter_dims = [d for d in range(urank) if d not in uwd]
+        index_dims = [d for d in range(sig.input_types[n].rank) if d != ivd]
+        flips = [(i, u) for i, u in zip(index_dims, scatter_dims) if i not in sibd]
+
+        def run(inputs):
+            inputs = [np.asarray(x) for x in inputs]
+            idx, ups = inputs[n], inputs[n + 1:]
+            for i, u in flips:
+                idx = np.flip(idx, axis=i)
+                ups = [np.flip(x, axis=u) for x in ups]
+            return base(inputs[:n] + [idx.copy()] + [x.copy() for x in ups])
         return run

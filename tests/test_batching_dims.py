@@ -69,7 +69,9 @@ def unrolled(sig, inputs):
     else:
         n = len(sig.result_types)
         operands, idx, updates = list(inputs[:n]), inputs[n], list(inputs[n + 1:])
-        out = [np.array(x, copy=True) for x in operands]
+        # results of the update computation's types (2026-08 C25: a promoted one's)
+        out = [np.array(x, copy=True).astype(t.element_type.dtype)
+               for x, t in zip(operands, sig.result_types)]
         window_dims = a["update_window_dims"]
         out_axis_of = [d for d in range(updates[0].ndim) if d not in window_dims]
     sizes = [operands[0].shape[d] for d in obd]

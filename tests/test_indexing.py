@@ -226,11 +226,16 @@ def test_gather_collapsed_dimension_of_slice_size_zero():
 def ref_scatter(case):
     """(results, out-of-bounds mask, hit counts) from the spec's formula, literally, with
     the updates applied in row-major order and XLA's rule for windows not entirely in
-    bounds (skipped; the elements their in-bounds part reaches are implementation-defined)."""
+    bounds (skipped; the elements their in-bounds part reaches are implementation-defined).
+    A promoted update computation (2026-08 C23): inputs and updates converted to its types
+    (numpy's astype: exact for the widenings drawn)."""
     sig = case.signature
     a = sig.attributes
     n = len(sig.result_types)
     xs, idx, ups = case.inputs[:n], case.inputs[n], case.inputs[n + 1:]
+    body_types = regions.parse(sig.regions[0]).arg_types
+    xs = [np.asarray(x).astype(t.dtype) for x, t in zip(xs, body_types[:n])]
+    ups = [np.asarray(u).astype(t.dtype) for u, t in zip(ups, body_types[n:])]
     results = [np.array(x, copy=True) for x in xs]
     shape = xs[0].shape
     rank = len(shape)

@@ -135,7 +135,12 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # the newer formats went stale (sort f8E5M2 value, reduce_scatter f8E3M4 nan,
     # reduce_window f8E4M3FNUZ FTZ) and one came (reduce_window's promoted bodies in three
     # newer formats, refused))
-    assert depths.count(("default",)) == 78 and depths.count(("quick",)) == 29
+    # (79 and 35 with scatter's and select_and_scatter's promotable computations (issue 30):
+    # the select_and_scatter tie entry is met at default only, the quick scatter f8
+    # backend_error and bf16 FTZ entries went stale, and eight came at quick: XLA refuses or
+    # ignores the promoted computations, and the changed plans meet its f32 tie-breaking;
+    # 88 from their default run: two default entries went stale, eleven came)
+    assert depths.count(("default",)) == 88 and depths.count(("quick",)) == 35
     assert set(depths) == {None, ("default",), ("quick",)}
 
 

@@ -59,7 +59,7 @@ def test_the_version_is_the_spec_sections_text_unless_rules_changed():
             assert version == f"xla-{section[:3]}" and not changes, f"{op}: {version}"
     assert sorted(newer) == ["all_gather", "all_reduce", "all_to_all", "dot_general", "gather",
                              "reduce", "reduce_scatter", "reduce_window", "scatter",
-                             "transpose"]
+                             "select_and_scatter", "transpose"]
 
 
 def test_the_loaded_spec_carries_version_and_changes():
