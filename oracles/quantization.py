@@ -233,11 +233,12 @@ def _base_op(name: str) -> str:
 
 def _apply(base: str, floats, result_t, et) -> np.ndarray:
     """``base``'s own oracle on float arrays of element type ``et`` (its result of the
-    quantized result's shape in ``et``)."""
+    operands' shape, batch axes included, in ``et``)."""
     from conformance.core.types import TensorType
     from .registry import oracle_for
+    shape = np.broadcast_shapes(*(np.shape(f) for f in floats))
     with np.errstate(all="ignore"):
-        out = oracle_for(base)(list(floats), {}, [TensorType(result_t.shape, et)])
+        out = oracle_for(base)(list(floats), {}, [TensorType(shape, et)])
     return np.asarray(out[0] if isinstance(out, tuple) else out)
 
 
