@@ -452,3 +452,38 @@ def test_forms_are_declined_by_jax_xla_and_the_interpreter():
     with pytest.raises(Unsupported, match="Expected array argument for lhs of binary operation "
                                           "multiply, but got primitive_type_invalid"):
         XlaBackend().compile(MUL)
+
+
+def test_iree_on_quantized_forms():
+    """What the iree-cpu entries of the forms say, by hand (IREE 3.13): the multiply of
+    random si8 operands is right; a negative base's power and atan2(0, 0) become storage 0
+    (not-a-number inside); u8 storage is read as signed. Skipped without IREE."""
+    pytest.importorskip("iree.compiler")
+    pytest.importorskip("iree.runtime")
+    from conformance.backends.iree_backend import IreeBackend
+
+    def t(scale, zp, storage="i8"):
+        return f"tensor<4x!quant.uniform<{storage}:f32, {scale}:{zp}>>"
+    cases = [
+        ("multiply_quantized", [t(0.0204010009765625, 3), t(0.0312652587890625, -7)],
+         t(0.00426483154296875, -5), [[20, -13, 119, 5], [-23, 14, -11, 9]], I8, True),
+        ("power_quantized", [t(0.25, 0)] * 2, t(0.25, 0), [[-80, -8, 8, -8], [0, 8, 8, 12]], I8,
+         [0, 0, 16, 0]),
+        ("atan2_quantized", [t(0.25, 3)] * 2, t(0.25, -5), [[3, 3, 7, -1], [3, 7, 3, 7]], I8,
+         [0, -5, 1, -8]),
+        ("multiply_quantized", [t(0.25, 0, "u8")] * 2, t(0.25, 0, "u8"),
+         [[200, 4, 8, 130], [4, 4, 8, 4]], np.uint8, [0, 4, 16, 0]),
+    ]
+    backend = IreeBackend()
+    try:
+        for op, ins, out, vals, dtype, iree_gives in cases:
+            sig = Signature.make(op, ins, [out])
+            xs = [np.array(v, dtype) for v in vals]
+            got = np.asarray(backend.compile(sig)(xs)[0]).tolist()
+            (want,) = oracles.evaluate_batch(sig, [x[None] for x in xs])
+            if iree_gives is True:
+                assert got == want[0].tolist(), op
+            else:
+                assert got == iree_gives and got != want[0].tolist(), (op, got, want[0].tolist())
+    finally:
+        backend.close()
