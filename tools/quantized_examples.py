@@ -1,4 +1,5 @@
-"""Worked examples for quantized_forms.yaml: Python's math in float64 from the spec's
+"""Worked examples for specs/quantized_forms.yaml (prints one line per op; the table's
+`examples:` were written from them): Python's math in float64 from the spec's
 steps, away from ties (so that float64 and f32 agree); independent of the oracle."""
 import math
 F = {
@@ -33,8 +34,6 @@ def t(s, z, n=3):
     return f"tensor<{n}x!quant.uniform<i8:f32, {s}{':' + str(z) if z else ''}>>"
 
 for op, f in F.items():
-    if f.__code__.co_argcount == 2 if hasattr(f, '__code__') else op in ('atan2', 'maximum', 'minimum', 'remainder'):
-        pass
     binary = op in ('atan2', 'divide', 'maximum', 'minimum', 'multiply', 'power', 'remainder', 'subtract')
     if binary:
         (lv, ls, lz), (rv, rs, rz) = BIN
