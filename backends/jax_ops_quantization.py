@@ -1,8 +1,10 @@
 """jax mappings of the quantization family (uniform_quantize, uniform_dequantize, add on
-quantized tensors): none, with the reason measured on jax 0.10.2."""
+quantized tensors, the quantized forms of specs/quantized_forms.yaml): none, with the
+reason measured on jax 0.10.2."""
 from __future__ import annotations
 
 from conformance.core.case import Signature
+from conformance.specs import quantized_forms
 
 from .base import Unsupported
 from .jax_ops import builder
@@ -19,5 +21,5 @@ def _unsupported(op: str):
     return build
 
 
-for _op in ("uniform_quantize", "uniform_dequantize", "add_quantized"):
+for _op in ("uniform_quantize", "uniform_dequantize", "add_quantized", *quantized_forms()):
     builder(_op)(_unsupported(_op))

@@ -1,4 +1,6 @@
-"""Quantized ops: uniform_quantize, uniform_dequantize, and add on quantized tensors.
+"""Quantized ops: uniform_quantize, uniform_dequantize, add on quantized tensors, and the
+quantized forms of specs/quantized_forms.yaml (``<op>_quantized``: dequantize, ``<op>``'s
+own oracle in the expressed type, quantize; near_tie generalised to an interval).
 
 Written from "Quantization computations" of the current spec (stablehlo-spec-2026-08.md):
 
@@ -218,3 +220,132 @@ def per_axis_mask(sig, lhs):
     per_axis = any(getattr(t.element_type, "is_per_axis", False)
                    for t in tuple(sig.input_types) + tuple(sig.result_types))
     return np.full(np.shape(lhs), per_axis)
+
+
+# ---------------------------------------------------------------------------
+# The quantized forms of quantized_forms.yaml: dequantize_op_quantize(op, ...)
+# ---------------------------------------------------------------------------
+
+def _base_op(name: str) -> str:
+    from conformance.specs import quantized_forms
+    return quantized_forms()[name]
+
+
+def _apply(base: str, floats, result_t, et) -> np.ndarray:
+    """``base``'s own oracle on float arrays of element type ``et`` (its result of the
+    operands' shape, batch axes included, in ``et``)."""
+    from conformance.core.types import TensorType
+    from .registry import oracle_for
+    shape = np.broadcast_shapes(*(np.shape(f) for f in floats))
+    with np.errstate(all="ignore"):
+        out = oracle_for(base)(list(floats), {}, [TensorType(shape, et)])
+    return np.asarray(out[0] if isinstance(out, tuple) else out)
+
+
+def _spec_floats(name, xs, input_types, qt, lead):
+    """The operands dequantized as the spec's ``dequantize`` does (in the expressed type)."""
+    return [dequantize(x, _quantized(t, name), lead) for x, t in zip(xs, input_types)]
+
+
+def _make_form_oracle(name: str):
+    base = _base_op(name)
+
+    def oracle(inputs, attrs, types, input_types):
+        """``dequantize_op_quantize(base, ..., type(result))``: dequantize every operand,
+        ``base``'s own oracle in the expressed type, quantize."""
+        xs = [np.asarray(x) for x in inputs]
+        qt = _quantized(types[0], name)
+        lead = _lead(xs[0], input_types[0])
+        value = _apply(base, _spec_floats(name, xs, input_types, qt, lead), types[0],
+                       qt.expressed)
+        return quantize(value, qt, lead)
+    oracle.__name__ = oracle.__qualname__ = name
+    return oracle
+
+
+def _register_forms() -> None:
+    from conformance.specs import quantized_forms
+    for name in quantized_forms():
+        register_typed(name)(_make_form_oracle(name))
+
+
+_register_forms()
+
+
+def _op_bound(base: str, et) -> float:
+    """``base``'s accuracy in ULPs of ``et`` (0 for an exact op)."""
+    from conformance.specs import load_spec
+    acc = load_spec(base).accuracy(et)
+    return acc.bound if acc.kind == "ulp" else 0.0
+
+
+def form_interval(sig, values):
+    """For a quantized form's operand values: ``(kmin, kmax, spec_v, exact_v, f_spec,
+    f_exact)``. ``spec_v`` is the spec's ``x_scaled_add_zp`` (each step rounded to the
+    expressed type), ``exact_v`` the same from the exact dequantized operands and the
+    op in float64; the storage values between the roundings of ``min(spec_v, exact_v) -
+    band`` and ``max(...) + band`` (clamped) are what a faithful implementation gives:
+    ``band`` covers the expressed type's roundings of the quantize steps
+    (:data:`NEAR_TIE_EPS`) and the op's own ULP bound in the expressed type."""
+    name = sig.op
+    base = _base_op(name)
+    n = len(sig.input_types)
+    xs = [np.asarray(x) for x in values[:n]]
+    out_t = sig.result_types[0]
+    qt = _quantized(out_t, name)
+    e = qt.expressed
+    lead = xs[0].ndim - sig.input_types[0].rank
+    from conformance.core.types import element_type
+    with np.errstate(all="ignore"):
+        f_spec = _apply(base, _spec_floats(name, xs, sig.input_types, qt, lead), out_t,
+                        e).astype(np.float64)
+        s, z = _params(qt, f_spec.ndim, lead)
+        scaled = round_to(f_spec / s, e).astype(np.float64)
+        spec_v = round_to(scaled + round_to(z, e).astype(np.float64), e).astype(np.float64)
+        exact_in = []
+        for x, t in zip(xs, sig.input_types):
+            si, zi = _params(_quantized(t, name), x.ndim, lead)
+            exact_in.append((x.astype(np.int64) - zi).astype(np.float64) * si)
+        f_exact = _apply(base, exact_in, out_t, element_type("f64")).astype(np.float64)
+        exact_v = f_exact / s + z
+        eps = float(ml_dtypes.finfo(e.dtype).eps)
+        band = NEAR_TIE_EPS * eps * (np.abs(f_exact) / s + np.abs(z) + np.abs(exact_v)) \
+            + _op_bound(base, e) * eps * np.abs(f_exact) / s
+        band = np.where(np.isfinite(band), band, 0.0)
+        lo = np.minimum(spec_v, exact_v) - band
+        hi = np.maximum(spec_v, exact_v) + band
+        kmin = np.clip(np.ceil(lo - 0.5), qt.storage_min, qt.storage_max)
+        kmax = np.clip(np.floor(hi + 0.5), qt.storage_min, qt.storage_max)
+    return kmin, kmax, spec_v, exact_v, f_spec, f_exact
+
+
+@condition("quantized_op_near_tie")
+def form_near_tie_mask(sig, *values):
+    """Elements where more than one storage value is faithful (:func:`form_interval`):
+    where the spec's evaluation rounded on the way (it differs from the exact value) or
+    the op itself has an accuracy bound; an exact tie computed without rounding has
+    round half to even as its one answer."""
+    kmin, kmax, spec_v, exact_v, f_spec, f_exact = form_interval(sig, values)
+    inexact = (spec_v != exact_v) | (_op_bound(_base_op(sig.op),
+                                               sig.result_types[0].element_type.expressed) > 0)
+    return (kmin != kmax) & inexact & ~np.isnan(f_spec) & ~np.isnan(f_exact)
+
+
+@alternative("quantized_op_interval")
+def form_interval_member(sig, *values):
+    """The storage values between the two faithful bounds (:func:`form_interval`), as a
+    test of the backend's values."""
+    from .registry import Membership
+    kmin, kmax, *_ = form_interval(sig, values)
+
+    def test(actual):
+        a = np.asarray(actual[0]).astype(np.float64)
+        return [(a >= kmin) & (a <= kmax)]
+    return Membership(test)
+
+
+@condition("quantized_op_nan")
+def form_nan_mask(sig, *values):
+    """Elements where the op's value in the expressed type (or exactly) is NaN."""
+    *_, f_spec, f_exact = form_interval(sig, values)
+    return np.isnan(f_spec) | np.isnan(f_exact)

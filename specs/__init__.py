@@ -804,8 +804,80 @@ def load_spec(name: str) -> OpSpec:
     """The spec of one op by name; UnknownOp if there is none."""
     path = SPEC_DIR / f"{name}.yaml"
     if not path.exists():
+        if name in quantized_forms():
+            return _load_quantized_form(name)
         raise UnknownOp(f"unknown op {name!r}; known ops: {', '.join(op_names())}")
     return load_file(path)
+
+
+# ---------------------------------------------------------------------------
+# Quantized forms: `<op>_quantized` made from one table (quantized_forms.yaml)
+# ---------------------------------------------------------------------------
+
+QUANTIZED_FORMS = Path(__file__).parent / "quantized_forms.yaml"
+_FORM_SUFFIX = "_quantized"
+
+
+@functools.lru_cache(maxsize=1)
+def _quantized_table() -> dict:
+    try:
+        data = read_yaml(QUANTIZED_FORMS.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SpecError(f"{QUANTIZED_FORMS}: cannot read: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("forms"), dict) \
+            or not isinstance(data.get("ops"), dict):
+        raise SpecError(f"{QUANTIZED_FORMS}: (top level): expected 'forms' and 'ops' mappings")
+    return data
+
+
+def quantized_forms() -> dict[str, str]:
+    """``<op>_quantized`` -> ``<op>``: the ops the table quantized_forms.yaml gives a
+    quantized form (semantics ``dequantize_op_quantize(<op>, ...)``)."""
+    return {f"{op}{_FORM_SUFFIX}": op for op in _quantized_table()["ops"]}
+
+
+def _substitute(value: Any, op: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("$op", op)
+    if isinstance(value, list):
+        return [_substitute(v, op) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, op) for k, v in value.items()}
+    return value
+
+
+def quantized_form_data(name: str) -> dict:
+    """The spec document of quantized form ``name``: the entry's form (unary, binary) with
+    ``$op`` replaced, its rows' types (the plain types the spec's Type column names, then
+    the form's quantized families; the result row takes the families only), Type-column
+    texts, constraints (every tensor reads all of them, as the spec's tables say) and
+    examples. SpecError names the table's key on a bad entry."""
+    table, base = _quantized_table(), quantized_forms()[name]
+    entry, where = table["ops"][base], f"{QUANTIZED_FORMS}: ops.{base}"
+    missing = {"form", "plain_types", "type_text", "constraints"} - set(entry or {})
+    if missing:
+        raise SpecError(f"{where}: missing {', '.join(sorted(missing))}")
+    if entry["form"] not in table["forms"]:
+        raise SpecError(f"{where}.form: {entry['form']!r} is not one of "
+                        f"{', '.join(table['forms'])}")
+    data = {"op": name, **_substitute(table["forms"][entry["form"]], base)}
+    families = data["type_variables"]["Q"]["types"]
+    ids = [c["id"] for c in entry["constraints"]]
+    for kind in ("inputs", "outputs"):
+        for t in data[kind]:
+            if t["name"] not in entry["type_text"]:
+                raise SpecError(f"{where}.type_text: no text for {t['name']}")
+            t["type_text"] = entry["type_text"][t["name"]]
+            t["types"] = list(entry["plain_types"]) + list(families) \
+                if kind == "inputs" else list(families)
+            t["constraints"] = list(ids)
+    data["constraints"] = [dict(c) for c in entry["constraints"]]
+    data["examples"] = list(entry.get("examples", []))
+    return data
+
+
+def _load_quantized_form(name: str) -> OpSpec:
+    return parse_spec(quantized_form_data(name), f"{QUANTIZED_FORMS}#{name}")
 
 
 def _op_accepts(op: str, t) -> bool:
@@ -823,7 +895,7 @@ ex.FUNCTIONS["op_accepts"] = _op_accepts
 def resolve_op(name: str) -> str:
     """A StableHLO op name, or an XLA name from an op spec's ``xla:`` list (``Rev`` ->
     ``reverse``, ``Collapse`` -> ``reshape``; case-insensitive); UnknownOp otherwise."""
-    if (SPEC_DIR / f"{name}.yaml").exists():
+    if (SPEC_DIR / f"{name}.yaml").exists() or name in quantized_forms():
         return name
     matches = sorted({s.name for s in all_specs()
                       if name.lower() in (x.lower() for x in s.xla_names)})
@@ -852,7 +924,8 @@ def import_family_module(op: str, module: str) -> None:
 
 
 def op_names() -> list[str]:
-    return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
+    """Every op: one per spec file, and the quantized forms of quantized_forms.yaml."""
+    return sorted([p.stem for p in SPEC_DIR.glob("*.yaml")] + list(quantized_forms()))
 
 
 def all_specs() -> list[OpSpec]:
@@ -867,6 +940,12 @@ def validate_all(paths: Iterable["str | Path"] | None = None) -> list[str]:
             load_file(p)
         except SpecError as e:
             errors.append(str(e))
+    if paths is None:
+        try:
+            for name in quantized_forms():
+                _load_quantized_form(name)
+        except SpecError as e:
+            errors.append(str(e))
     return errors
 
 
@@ -875,5 +954,5 @@ regions.use_specs(load_spec, (UnknownOp, SpecError, FileNotFoundError))
 
 __all__ = ["import_family_module", "read_yaml", "OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
            "Accuracy", "SpecError", "UnknownOp", "load_spec", "load_file", "op_names",
-           "all_specs", "validate_all", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
+           "all_specs", "validate_all", "quantized_forms", "quantized_form_data", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
            "TensorType"]
