@@ -95,7 +95,7 @@ def identity(text: str) -> tuple[np.ndarray, ...] | None:
         return None
     types = list(region.arg_types[:n])
     ops = components(text)
-    if n > 1 and all(op is not None for op in ops):
+    if n > 1 and len(ops) == n and all(op is not None for op in ops):
         # Independent results: one search each.
         found = [identity(f"({t.name}, {t.name}) -> {op}(arg0, arg1)")
                  for t, op in zip(types, ops)]
@@ -122,6 +122,8 @@ def _joint_identity(text: str, types) -> tuple[np.ndarray, ...] | None:
             right = evaluate_regions.evaluate(text, y + e)
     except (RegionError, ValueError, TypeError):
         return None
+    if len(left) != n or len(right) != n:
+        return None       # a body of another result count (an invalid program's) has none
     ok = np.ones(len(combos) * m, bool)
     for k in range(n):
         for r in (left, right):

@@ -759,3 +759,13 @@ def test_a_sum_with_another_init_value_flushed_on_its_own_subnormal_leaf_is_subn
     cls = check.run_batch(0, stacked).results["daz0.5"].verdict.element_classes[0]
     from conformance.checking.compare import SUBNORMAL_FLUSH
     assert cls[0, 1] not in (PASS, SUBNORMAL_FLUSH), cls
+
+
+def test_a_body_returning_fewer_results_than_its_pairs_has_no_identity():
+    """An invalid program's body (two argument pairs, one result) is searched without an
+    IndexError: it has no identity (the invalid generator asked, for its init values)."""
+    from generators.reduction import identity
+    assert identity("(f8E4M3FNUZ, f8E4M3FNUZ, f8E4M3FNUZ, f8E4M3FNUZ) -> "
+                    "add(arg0, arg2)") is None
+    assert identity("(f32, f32, f32, f32) -> select(compare(arg0, arg2, 'GT', 'TOTALORDER'), "
+                    "arg0, arg2)") is None
