@@ -349,3 +349,33 @@ def test_collective_permute_fills_with_zero_in_the_format_which_is_e8m0_s_nan():
         bits = np.asarray(out).view(np.uint8)
         assert bits[0].tolist() == [fill] * 3, name          # process 0 receives nothing
         assert np.asarray(out)[1].astype(np.float64).tolist() == [2.0] * 3
+
+
+def _iota_with_id0(bits):
+    """A planted iota whose id 0 in f8E8M0FNU (the oracle's NaN, 0xFF) is ``bits``."""
+    from planted import OracleBackend
+
+    class Iota(OracleBackend):
+        name = f"iota-id0-{bits:02x}"
+
+        def compile(self, sig):
+            run = super().compile(sig)
+
+            def changed(inputs):
+                out = run(inputs)
+                b = out[0].view(np.uint8).copy()
+                b[b == 0xFF] = bits
+                return [b.view(out[0].dtype)]
+            return changed
+    return Iota()
+
+
+def test_iota_id_0_in_e8m0_is_either_neighbour_of_zero():
+    """constant(0, f8E8M0FNU) converts a value the format lacks (TBD #180, as convert):
+    XLA CPU's 2^-127 (0x00) passes as the oracle's NaN does; an iota counting from 1
+    (1.0, 0x7F, at id 0) fails."""
+    from planted import OracleBackend, verdict_counts
+    sig = Signature.make("iota", [], ["tensor<3x2xf8E8M0FNU>"], {"iota_dimension": 0})
+    assert verdict_counts(OracleBackend(), sig, "f8E8M0FNU", 1) == {"pass": 1}
+    assert verdict_counts(_iota_with_id0(0x00), sig, "f8E8M0FNU", 1) == {"pass": 1}
+    assert verdict_counts(_iota_with_id0(0x7F), sig, "f8E8M0FNU", 1) == {"nan": 1}
