@@ -379,3 +379,16 @@ def test_iota_id_0_in_e8m0_is_either_neighbour_of_zero():
     assert verdict_counts(OracleBackend(), sig, "f8E8M0FNU", 1) == {"pass": 1}
     assert verdict_counts(_iota_with_id0(0x00), sig, "f8E8M0FNU", 1) == {"pass": 1}
     assert verdict_counts(_iota_with_id0(0x7F), sig, "f8E8M0FNU", 1) == {"nan": 1}
+
+
+def test_imag_and_dynamic_iota_zero_in_e8m0_is_either_neighbour():
+    """imag of a real f8E8M0FNU and dynamic_iota's id 0 are constant(0, E) too: 2^-127
+    (XLA CPU's) passes as the oracle's NaN does; 1.0 (0x7F) fails."""
+    from planted import verdict_counts
+    imag = Signature.make("imag", ["tensor<4xf8E8M0FNU>"], ["tensor<4xf8E8M0FNU>"])
+    assert verdict_counts(_iota_with_id0(0x00), imag, "f8E8M0FNU", 1).keys() == {"pass"}
+    assert verdict_counts(_iota_with_id0(0x7F), imag, "f8E8M0FNU", 1).keys() == {"nan"}
+    dyn = Signature.make("dynamic_iota", ["tensor<2xsi32>"], ["tensor<3x2xf8E8M0FNU>"],
+                         {"iota_dimension": 0})
+    assert verdict_counts(_iota_with_id0(0x00), dyn, "f8E8M0FNU", 1).keys() == {"pass"}
+    assert verdict_counts(_iota_with_id0(0x7F), dyn, "f8E8M0FNU", 1).keys() == {"nan"}
