@@ -30,7 +30,7 @@ import numpy as np
 
 from conformance.core.numerics import round_to
 from conformance.core.types import element_type
-from conformance.specs.expressions import condition
+from conformance.specs.expressions import alternative, condition
 
 from .registry import register
 
@@ -238,3 +238,51 @@ def zero(*results) -> list[np.ndarray]:
         with np.errstate(invalid="ignore"):
             out.append(np.asarray(r).astype(np.float64) == 0)
     return out
+
+
+# ---------------------------------------------------------------------------
+# The count the decomposition divides by, where the element type cannot hold it
+# ---------------------------------------------------------------------------
+
+def _other_divisor(dtype, operand_shape, fi: int, epsilon: float) -> float | None:
+    """The other neighbour in E of the count m (``constant(m, E)``, TBD #180 where E cannot
+    represent m: 100 in f8E3M4 rounds to infinity, 15.5 lies below), None where m is exact."""
+    m, m_e, _ = constants(dtype, operand_shape, fi, epsilon)
+    if m_e == m:
+        return None
+    et = element_type(np.dtype(dtype))
+    values = np.arange(1 << et.bits, dtype=np.uint64).astype(np.uint8 if et.bits <= 8
+                                                               else np.uint16)
+    finite = values.view(et.dtype).astype(np.float64) if et.bits <= 16 else None
+    if finite is None:                  # f32/f64 hold every count a plan draws exactly
+        return None
+    finite = finite[np.isfinite(finite)]
+    below, above = finite[finite < m], finite[finite > m]
+    other = below.max() if m_e > m else (above.min() if above.size else np.inf)
+    return float(other)
+
+
+@condition("batch_norm_divisor_inexact")
+def divisor_inexact(operand, feature_index, epsilon, results) -> list[np.ndarray]:
+    """Per result: every element where the count is not representable in E (the whole
+    result depends on the divisor), none elsewhere."""
+    x = np.asarray(operand)
+    hit = _other_divisor(x.dtype, x.shape[1:], int(feature_index), epsilon) is not None
+    return [np.full(np.asarray(r).shape, hit) for r in results]
+
+
+@alternative("batch_norm_training_other_divisor")
+def training_other_divisor(operand, scale, offset, feature_index, epsilon, results):
+    """batch_norm_training's results with the count rounded to its other neighbour in E
+    (inputs with a leading batch axis); the oracle's where the count is exact."""
+    x = np.asarray(operand)
+    fi = int(feature_index)
+    other = _other_divisor(x.dtype, x.shape[1:], fi, epsilon)
+    if other is None:
+        return list(results)
+    _, _, eps_e = constants(x.dtype, x.shape[1:], fi, epsilon)
+    with np.errstate(all="ignore"):
+        values = training(x, scale, offset, eps_e, other, fi, lead=1)
+    et = element_type(x.dtype)
+    return [round_to(np.asarray(v, np.float64), et).reshape(np.asarray(r).shape)
+            for v, r in zip(values, results)]

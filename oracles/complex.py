@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance.core.numerics import round_to
+
 from .registry import register
+# imag's zero_in_format_without_zero reads constant(0) in f8E8M0FNU as convert does: its
+# allowed set is conversion's alternative('convert_directed', ...)
+from . import conversion  # noqa: F401,E402
 
 
 @register("complex")
@@ -24,5 +29,7 @@ def imag(inputs, attrs, types):
     x = inputs[0]
     if np.iscomplexobj(x):
         return np.imag(x).astype(types[0].element_type.dtype).reshape(types[0].shape)
-    # imag(x) = 0.0 for floats (spec: `is_complex(x) ? x.imag : 0.0`).
-    return np.zeros(types[0].shape, types[0].element_type.dtype)
+    # imag(x) = constant(0, element_type(result)) for floats: 0 rounded into the type, which
+    # in f8E8M0FNU (no zero) is its NaN as in iota and the collectives' fills, not the bit
+    # pattern 0x00 (2^-127; the rule zero_in_format_without_zero allows that neighbour too)
+    return round_to(np.zeros(types[0].shape, np.float64), types[0].element_type)

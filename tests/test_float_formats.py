@@ -349,3 +349,81 @@ def test_collective_permute_fills_with_zero_in_the_format_which_is_e8m0_s_nan():
         bits = np.asarray(out).view(np.uint8)
         assert bits[0].tolist() == [fill] * 3, name          # process 0 receives nothing
         assert np.asarray(out)[1].astype(np.float64).tolist() == [2.0] * 3
+
+
+def _iota_with_id0(bits):
+    """A planted iota whose id 0 in f8E8M0FNU (the oracle's NaN, 0xFF) is ``bits``."""
+    from planted import OracleBackend
+
+    class Iota(OracleBackend):
+        name = f"iota-id0-{bits:02x}"
+
+        def compile(self, sig):
+            run = super().compile(sig)
+
+            def changed(inputs):
+                out = run(inputs)
+                b = out[0].view(np.uint8).copy()
+                b[b == 0xFF] = bits
+                return [b.view(out[0].dtype)]
+            return changed
+    return Iota()
+
+
+def test_iota_id_0_in_e8m0_is_either_neighbour_of_zero():
+    """constant(0, f8E8M0FNU) converts a value the format lacks (TBD #180, as convert):
+    XLA CPU's 2^-127 (0x00) passes as the oracle's NaN does; an iota counting from 1
+    (1.0, 0x7F, at id 0) fails."""
+    from planted import OracleBackend, verdict_counts
+    sig = Signature.make("iota", [], ["tensor<3x2xf8E8M0FNU>"], {"iota_dimension": 0})
+    assert verdict_counts(OracleBackend(), sig, "f8E8M0FNU", 1) == {"pass": 1}
+    assert verdict_counts(_iota_with_id0(0x00), sig, "f8E8M0FNU", 1) == {"pass": 1}
+    assert verdict_counts(_iota_with_id0(0x7F), sig, "f8E8M0FNU", 1) == {"nan": 1}
+
+
+def test_imag_and_dynamic_iota_zero_in_e8m0_is_either_neighbour():
+    """imag of a real f8E8M0FNU and dynamic_iota's id 0 are constant(0, E) too: 2^-127
+    (XLA CPU's) passes as the oracle's NaN does; 1.0 (0x7F) fails."""
+    from planted import verdict_counts
+    imag = Signature.make("imag", ["tensor<4xf8E8M0FNU>"], ["tensor<4xf8E8M0FNU>"])
+    assert verdict_counts(_iota_with_id0(0x00), imag, "f8E8M0FNU", 1).keys() == {"pass"}
+    assert verdict_counts(_iota_with_id0(0x7F), imag, "f8E8M0FNU", 1).keys() == {"nan"}
+    dyn = Signature.make("dynamic_iota", ["tensor<2xsi32>"], ["tensor<3x2xf8E8M0FNU>"],
+                         {"iota_dimension": 0})
+    assert verdict_counts(_iota_with_id0(0x00), dyn, "f8E8M0FNU", 1).keys() == {"pass"}
+    assert verdict_counts(_iota_with_id0(0x7F), dyn, "f8E8M0FNU", 1).keys() == {"nan"}
+
+
+def _batch_norm_dividing_by(divisor):
+    """A planted batch_norm_training that divides the sums by ``divisor``."""
+    from planted import OracleBackend
+    from conformance.oracles.batch_norm import _rounded, constants, training
+
+    class DividesBy(OracleBackend):
+        name = f"batch-norm-divides-by-{divisor}"
+
+        def compile(self, sig):
+            fi, eps = sig.attributes["feature_index"], sig.attributes["epsilon"]
+
+            def run(inputs):
+                x, scale, offset = inputs
+                _, _, eps_e = constants(x.dtype, x.shape, fi, eps)
+                with np.errstate(all="ignore"):
+                    return list(_rounded(training(x, scale, offset, eps_e, divisor, fi),
+                                         sig.result_types))
+            return run
+    return DividesBy()
+
+
+def test_batch_norm_count_past_the_format_is_either_neighbour():
+    """100 elements per feature in f8E3M4 (largest 15.5): constant(100, f8E3M4) is TBD
+    (#180), the oracle's infinity or 15.5 (XLA CPU's mean of -inf among zeros is -inf, not
+    -inf / inf); a batch norm that forgets to divide (the sums) fails."""
+    from planted import verdict_counts
+    sig = Signature.make("batch_norm_training",
+                         ["tensor<5x5x4x3xf8E3M4>", "tensor<3xf8E3M4>", "tensor<3xf8E3M4>"],
+                         ["tensor<5x5x4x3xf8E3M4>", "tensor<3xf8E3M4>", "tensor<3xf8E3M4>"],
+                         {"epsilon": 0.1, "feature_index": 3})
+    assert verdict_counts(_batch_norm_dividing_by(np.inf), sig, "f8E3M4", 2).keys() == {"pass"}
+    assert verdict_counts(_batch_norm_dividing_by(15.5), sig, "f8E3M4", 2).keys() == {"pass"}
+    assert set(verdict_counts(_batch_norm_dividing_by(1.0), sig, "f8E3M4", 2)) - {"pass"}
