@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import re
 import weakref
 from typing import Any, Sequence
 
@@ -56,6 +57,25 @@ class IreeError(RuntimeError):
 def _first_diagnostic(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if "error:" in ln]
     return (lines[0] if lines else " ".join(str(e).split()))[:500]
+
+
+def _diagnostics(e: BaseException) -> list[str]:
+    """Every error line of IREE's diagnostics."""
+    return [ln.strip() for ln in str(e).splitlines() if "error:" in ln]
+
+
+def _at_fault(members, text: str, said: str) -> list[int]:
+    """The members of a pack that IREE's diagnostics name: those on whose op lines an
+    error is located, and, where IREE refuses an element type at the function's
+    signature (``'hal.element_type' op unsupported element type``: a location that
+    names no member), those with a leaf of a type its runtime has no HAL type for."""
+    from .text_pack import located_members
+    at = set(located_members(members, said, text))
+    if "'hal.element_type' op unsupported element type" in said:
+        at |= {j for j, m in enumerate(members)
+               if any(t.element_type.name not in _HAL_TYPES
+                      for t in (*m.input_leaves, *m.result_leaves))}
+    return sorted(at)
 
 
 class IreeBackend(Backend):
@@ -104,7 +124,20 @@ class IreeBackend(Backend):
     def compile(self, sig: Signature):
         from .vendor import module_text
         text = module_text(sig)          # NoProgram (an Unsupported) if there is none
-        return self._compile_text(text, sig.input_leaves, sig.result_leaves, sig.invalid)
+        members = getattr(sig, "members", None)
+        try:
+            return self._compile_text(text, sig.input_leaves, sig.result_leaves,
+                                      sig.invalid, full=bool(members))
+        except (IreeError, Unsupported) as e:
+            if not members:
+                raise
+            # a pack (backends/text_pack.py): name the members at fault, so that the
+            # runner sends those alone instead of halving (nothing records this error)
+            at = _at_fault(members, text, str(e))
+            if at:
+                from .text_pack import fault_marker
+                e.args = (f"{e.args[0]} [{fault_marker(at)}]",)
+            raise
 
     def compile_program(self, program):
         """A whole program (a module read in by ``conformance check``: its checks 2 and
@@ -114,14 +147,18 @@ class IreeBackend(Backend):
         return self._compile_text(program_text_or_unsupported(program),
                                   program.argument_types, program.result_types, False)
 
-    def _compile_text(self, text: str, input_types, result_types, invalid: bool):
+    def _compile_text(self, text: str, input_types, result_types, invalid: bool,
+                      full: bool = False):
         """``@main`` of ``text`` compiled for llvm-cpu: a function of the input leaves'
-        arrays (one case) to the result leaves' arrays."""
+        arrays (one case) to the result leaves' arrays. ``full``: an error keeps every
+        diagnostic line (a pack's: :func:`_at_fault` reads them), not only the first."""
         try:
             vmfb = self.compiler.compile_str(text, target_backends=[TARGET],
                                              input_type="stablehlo", extra_args=list(FLAGS))
         except self.compiler.CompilerToolError as e:
             said = _first_diagnostic(e)
+            if full:
+                said = " | ".join(_diagnostics(e)) or said
             if "does not have integral number of total bytes" in said and not invalid:
                 raise Unsupported(f"IREE cannot hold this int4 tensor: {said}",
                                   compiled=True) from None
@@ -188,6 +225,8 @@ _HAL_TYPES = {
     "ui8": "UINT_8", "ui16": "UINT_16", "ui32": "UINT_32", "ui64": "UINT_64",
     "f16": "FLOAT_16", "bf16": "BFLOAT_16", "f32": "FLOAT_32", "f64": "FLOAT_64",
     "f8E4M3FN": "FLOAT_8_E4M3_FN", "f8E5M2": "FLOAT_8_E5M2",
+    "f8E4M3FNUZ": "FLOAT_8_E4M3_FNUZ", "f8E5M2FNUZ": "FLOAT_8_E5M2_FNUZ",
+    "f8E8M0FNU": "FLOAT_8_E8M0_FNU",
     "complex<f32>": "COMPLEX_64", "complex<f64>": "COMPLEX_128",
 }
 

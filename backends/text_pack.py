@@ -22,6 +22,7 @@ to run), whose results are dropped.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -77,4 +78,65 @@ class TextPack:
                 for j, (b, results) in enumerate(zip(batches, split_results(sigs, flat)))]
 
 
-__all__ = ["TextPack"]
+#: an MLIR diagnostic's location: ``NAME:LINE:COL: error`` (the first one is the error's)
+_ERROR_AT = re.compile(r":(\d+):\d+: error")
+#: what a backend that knows better says (:func:`fault_marker`)
+_MARKED = re.compile(r"pack members at fault: (\d+(?:, \d+)*)")
+
+
+def member_spans(text: str, count: int) -> list[tuple[int, int]]:
+    """The lines (1-based, end excluded) of each member's op in a pack's text
+    (conformance.core.packs.pack_program printed: member ``j`` defines ``%v{j}``); a
+    member not found has an empty span."""
+    lines = text.splitlines()
+    starts: dict[int, int] = {}
+    end = len(lines) + 1
+    for n, line in enumerate(lines, 1):
+        head = line.lstrip()
+        m = re.match(r"%v(\d+)[ :]", head)
+        if m and int(m.group(1)) < count and int(m.group(1)) not in starts:
+            starts[int(m.group(1))] = n
+        elif head.startswith(("func.return", "return ")) and starts:
+            end = n
+            break
+    order = sorted(starts.items(), key=lambda kv: kv[1])
+    spans = [(0, 0)] * count
+    for k, (j, start) in enumerate(order):
+        spans[j] = (start, order[k + 1][1] if k + 1 < len(order) else end)
+    return spans
+
+
+def fault_marker(members: Sequence[int]) -> str:
+    """The words a backend adds to a failed pack's error to name the members at fault
+    (read back by :func:`located_members` in the runner, across the isolation pipe)."""
+    return "pack members at fault: " + ", ".join(str(j) for j in sorted(set(members)))
+
+
+def located_members(signatures: Sequence[Signature], message: str,
+                    text: str | None = None) -> list[int]:
+    """The members a failed pack's error names (issue 33): the backend's own
+    :func:`fault_marker`, else the members whose op lines the error's MLIR locations
+    (``NAME:LINE:COL: error``) fall on in the pack's canonical text. Empty: the error
+    names none (a location outside every member's op, no location): the runner halves.
+
+    A hint, not a verdict: a member named here is compiled alone by the ordinary path
+    (its own record, as in an unpacked run) and the others packed again."""
+    marked = _MARKED.search(message)
+    if marked:
+        return sorted({int(x) for x in marked.group(1).split(", ")
+                       if int(x) < len(signatures)})
+    lines = [int(m.group(1)) for m in _ERROR_AT.finditer(message)]
+    if not lines:
+        return []
+    if text is None:
+        from conformance.core.packs import PackSignature
+        from .vendor import NoProgram, module_text
+        try:
+            text = module_text(PackSignature.of(signatures))
+        except NoProgram:
+            return []
+    spans = member_spans(text, len(signatures))
+    return sorted({j for n in lines for j, (a, b) in enumerate(spans) if a <= n < b})
+
+
+__all__ = ["TextPack", "member_spans", "fault_marker", "located_members"]

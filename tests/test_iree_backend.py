@@ -196,3 +196,35 @@ def test_iree_s_top_k_of_a_total_order_sort_never_picks_nan_and_check_2_finds_it
     assert v.outcome == "value" and v.first["op"] == "slice"
     found = {f["value"]: (f["expected"], f["actual"]) for f in v.whole["findings"]}
     assert sorted(found.values(), key=str) == sorted([("nan", 4.0), (1, 5)], key=str), found
+
+
+@pytest.mark.parametrize("et,dtype", [("f8E4M3FNUZ", ml_dtypes.float8_e4m3fnuz),
+                                      ("f8E5M2FNUZ", ml_dtypes.float8_e5m2fnuz)])
+def test_the_fnuz_types_cross_unchanged(iree, et, dtype):
+    """IREE's runtime names both FNUZ types (HalElementType): they cross as raw bits,
+    not as an adapter's KeyError recorded as IREE's backend error."""
+    x = np.array([1.5, -2.0], dtype)
+    sig = Signature.make("convert", [f"tensor<2x{et}>"], [f"tensor<2x{et}>"])
+    (out,) = _run(iree, sig, x)
+    assert out.dtype == x.dtype and out.tobytes() == x.tobytes()
+
+
+def test_a_failed_pack_names_its_members_at_fault(iree):
+    """issue 33: IREE's diagnostics name the members of a failed pack (an error on a
+    member's op line; a type IREE's HAL has no name for, refused at the function's
+    signature), so the runner sends those alone instead of halving the pack."""
+    from conformance.backends.text_pack import located_members
+    good = [Signature.make("add", ["tensor<4xf32>"] * 2, ["tensor<4xf32>"]),
+            Signature.make("add", ["tensor<3xsi32>"] * 2, ["tensor<3xsi32>"])]
+    no_hal_type = Signature.make("convert", ["tensor<2x3xi1>"], ["tensor<2x3xf8E3M4>"])
+    no_lowering = Signature.make("convert", ["tensor<2x2x3xf8E4M3FN>"],
+                                 ["tensor<2x2x3xf16>"])
+    for bad, at in ((no_hal_type, 1), (no_lowering, 2)):
+        pack = good[:at] + [bad] + good[at:]
+        with pytest.raises(Exception) as e:
+            iree.compile_pack(pack)
+        assert located_members(pack, str(e.value)) == [at], str(e.value)
+        iree.compile_pack(good)         # the others pack
+        with pytest.raises(Exception) as alone:     # and it fails alone, as recorded
+            iree.compile(bad)
+        assert "pack members" not in str(alone.value)
