@@ -496,6 +496,7 @@ class NoNanFormatsPowerByExpLog(OracleBackend):
             with np.errstate(all="ignore"):
                 r = np.exp(b * np.log(a))
             return [np.where(np.isnan(r), np.zeros((), dtype), out).astype(dtype)]
+        return run
 
 
 # Promoted scatter and select_and_scatter computations (stablehlo-spec-2026-08.md

@@ -143,7 +143,10 @@ def test_every_named_target_is_met_at_quick_depth():
     # most bindings meet it
     # fft plans two signatures per binding at quick for three complex transforms: the
     # forward and the inverse one there, IRFFT at default (tests/test_live_plans.py)
-    allowed_misses = {"unordered_scatter_dims_to_operand_dims", "fft_inverse_real"}
+    # scatter's promoted update computation (issue 30, C23): a float binding's quick plan has
+    # two signatures and two other targets, so bf16's is met at default (test_scatter_promotion)
+    allowed_misses = {"unordered_scatter_dims_to_operand_dims", "fft_inverse_real",
+                      "promoted_body"}
     missed, met = [], set()
     for spec in all_specs():
         for b in sampled(spec.type_bindings()):
