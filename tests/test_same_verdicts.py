@@ -39,7 +39,14 @@ attributes and the rules their 2026-08 numbers, so every gather/scatter record's
 changes: 119 differ, 162 new; no other record changes); and for the newer float formats
 drawn by op bindings (issue 30: convert's turn of the nine formats adds six bindings that
 name one of this run's types, i1->f8E3M4, i1->f8E4M3, i1->f8E4M3FNUZ, f8E4M3->si8,
-f8E4M3->bf16, f8E4M3FNUZ->i1: 24 new records, all passing; none differs)::
+f8E4M3->bf16, f8E4M3FNUZ->i1: 24 new records, all passing; none differs); and for
+scatter's promotable update computations (issue 30, C23/C25: one input in six drawn with a
+wider computation type and the constraints renumbered, so scatter's plans and invalid
+programs change: 35 records differ, 35 new, all scatter; jax runs the promoted signatures as
+Unsupported). The pad bf16 signature's records hold XLA CPU's unflushed result: at load
+10-13 the same run flushes that subnormal (one case `subnormal_flush` more), on idle
+machines and in CI it does not; which thread runs the computation decides it, not the
+suite (an open question, written in the 2026-12-07 note)::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
