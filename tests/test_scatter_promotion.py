@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checking.checker import SignatureCheck
 from conformance.core.case import Signature
 from conformance.core.promotion import to_destination_type
 from conformance.generators.invalid import breakable, candidates
@@ -181,11 +180,7 @@ class SasTree(OracleBackend):
         return run
 
 
-def counts(backend, sig, stacked):
-    check = SignatureCheck(load_spec(sig.op), sig, [backend])
-    check.compile()
-    assert not check.failed and not check.unsupported, (check.failed, check.unsupported)
-    return check.run_batch(0, stacked).results[backend.name].verdict.counts()
+from test_reduction_promotion import verdict_counts as counts  # noqa: E402
 
 
 @pytest.mark.parametrize("sig, values", [(SC_F16, SC_F16_VALUES), (SC_SI8, SC_SI8_VALUES),
