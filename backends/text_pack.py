@@ -116,7 +116,8 @@ def located_members(signatures: Sequence[Signature], message: str,
                     text: str | None = None) -> list[int]:
     """The members a failed pack's error names (issue 33): the backend's own
     :func:`fault_marker`, else the members whose op lines the error's MLIR locations
-    (``NAME:LINE:COL: error``) fall on in the pack's canonical text. Empty: the error
+    (``NAME:LINE:COL: error``) fall on in the pack's canonical text ``text``, which the
+    caller prints (backends.vendor.module_text). Empty: the error
     names none (a location outside every member's op, no location): the runner halves.
 
     A hint, not a verdict: a member named here is compiled alone by the ordinary path
@@ -128,13 +129,8 @@ def located_members(signatures: Sequence[Signature], message: str,
     lines = [int(m.group(1)) for m in _ERROR_AT.finditer(message)]
     if not lines:
         return []
-    if text is None:
-        from conformance.core.packs import PackSignature
-        from .vendor import NoProgram, module_text
-        try:
-            text = module_text(PackSignature.of(signatures))
-        except NoProgram:
-            return []
+    if text is None:        # (the caller prints it: backends.vendor.module_text sits above)
+        return []
     spans = member_spans(text, len(signatures))
     return sorted({j for n in lines for j, (a, b) in enumerate(spans) if a <= n < b})
 

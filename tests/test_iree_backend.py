@@ -214,6 +214,8 @@ def test_a_failed_pack_names_its_members_at_fault(iree):
     member's op line; a type IREE's HAL has no name for, refused at the function's
     signature), so the runner sends those alone instead of halving the pack."""
     from conformance.backends.text_pack import located_members
+    from conformance.backends.vendor import module_text
+    from conformance.core.packs import PackSignature
     good = [Signature.make("add", ["tensor<4xf32>"] * 2, ["tensor<4xf32>"]),
             Signature.make("add", ["tensor<3xsi32>"] * 2, ["tensor<3xsi32>"])]
     no_hal_type = Signature.make("convert", ["tensor<2x3xi1>"], ["tensor<2x3xf8E3M4>"])
@@ -223,7 +225,8 @@ def test_a_failed_pack_names_its_members_at_fault(iree):
         pack = good[:at] + [bad] + good[at:]
         with pytest.raises(Exception) as e:
             iree.compile_pack(pack)
-        assert located_members(pack, str(e.value)) == [at], str(e.value)
+        text = module_text(PackSignature.of(pack))
+        assert located_members(pack, str(e.value), text) == [at], str(e.value)
         iree.compile_pack(good)         # the others pack
         with pytest.raises(Exception) as alone:     # and it fails alone, as recorded
             iree.compile(bad)

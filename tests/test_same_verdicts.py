@@ -79,6 +79,25 @@ def test_records_match_the_recorded_verdicts(tmp_path):
         want[key] = n
     missing = {k: n for k, n in want.items() if got.get(k, 0) != n}
     extra = {k: n for k, n in got.items() if k not in want}
+    if _the_recorded_alternative(missing, got, want):
+        missing, extra = {}, {}
     assert not missing and not extra, (
         f"{len(missing)} recorded verdict(s) differ, {len(extra)} new; first: "
         f"{next(iter(missing or extra))[:300]}")
+
+
+ALTERNATIVE = Path(__file__).parent / "data" / "verdicts-quick-jax-numpy.alternative.json"
+
+
+def _the_recorded_alternative(missing: dict, got: dict, want: dict) -> bool:
+    """XLA CPU flushes the bf16 subnormal of one pad signature in some processes and not
+    in others (the same tree and seed: four runs of 2026-12-07 flushed, earlier CI runs did
+    not; neither load nor async dispatch decides it). Both results are recorded: the golden
+    holds the unflushed one, the alternative file the flushed one (its records exactly:
+    one `subnormal_flush` case more, its divergence record and its cross count). Nothing
+    else may differ."""
+    alt = json.loads(ALTERNATIVE.read_text())
+    if missing != alt["recorded"]:
+        return False
+    differing = {k: n for k, n in got.items() if want.get(k) != n}
+    return differing == alt["alternative"]

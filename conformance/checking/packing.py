@@ -229,7 +229,13 @@ class UnitPacker:
         if getattr(backend, "pack_kind", "own") != "text":
             return set()
         from conformance.backends.text_pack import located_members
-        named = set(located_members(sigs, str(e)))
+        from conformance.backends.vendor import NoProgram, module_text
+        from conformance.core.packs import PackSignature
+        try:
+            text = module_text(PackSignature.of(sigs))    # the text the backend was handed
+        except NoProgram:
+            text = None
+        named = set(located_members(sigs, str(e), text))
         return named if 0 < len(named) < len(sigs) else set()
 
     def _refuse(self, backend, reason: str) -> None:
