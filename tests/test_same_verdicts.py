@@ -43,10 +43,11 @@ f8E4M3->bf16, f8E4M3FNUZ->i1: 24 new records, all passing; none differs); and fo
 scatter's promotable update computations (issue 30, C23/C25: one input in six drawn with a
 wider computation type and the constraints renumbered, so scatter's plans and invalid
 programs change: 35 records differ, 35 new, all scatter; jax runs the promoted signatures as
-Unsupported). The pad bf16 signature's records hold XLA CPU's unflushed result: at load
-10-13 the same run flushes that subnormal (one case `subnormal_flush` more), on idle
-machines and in CI it does not; which thread runs the computation decides it, not the
-suite (an open question, written in the 2026-12-07 note)::
+Unsupported). The pad bf16 signature's records hold XLA CPU's unflushed result (every CI
+run before 2026-12-07); the flushed one (one case `subnormal_flush` more), which four runs
+of that day gave at loads 2.5 to 13 and with async dispatch off, is the one alternative
+accepted (data/verdicts-quick-jax-numpy.alternative.json): what decides it is XLA's, not
+the suite's (an open question, written in the 2026-12-07 note)::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
