@@ -25,12 +25,11 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.core.promotion import to_destination_type
 from conformance.core.types import element_type, type_of
 from conformance.specs.expressions import alternative, condition
-from conformance.specs.regions import parse as parse_region
 
 from . import regions
+from .regions import converted
 from .registry import register
 
 # Start indices are clipped to this before they become int64: far outside every
@@ -386,29 +385,15 @@ def occurrence(targets: np.ndarray) -> np.ndarray:
     return occ
 
 
-def promoted(region: str, xs, ups):
-    """The inputs and the updates converted to the update computation's types Ei
-    (stablehlo-spec-2026-08.md "### scatter": ``updates_converted =
-    to_destination_type(updates..., <its second half of argument types>)``, combined with
-    results of type Ei (C25), which start as the inputs converted); as they are where
-    the types agree or the region does not fit them (an invalid case)."""
-    types = parse_region(region).arg_types
-    n = len(xs)
-    if len(types) != 2 * n:
-        return list(xs), list(ups)
-    return ([to_destination_type(x, t) for x, t in zip(xs, types[:n])],
-            [to_destination_type(u, t) for u, t in zip(ups, types[n:])])
-
-
 def _scatter_run(inputs, attrs, types, judge_region: bool = False, per_element: bool = False):
     """The scatter oracle's work: (results, mask of result elements where an application
     of the region met an implementation-defined rule of its ops; only if judge_region).
     ``per_element``: apply every update element whose ``result_index`` is in bounds (the
     spec's formula element by element), not only the windows entirely in bounds. The
-    updates are applied in the computation's types (:func:`promoted`)."""
+    updates are applied in the computation's types (:func:`regions.converted`)."""
     n = len(types)
     region = attrs["update_computation"]
-    xs, ups = promoted(region, inputs[:n], inputs[n + 1:])
+    xs, ups = converted(region, inputs[:n], inputs[n + 1:])   # (scatter C23: to Ei)
     indices = inputs[n]
     results = [np.array(x, order="C", copy=True) for x in xs]
     shape = results[0].shape
@@ -526,7 +511,7 @@ def scatter_update_orders(inputs, indices, updates, uwd, iwd, smap, ivd, region,
     :data:`MAX_ORDERED_UPDATES` updates are :func:`scatter_order_unbounded`."""
     import itertools
     n = len(inputs)
-    inputs, updates = promoted(region, inputs, updates)
+    inputs, updates = converted(region, inputs, updates)
     per_case = []
     most = 0
     for b in range(indices.shape[0]):

@@ -51,12 +51,12 @@ import numpy as np
 
 from conformance.core.dense import parse_dense
 from conformance.core.numerics import round_to, to_wide
-from conformance.core.promotion import to_destination_type
 from conformance.core.types import ElementType, element_type
 from conformance.specs.expressions import alternative, condition
 from conformance.specs.regions import Arg, Call, parse as parse_region
 
 from . import regions
+from .regions import converted
 from ._kernels import as_u64, int_values, wrap
 from .registry import Membership, register
 
@@ -442,19 +442,6 @@ def _retyped_body(body: str, xs: Sequence[np.ndarray]) -> str:
         if region.arg_types[k] != t:
             positions[k] = positions[n + k] = t.name
     return retyped(body, positions=positions) if positions else body
-
-
-def converted(body: str, xs: Sequence[np.ndarray], es: Sequence[np.ndarray]):
-    """The inputs and init values converted to the body's argument types, the spec's
-    ``input_slices_converted`` and ``init_values_converted`` (stablehlo-spec-2026-08.md
-    "### reduce": a body may compute in a type its inputs are promotable to); as they
-    are where the types agree."""
-    types = parse_region(body).arg_types
-    n = len(xs)
-    if len(types) != 2 * n:
-        return list(xs), list(es)
-    return ([to_destination_type(x, t) for x, t in zip(xs, types[:n])],
-            [to_destination_type(e, t) for e, t in zip(es, types[n:])])
 
 
 def _reduction(op: str):

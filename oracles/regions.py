@@ -8,6 +8,7 @@ import numpy as np
 
 from conformance import oracles
 from conformance.core.case import Signature
+from conformance.core.promotion import to_destination_type
 from conformance.core.types import TensorType, element_type
 from conformance.specs.regions import Arg, Call, Node, Region, RegionError, parse
 
@@ -65,3 +66,17 @@ def implementation_defined(text: str, args: Sequence[np.ndarray]) -> np.ndarray:
         for n in region.results:
             _eval_node(region, n, flat, judge)
     return hit.reshape(shape)
+
+
+def converted(body: str, xs: Sequence[np.ndarray], es: Sequence[np.ndarray]):
+    """The inputs and init values converted to the body's argument types, the spec's
+    ``input_slices_converted`` and ``init_values_converted`` (stablehlo-spec-2026-08.md
+    "### reduce": a body may compute in a type its inputs are promotable to); as they
+    are where the types agree. Scatter's ``updates_converted`` and select_and_scatter's
+    source too: the second half of the argument types is theirs."""
+    types = parse(body).arg_types
+    n = len(xs)
+    if len(types) != 2 * n:
+        return list(xs), list(es)
+    return ([to_destination_type(x, t) for x, t in zip(xs, types[:n])],
+            [to_destination_type(e, t) for e, t in zip(es, types[n:])])
