@@ -19,6 +19,7 @@ from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
 
 from .base import Backend, BackendLoadError, Unsupported
+from .host_cpu import bf16_conversion
 
 
 #: (backend class, platform, signature, batch) -> what :meth:`JaxBackend._infer` found: a
@@ -59,8 +60,11 @@ class JaxBackend(Backend):
 
     def describe(self) -> dict[str, Any]:
         import jaxlib
-        return {"name": self.name, "jax": self._jax.__version__, "jaxlib": jaxlib.__version__,
+        info = {"name": self.name, "jax": self._jax.__version__, "jaxlib": jaxlib.__version__,
                 "platform": self.platform, "device": str(self.device)}
+        if self.platform == "cpu":
+            info["cpu_bf16"] = bf16_conversion()
+        return info
 
     # -- compile ---------------------------------------------------------------------
     def _check_holds(self, sig: "Signature | Any") -> None:

@@ -34,6 +34,7 @@ from conformance.core.case import Signature
 
 from . import jaxlib_support
 from .base import Backend, BackendLoadError, Unsupported
+from .host_cpu import bf16_conversion
 from .vendor import module_text  # the canonical text; NoProgram (Unsupported) if none
 
 
@@ -58,10 +59,13 @@ class XlaBackend(Backend):
             self.name = f"xla-{platform}"
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "jax": self.lib.jax_version,
+        info = {"name": self.name, "jax": self.lib.jax_version,
                 "jaxlib": self.lib.jaxlib_version, "platform": self.platform,
                 "device": str(self.pjrt.device),
                 "platform_version": getattr(self.pjrt.client, "platform_version", None)}
+        if self.platform == "cpu":
+            info["cpu_bf16"] = bf16_conversion()
+        return info
 
     # -- compile ---------------------------------------------------------------------
     def compile_text(self, text: str, sig: Signature):

@@ -27,8 +27,8 @@ up to 64n + 256 draws for a binding whose targets the first draws miss), which c
 27 scatter records (other signatures of f32, bf16 and i1; no class appears or goes); and
 for the 2026-12-07 merge (newer float formats' coverage classes, looks_like records,
 text packs), after which XLA CPU no longer flushes the bf16 subnormal of one gather and
-one pad signature in this run (the flush depends on what ran before in the process: a
-narrowed run of gather and pad alone never showed it, on the old code either) and the
+one pad signature in this run (then read as depending on what ran before in the process;
+it is the host's CPU, below) and the
 pad signature's diverging case is a quieted signalling NaN instead; and for class pools
 (issue 33, the warm path: the systematic positions of a batch take their values from
 pools drawn once per seed, the same classes at the same positions), which changed the
@@ -44,10 +44,11 @@ scatter's promotable update computations (issue 30, C23/C25: one input in six dr
 wider computation type and the constraints renumbered, so scatter's plans and invalid
 programs change: 35 records differ, 35 new, all scatter; jax runs the promoted signatures as
 Unsupported). The pad bf16 signature's records hold XLA CPU's unflushed result (every CI
-run before 2026-12-07); the flushed one (one case `subnormal_flush` more), which four runs
-of that day gave at loads 2.5 to 13 and with async dispatch off, is the one alternative
-accepted (data/verdicts-quick-jax-numpy.alternative.json): what decides it is XLA's, not
-the suite's (an open question, written in the 2026-12-07 note)::
+run before 2026-12-07); the flushed one (one case `subnormal_flush` more) is the one
+alternative accepted (data/verdicts-quick-jax-numpy.alternative.json). What decides it is
+the HOST: XLA CPU converts bf16 through f32, with AVX512_BF16's conversion instruction
+(which flushes subnormals) where the CPU has it, in software where not; the machines of
+2026-12-07 had it (backends/host_cpu.py, tests/test_host_cpu.py)::
 
     conformance run --backend jax,numpy --ops add,multiply,divide,compare,select,sort,\\
         gather,scatter,pad,convert,reduce_precision --types f32,si8,bf16,ui8,i1 \\
@@ -91,9 +92,8 @@ ALTERNATIVE = Path(__file__).parent / "data" / "verdicts-quick-jax-numpy.alterna
 
 
 def _the_recorded_alternative(missing: dict, got: dict, want: dict) -> bool:
-    """XLA CPU flushes the bf16 subnormal of one pad signature in some processes and not
-    in others (the same tree and seed: four runs of 2026-12-07 flushed, earlier CI runs did
-    not; neither load nor async dispatch decides it). Both results are recorded: the golden
+    """XLA CPU flushes the bf16 subnormal of one pad signature on hosts with AVX512_BF16 and
+    not on others (backends/host_cpu.py). The golden file
     holds the unflushed one, the alternative file the flushed one (its records exactly:
     one `subnormal_flush` case more, its divergence record and its cross count). Nothing
     else may differ."""
