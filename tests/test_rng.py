@@ -316,7 +316,10 @@ def _next_down(x: np.ndarray) -> np.ndarray:
 RNG_SIGS = [rng_sig("UNIFORM", "f32", (1024,)), rng_sig("UNIFORM", "si32", (8, 16)),
             rng_sig("UNIFORM", "bf16", (4096,)), rng_sig("UNIFORM", "i1", (64,)),
             rng_sig("UNIFORM", "ui64", (2048,)), rng_sig("NORMAL", "f32", (2048,)),
-            rng_sig("NORMAL", "f16", (8192,)), rng_sig("UNIFORM", "f64", ())]
+            rng_sig("NORMAL", "f16", (8192,)), rng_sig("UNIFORM", "f64", ()),
+            # the 4- and 6-bit formats (a byte each in memory): their value draws
+            # (issue 30: the interpreter quick run of the nine stopped on them)
+            rng_sig("UNIFORM", "f4E2M1FN", (256,)), rng_sig("UNIFORM", "f6E3M2FN", (256,))]
 
 
 @pytest.mark.parametrize("sig", RNG_SIGS, ids=lambda s: str(s.result_types[0]) + "-" +
@@ -328,8 +331,9 @@ def test_legal_rng_passes(sig):
 
 @pytest.mark.parametrize("bug, sig", [
     ("b", rng_sig("UNIFORM", "f32", (64,))), ("b", rng_sig("UNIFORM", "si8", (16,))),
-    ("skew", rng_sig("UNIFORM", "f32", (4096,))), ("sd", rng_sig("NORMAL", "f32", (2048,)))],
-    ids=["returns-b-f32", "returns-b-si8", "skewed", "wrong-deviation"])
+    ("skew", rng_sig("UNIFORM", "f32", (4096,))), ("sd", rng_sig("NORMAL", "f32", (2048,))),
+    ("b", rng_sig("UNIFORM", "f4E2M1FN", (256,)))],
+    ids=["returns-b-f32", "returns-b-si8", "skewed", "wrong-deviation", "returns-b-f4"])
 def test_planted_rng_bugs_fail(bug, sig):
     counts, _ = check(Distributions(bug), sig)
     assert counts.get("property", 0) > 0, counts
