@@ -378,6 +378,21 @@ def exact_infinite(sig: Signature, inputs: Sequence[np.ndarray],
     return np.isinf(_exact_f64(sig, inputs, result, "exact_infinite"))
 
 
+
+@condition("exact_nonpositive")
+def exact_nonpositive(sig: Signature, inputs: Sequence[np.ndarray],
+                      result: np.ndarray) -> np.ndarray:
+    """Per (batched) result element of an element-wise op: is its exact value zero or
+    negative? A result type without zero or sign (f8E8M0FNU) has rounded it to its NaN,
+    which ``result`` cannot tell from a NaN operand's. (At f64: a power whose exact value
+    is below f64's range reads as zero here, where 2^-127 is a neighbour too.)"""
+    # the rule's allowed set is conversion's alternative('convert_directed', ...): its
+    # module registers it, whichever op's oracle module has been loaded
+    from . import conversion  # noqa: F401
+    out = _exact_f64(sig, inputs, result, "exact_nonpositive")
+    with np.errstate(invalid="ignore"):
+        return out <= 0
+
 def _per_result(value, n: int, where: str) -> list[np.ndarray]:
     """A ``per_result`` rule's ``when:`` value: one mask per result."""
     if not isinstance(value, (list, tuple)) or len(value) != n:

@@ -642,3 +642,51 @@ class NoInfFormatsOverflowToZero(OracleBackend):
             overflow = np.abs(wide) >= big + (big - below) / 2
             return [np.where(overflow, np.zeros((), dtype), out).astype(dtype)]
         return run
+
+
+# f8E8M0FNU (no zero, no sign; tests/test_no_zero_formats.py): an exact result that is
+# zero or negative rounds to either neighbour, the oracle's NaN or 2^-127
+# (nonpositive_without_zero).
+
+def _e8m0(sig) -> bool:
+    return len(sig.result_types) == 1 and \
+        sig.result_types[0].element_type.name == "f8E8M0FNU"
+
+
+class E8M0SmallestForNonpositive(OracleBackend):
+    """Rounds a zero or negative result up to the smallest value 2^-127 (0x00), as the
+    reference interpreter does for round(0.25); the oracle has its NaN. Must pass."""
+
+    name = "e8m0-smallest"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _e8m0(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            smallest = np.zeros((), np.uint8).view(dtype)
+            return [np.where(wide <= 0, smallest, out).astype(dtype)]
+        return run
+
+
+class E8M0DropsSign(OracleBackend):
+    """Rounds the magnitude of a negative result (a sign bit it has nowhere to put is
+    dropped): 1 - 2 gives 1, negate(2) gives 2. Not a neighbour: must fail."""
+
+    name = "e8m0-drops-sign"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _e8m0(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            return [np.where(wide < 0, np.abs(wide).astype(dtype), out).astype(dtype)]
+        return run
