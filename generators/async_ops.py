@@ -1,11 +1,19 @@
 """Bodies of async_start / async_done (stablehlo-spec-2026-08, "### async_start").
 
-``draw('async_body', seed, E, S)`` (specs/ops/async_start.yaml, async_done.yaml): the one
-region of async_start, a region program (conformance/core/region_program.py) whose
-one argument, a block argument of the operand's type ``tensor<S x E>`` (C3), and whose one op is a
-``slice`` of the first argument (C1, C2: a collective or a slice), returned as is (C4).
-A slice is the one op of C2's list that every process grid runs (the collectives need a
-grid, and the oracle of a body evaluates it on one process); its attributes are drawn
+``draw('async_body', seed, E, S, op, I)`` (specs/ops/async_start.yaml, async_done.yaml):
+the one region of async_start, a region program (conformance/core/region_program.py)
+whose arguments are block arguments (C3) and whose one op (C1) is ``op``, one of C2's
+slices, returned as is (C4):
+
+- ``slice``: of the one argument ``tensor<S x E>``;
+- ``dynamic_slice``: of ``tensor<S x E>`` at ``rank(S)`` start indices ``tensor<I>``;
+- ``dynamic_update_slice``: ``tensor<S x E>`` updated with a ``tensor<U x E>`` (U no
+  larger than S) at ``rank(S)`` start indices ``tensor<I>``.
+
+So the operands are the body's block arguments: the data operands of element type E and
+the start indices of the integer type I (which the spec's ``operands`` row leaves open;
+the spec files type the operands by the body, ``otypes``). The collectives of C2 need a
+process grid, which the oracle of a body does not simulate. Attributes and sizes come
 from the seed, so the same seed gives the same body in any process.
 """
 from __future__ import annotations
@@ -20,20 +28,49 @@ from conformance.core.program import Operation
 from conformance.core.types import TensorType, element_type
 from conformance.specs.expressions import draw
 
-__all__ = ["async_body"]
+__all__ = ["async_body", "BODY_OPS"]
+
+#: The body ops drawn, of C2's list (the slices; the collectives need a process grid).
+BODY_OPS = ("slice", "dynamic_slice", "dynamic_update_slice")
 
 
 @draw("async_body")
-def async_body(seed, E, S) -> str:
-    """A body over one block argument ``tensor<S x E>``: one slice of it."""
+def async_body(seed, E, S, op="slice", I="si32") -> str:
+    """A body over a block argument ``tensor<S x E>`` (and, for the dynamic slices, its
+    update and start indices of type ``I``): one ``op`` of it."""
     t = TensorType(tuple(int(d) for d in S), element_type(str(E)))
-    return _async_body(int(seed), (t,))
+    if str(op) not in BODY_OPS:
+        raise ValueError(f"async_body: op {op!r} is not one of {', '.join(BODY_OPS)}")
+    index = element_type(str(I))
+    if not index.is_integer:
+        raise ValueError(f"async_body: start index type {I} is not an integer type")
+    return _async_body(int(seed), t, str(op), index.name)
 
 
 @functools.lru_cache(maxsize=1024)
-def _async_body(seed, args) -> str:
+def _async_body(seed, t, op, index) -> str:
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 30])
-    t = args[0]
+    if op == "slice":
+        return _slice(rng, t)
+    # sizes from 1 to the dimension (0 where the dimension is): non-empty where t is
+    sizes = [int(rng.integers(1, d + 1)) if d else 0 for d in t.shape]
+    idx = TensorType((), element_type(index))
+    starts = [(f"i{k}", idx) for k in range(len(t.shape))]
+    if op == "dynamic_slice":
+        args = [("p0", t)] + starts
+        result = TensorType(tuple(sizes), t.element_type)
+        sig = Signature.make("dynamic_slice", [t] + [idx] * len(starts), [result],
+                             {"slice_sizes": sizes})
+    else:
+        update = TensorType(tuple(sizes), t.element_type)
+        args = [("p0", t), ("p1", update)] + starts
+        sig = Signature.make("dynamic_update_slice", [t, update] + [idx] * len(starts),
+                             [t], {})
+    return region_program.make(args, [Operation(sig, tuple(n for n, _ in args), "v0")],
+                               ["v0"])
+
+
+def _slice(rng, t) -> str:
     starts, limits, strides = [], [], []
     for d in t.shape:
         start = int(rng.integers(0, d)) if d else 0       # non-empty where the
@@ -43,9 +80,7 @@ def _async_body(seed, args) -> str:
         strides.append(int(rng.integers(1, 3)))
     shape = tuple(-(-(lim - s) // k) for s, lim, k in zip(starts, limits, strides))
     result = TensorType(shape, t.element_type)
-    names = [f"p{i}" for i in range(len(args))]
     sig = Signature.make("slice", [t], [result], {"start_indices": starts,
                                                   "limit_indices": limits,
                                                   "strides": strides})
-    return region_program.make(list(zip(names, args)), [Operation(sig, (names[0],), "v0")],
-                               ["v0"])
+    return region_program.make([("p0", t)], [Operation(sig, ("p0",), "v0")], ["v0"])

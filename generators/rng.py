@@ -127,8 +127,9 @@ def _float_pair(et, kind, rng):
     if not x < y:
         x, y = _round(0.0, et), _round(1.0, et)
     if kind == 4 and rng.integers(0, 2):
-        # one representable value: [x, the next value up) (x > 0)
-        y = (np.asarray(x, et.dtype).view(f"u{et.bits // 8}") + 1).view(et.dtype)
+        # one representable value: [x, the next value up) (x > 0); by the bit pattern in
+        # the storage unit (a byte for the 4- and 6-bit formats: bits // 8 would be 0)
+        y = (np.asarray(x, et.dtype).view(f"u{et.dtype.itemsize}") + 1).view(et.dtype)
     return x, y
 
 

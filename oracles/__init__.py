@@ -340,15 +340,13 @@ def implementation_defined(sig: Signature, stacked: Sequence[np.ndarray],
     return masks
 
 
-@condition("exact_nan")
-def exact_nan(sig: Signature, inputs: Sequence[np.ndarray], result: np.ndarray) -> np.ndarray:
-    """Per (batched) result element of an element-wise op: is its exact value not a real
-    number (an IEEE NaN)? The oracle again on the same inputs with every float type
-    widened to f64, which holds each value of the narrower formats and is what the
-    oracle computes them in before rounding once: a result type without NaN has rounded
-    that NaN to some value (ml_dtypes: +0 or -0), so ``result`` cannot tell."""
+def _exact_f64(sig: Signature, inputs: Sequence[np.ndarray], result: np.ndarray,
+               name: str) -> np.ndarray:
+    """The oracle again on the same inputs with every float type widened to f64, which
+    holds each value of the narrower formats and is what the oracle computes them in
+    before rounding once: the exact result that a narrow result type has rounded."""
     if len(sig.result_types) != 1:
-        raise OracleError(f"{sig.op}: exact_nan is for ops with one result")
+        raise OracleError(f"{sig.op}: {name} is for ops with one result")
     f64 = element_type("f64")
 
     def wide(t):
@@ -358,8 +356,42 @@ def exact_nan(sig: Signature, inputs: Sequence[np.ndarray], result: np.ndarray) 
     r = np.asarray(result)
     (out,) = evaluate(sig.op, xs, sig.attributes, result_types=[TensorType(r.shape, f64)],
                       input_types=[wide(t) for t in sig.input_types], regions=sig.regions)
-    return np.isnan(out)
+    return np.asarray(out)
 
+
+@condition("exact_nan")
+def exact_nan(sig: Signature, inputs: Sequence[np.ndarray], result: np.ndarray) -> np.ndarray:
+    """Per (batched) result element of an element-wise op: is its exact value not a real
+    number (an IEEE NaN)? A result type without NaN has rounded that NaN to some value
+    (ml_dtypes: +0 or -0), so ``result`` cannot tell."""
+    return np.isnan(_exact_f64(sig, inputs, result, "exact_nan"))
+
+
+@condition("exact_infinite")
+def exact_infinite(sig: Signature, inputs: Sequence[np.ndarray],
+                   result: np.ndarray) -> np.ndarray:
+    """Per (batched) result element of an element-wise op: is its exact value an infinity
+    (a pole: x/0, log(0), rsqrt(0), power(0, -1))? A result type without infinity has
+    rounded it to its largest value, which a finite overflow (exp(3) in f4E2M1FN) also
+    gives, so ``result`` cannot tell them apart. (The inputs of these formats are finite,
+    and f64 holds every finite result of their values: an f64 infinity is a pole.)"""
+    return np.isinf(_exact_f64(sig, inputs, result, "exact_infinite"))
+
+
+
+@condition("exact_nonpositive")
+def exact_nonpositive(sig: Signature, inputs: Sequence[np.ndarray],
+                      result: np.ndarray) -> np.ndarray:
+    """Per (batched) result element of an element-wise op: is its exact value zero or
+    negative? A result type without zero or sign (f8E8M0FNU) has rounded it to its NaN,
+    which ``result`` cannot tell from a NaN operand's. (At f64: a power whose exact value
+    is below f64's range reads as zero here, where 2^-127 is a neighbour too.)"""
+    # the rule's allowed set is conversion's alternative('convert_directed', ...): its
+    # module registers it, whichever op's oracle module has been loaded
+    from . import conversion  # noqa: F401
+    out = _exact_f64(sig, inputs, result, "exact_nonpositive")
+    with np.errstate(invalid="ignore"):
+        return out <= 0
 
 def _per_result(value, n: int, where: str) -> list[np.ndarray]:
     """A ``per_result`` rule's ``when:`` value: one mask per result."""

@@ -182,8 +182,11 @@ def bits_for(algorithm: str, state: np.ndarray, result: TensorType
     if et.bits < 8:
         out = out & np.uint64((1 << et.bits) - 1)
         bits = out.astype(np.uint8)
-        value = bits.view(et.dtype) if et.dtype.itemsize == 1 else bits.astype(et.dtype)
-        if et.is_signed:
+        if et.is_float:
+            # f4E2M1FN, f6E2M3FN, f6E3M2FN: the bits are the value's encoding (a byte in
+            # memory, the low bits), not an integer to convert (which saturated to 6)
+            value = bits.view(et.dtype)
+        elif et.is_signed:
             value = np.where(bits >= 1 << (et.bits - 1), bits.astype(np.int16) - (1 << et.bits),
                              bits.astype(np.int16)).astype(et.dtype)
         else:

@@ -231,6 +231,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     # what a float format holds (f4E2M1FN: no NaN, no infinity; FNUZ: no -0)
     "has_nan": lambda t: _as_type(t).component.has_nan,
     "has_inf": lambda t: _as_type(t).component.has_inf,
+    "has_zero": lambda t: _as_type(t).component.has_zero,      # f8E8M0FNU has none
     "real_type": lambda t: _as_type(t).component.name,
     "complex_type": lambda t: _complex_type(_as_type(t)).name,
     # A float type's finite range and precision (boundaries of value generation).

@@ -571,3 +571,122 @@ class ScatterReversedSchedule(OracleBackend):
                 ups = [np.flip(x, axis=u) for x in ups]
             return base(inputs[:n] + [idx.copy()] + [x.copy() for x in ups])
         return run
+
+
+# Formats without infinity or NaN (f4E2M1FN, f6E2M3FN, f6E3M2FN; issue 30,
+# tests/test_no_inf_formats.py): an infinite exact result (a pole, or an infinity
+# converted to them) has no value there (no_infinity_without_inf,
+# infinity_to_format_without_inf); a finite result beyond the largest value rounds to it.
+
+def _without_inf(sig) -> bool:
+    et = sig.result_types[0].element_type if len(sig.result_types) == 1 else None
+    return et is not None and et.name in NO_NAN_FORMATS
+
+
+def _exact_wide(sig, inputs):
+    """The op's value at f64 (every finite value of these formats, and every operand of a
+    convert, held exactly; a pole's infinity kept)."""
+    from conformance.core.types import TensorType, element_type
+    f64 = element_type("f64")
+    xs = [np.asarray(x).astype(np.float64) if element_type(np.asarray(x).dtype).is_float
+          else np.asarray(x) for x in inputs]
+    with np.errstate(all="ignore"):
+        (out,) = oracles.evaluate(sig.op, xs, sig.attributes, regions=sig.regions,
+                                  result_types=[TensorType(t.shape, f64)
+                                                for t in sig.result_types])
+    return np.asarray(out)
+
+
+class NoInfFormatsZeroForInfinity(OracleBackend):
+    """The reference interpreter's choice: an infinite result (1/0, log(0), an f32
+    infinity converted) becomes +0 in f4E2M1FN and the f6 formats, where the oracle
+    saturates to the largest value; finite overflows saturate. The spec gives these
+    types no value for an infinity (TBD #180): must pass, recorded."""
+
+    name = "no-inf-zero"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _without_inf(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            return [np.where(np.isinf(wide), np.zeros((), dtype), out).astype(dtype)]
+        return run
+
+
+class NoInfFormatsOverflowToZero(OracleBackend):
+    """Converts its wide result down without saturating (APFloat's IEEE conversion) and
+    then maps the overflow's infinity to 0 as above: exp(3) = 20.1, 4 * 4 = 16 and
+    convert(100.0) give 0 in f4E2M1FN. Those are finite values whose only neighbour is
+    the largest value: must fail (the poles beside them pass)."""
+
+    name = "no-inf-overflow-zero"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _without_inf(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            import ml_dtypes
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            big = float(ml_dtypes.finfo(dtype).max)
+            top = np.array([big], dtype).view(np.uint8)
+            below = float((top - np.uint8(1)).view(dtype)[0])   # the largest's neighbour
+            overflow = np.abs(wide) >= big + (big - below) / 2
+            return [np.where(overflow, np.zeros((), dtype), out).astype(dtype)]
+        return run
+
+
+# f8E8M0FNU (no zero, no sign; tests/test_no_zero_formats.py): an exact result that is
+# zero or negative rounds to either neighbour, the oracle's NaN or 2^-127
+# (nonpositive_without_zero).
+
+def _e8m0(sig) -> bool:
+    return len(sig.result_types) == 1 and \
+        sig.result_types[0].element_type.name == "f8E8M0FNU"
+
+
+class E8M0SmallestForNonpositive(OracleBackend):
+    """Rounds a zero or negative result up to the smallest value 2^-127 (0x00), as the
+    reference interpreter does for round(0.25); the oracle has its NaN. Must pass."""
+
+    name = "e8m0-smallest"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _e8m0(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            smallest = np.zeros((), np.uint8).view(dtype)
+            return [np.where(wide <= 0, smallest, out).astype(dtype)]
+        return run
+
+
+class E8M0DropsSign(OracleBackend):
+    """Rounds the magnitude of a negative result (a sign bit it has nowhere to put is
+    dropped): 1 - 2 gives 1, negate(2) gives 2. Not a neighbour: must fail."""
+
+    name = "e8m0-drops-sign"
+
+    def compile(self, sig):
+        inner = super().compile(sig)
+        if not _e8m0(sig):
+            return inner
+        dtype = sig.result_types[0].element_type.dtype
+
+        def run(inputs):
+            (out,) = inner(inputs)
+            wide = _exact_wide(sig, inputs)
+            return [np.where(wide < 0, np.abs(wide).astype(dtype), out).astype(dtype)]
+        return run

@@ -59,6 +59,9 @@ class Generator(Backend):
             words = np.asarray(words, np.uint64)[:size * per]
             if per == 2:
                 words = (words[1::2] << np.uint64(32)) | words[0::2]
+            if et.bits < 8 and et.is_float:       # f4/f6: the low bits are the encoding
+                bits = (words & np.uint64((1 << et.bits) - 1)).astype(np.uint8)
+                return [new, self.encode(bits, et).reshape(out_t.shape)]
             if et.bits < 8:
                 v = (words & np.uint64(15)).astype(np.int16)
                 v = np.where(et.is_signed & (v >= 8), v - 16, v)
@@ -69,6 +72,9 @@ class Generator(Backend):
 
     def salt(self):
         return 0
+
+    def encode(self, bits, et):
+        return bits.view(et.dtype)
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -129,6 +135,15 @@ class BiasedBit(HashCounter):
         return new, words | extra
 
 
+class ConvertsBitsByValue(HashCounter):
+    """A 4- or 6-bit float output made by converting the random bits as integers
+    (0..15 to 0.0..15.0, saturated to the format's largest value) instead of reading
+    them as its encoding: most elements are the largest value. Must fail."""
+
+    def encode(self, bits, et):
+        return bits.astype(et.dtype)
+
+
 class NewSaltPerCompile(HashCounter):
     """Deterministic within one compile, another stream after each compile."""
 
@@ -173,8 +188,10 @@ def check(backend, sig, batches=2, depth="default"):
 
 RBG_SIGS = [rbg_sig("THREE_FRY", "tensor<256xui32>"), rbg_sig("PHILOX", "tensor<8192xf16>"),
             rbg_sig("DEFAULT", "tensor<2xui8>"), rbg_sig("PHILOX", "tensor<1024xsi4>"),
-            rbg_sig("THREE_FRY", "tensor<0x3xui64>"), rbg_sig("PHILOX", "tensor<ui64>")]
-RBG_IDS = ["threefry-ui32", "philox-f16", "default-ui8", "philox-si4", "empty", "rank0"]
+            rbg_sig("THREE_FRY", "tensor<0x3xui64>"), rbg_sig("PHILOX", "tensor<ui64>"),
+            rbg_sig("DEFAULT", "tensor<1024xf4E2M1FN>"), rbg_sig("PHILOX", "tensor<1024xf6E3M2FN>")]
+RBG_IDS = ["threefry-ui32", "philox-f16", "default-ui8", "philox-si4", "empty", "rank0",
+           "default-f4", "philox-f6"]
 
 
 @pytest.mark.parametrize("sig", RBG_SIGS, ids=RBG_IDS)
@@ -193,8 +210,10 @@ def test_legal_generators_pass(backend, sig):
     (BiasedBit, rbg_sig("DEFAULT", "tensor<3xui8>")),
     (NewSaltPerCompile, rbg_sig("THREE_FRY", "tensor<4xf32>")),
     (NondeterministicRuns, rbg_sig("PHILOX", "tensor<4xui32>")),
+    (ConvertsBitsByValue, rbg_sig("DEFAULT", "tensor<1024xf4E2M1FN>")),
+    (ConvertsBitsByValue, rbg_sig("PHILOX", "tensor<1024xf6E3M2FN>")),
 ], ids=["constant", "constant-small", "repeats-state", "ignores-counter", "biased-bit",
-        "biased-bit-small", "per-compile", "per-run"])
+        "biased-bit-small", "per-compile", "per-run", "by-value-f4", "by-value-f6"])
 def test_planted_generator_bugs_fail(planted, sig):
     counts, _ = check(planted(), sig)
     assert counts.get("property", 0) > 0, counts
@@ -316,7 +335,10 @@ def _next_down(x: np.ndarray) -> np.ndarray:
 RNG_SIGS = [rng_sig("UNIFORM", "f32", (1024,)), rng_sig("UNIFORM", "si32", (8, 16)),
             rng_sig("UNIFORM", "bf16", (4096,)), rng_sig("UNIFORM", "i1", (64,)),
             rng_sig("UNIFORM", "ui64", (2048,)), rng_sig("NORMAL", "f32", (2048,)),
-            rng_sig("NORMAL", "f16", (8192,)), rng_sig("UNIFORM", "f64", ())]
+            rng_sig("NORMAL", "f16", (8192,)), rng_sig("UNIFORM", "f64", ()),
+            # the 4- and 6-bit formats (a byte each in memory): their value draws
+            # (issue 30: the interpreter quick run of the nine stopped on them)
+            rng_sig("UNIFORM", "f4E2M1FN", (256,)), rng_sig("UNIFORM", "f6E3M2FN", (256,))]
 
 
 @pytest.mark.parametrize("sig", RNG_SIGS, ids=lambda s: str(s.result_types[0]) + "-" +
@@ -328,8 +350,9 @@ def test_legal_rng_passes(sig):
 
 @pytest.mark.parametrize("bug, sig", [
     ("b", rng_sig("UNIFORM", "f32", (64,))), ("b", rng_sig("UNIFORM", "si8", (16,))),
-    ("skew", rng_sig("UNIFORM", "f32", (4096,))), ("sd", rng_sig("NORMAL", "f32", (2048,)))],
-    ids=["returns-b-f32", "returns-b-si8", "skewed", "wrong-deviation"])
+    ("skew", rng_sig("UNIFORM", "f32", (4096,))), ("sd", rng_sig("NORMAL", "f32", (2048,))),
+    ("b", rng_sig("UNIFORM", "f4E2M1FN", (256,)))],
+    ids=["returns-b-f32", "returns-b-si8", "skewed", "wrong-deviation", "returns-b-f4"])
 def test_planted_rng_bugs_fail(bug, sig):
     counts, _ = check(Distributions(bug), sig)
     assert counts.get("property", 0) > 0, counts

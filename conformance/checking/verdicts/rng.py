@@ -116,10 +116,17 @@ def _same_bits(a, b, batch: int) -> np.ndarray:
 
 
 def bit_patterns(x: np.ndarray) -> tuple[np.ndarray, int]:
-    """The elements of ``x`` as uint64 bit patterns and their width w (4 for si4/ui4)."""
+    """The elements of ``x`` as uint64 bit patterns and their width w (4 for si4/ui4 and
+    f4E2M1FN, 6 for the f6 formats)."""
     x = np.asarray(x)
     et = element_type(x.dtype)
     w = et.bits
+    if w < 8 and et.is_float:
+        # f4E2M1FN, f6E2M3FN, f6E3M2FN: the encoding, stored in the low bits of a byte
+        # (their values as integers would be 0..6, 0..28 and say nothing of the bits)
+        raw = np.ascontiguousarray(x).view(np.uint8).astype(np.uint64) & \
+            np.uint64((1 << w) - 1)
+        return raw.reshape(-1), w
     if w < 8:
         raw = np.asarray(x).astype(np.int16).astype(np.uint64) & np.uint64((1 << w) - 1)
         return raw.reshape(-1), w
