@@ -935,7 +935,8 @@ def _merge_rows(base: list, changes: list, key: str, update: bool, where: str) -
 def quantized_movement_data(name: str) -> dict:
     """The spec document of ``name``: the plain op's spec file, the table's ``defaults``,
     then the op's entry (rows of `inputs`, `outputs`, `attributes` updated field by
-    field; `constraints` replaced or appended by id; every other key replaced).
+    field; `constraints` replaced or appended by id; `variables` replaced whole,
+    `more_variables` appended to the plain spec's; every other key replaced).
     SpecError names the table's key on a bad entry."""
     table, base = _movement_table(), quantized_movement()[name]
     entry, where = table["ops"][base], f"{QUANTIZED_MOVEMENT}: ops.{base}"
@@ -947,8 +948,9 @@ def quantized_movement_data(name: str) -> dict:
         if k in _MERGED_BY:
             data[k] = _merge_rows(data.get(k, []), v, _MERGED_BY[k], k in _UPDATED_ITEMS,
                                   f"{where}.{k}")
-        elif k == "variables":
-            data[k] = [x for v_ in v for x in (v_ if isinstance(v_, list) else [v_])]
+        elif k in ("variables", "more_variables"):
+            flat = [x for v_ in v for x in (v_ if isinstance(v_, list) else [v_])]
+            data["variables"] = (data.get("variables", []) if k == "more_variables" else []) + flat
         else:
             data[k] = v
     data["op"] = name
