@@ -178,6 +178,19 @@ def test_every_rule_breaks_alone():
         assert set(breakable(spec)) >= {c.id for c in spec.constraints}, op
 
 
+def test_invalid_candidates_move_the_dimension_or_change_one_parameter():
+    """From a drawn signature whose scales differ per slice, one change of a type breaks
+    transpose C4 alone (the result's dimension moved to the other of the same size, the
+    parameters kept) and pad C1 alone (the padding value's scale or zero point changed)."""
+    from conformance.generators import candidates
+    moved = candidates(load_spec("transpose_quantized"), TRANSPOSE, "C4")
+    assert moved and all(violations(s) == ["C4"] for s in moved)
+    changed = candidates(load_spec("pad_quantized"), PAD, "C1")
+    params = {str(s.input_types[1]) for s in changed}
+    assert "tensor<!quant.uniform<i8:f32, 1.0:5>>" in params          # the scale alone
+    assert "tensor<!quant.uniform<i8:f32, 0.5:4>>" in params          # the zero point alone
+
+
 # ---------------------------------------------------------------------------
 # planted backends: a realistic bug fails, a legal variant passes
 # ---------------------------------------------------------------------------
