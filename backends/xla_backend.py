@@ -210,9 +210,12 @@ def _grid_batch(run, signature: Signature):
 #: What XLA says where a verified program's quantized types reach HLO translation
 #: (measured on jaxlib 0.10.2, CPU): the quant ops have no HLO counterpart, and a quantized
 #: tensor has no XLA primitive type. The StableHLO verifier runs first, so an invalid
-#: quantized program is still rejected with the verifier's own message.
+#: quantized program is still rejected with the verifier's own message. A quantized pad's
+#: operand, having no primitive type, reads as a tuple to HLO's shape inference ("Pad
+#: operation does not support tuple-shape operands"; specs/quantized_movement.yaml).
 QUANT_UNTRANSLATABLE = ("can't be translated to XLA HLO", "primitive_type_invalid",
-                         "PRIMITIVE_TYPE_INVALID")
+                         "PRIMITIVE_TYPE_INVALID",
+                         "Pad operation does not support tuple-shape operands")
 
 
 def _untranslatable_quantized(sig: Signature, e: Exception) -> bool:

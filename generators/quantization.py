@@ -59,7 +59,8 @@ def type_variants(t: TensorType):
     another expressed type (add C4, uniform_quantize C2), another storage type (add C3),
     per tensor <-> per axis (add C5), another quantization dimension (add C6/C7), and
     the type's own rules broken ("Types": a negative scale, C5; an empty storage range,
-    C3; a zero point outside it, C7; one scale too many per axis, C13)."""
+    C3; a zero point outside it, C7; one scale too many per axis, C13), the scales or zero
+    points alone changed, and per axis the dimension moved to one of the same size."""
     qt = t.element_type
     if not isinstance(qt, QuantizedElementType):
         return
@@ -92,3 +93,13 @@ def type_variants(t: TensorType):
     if qt.storage_max > qt.storage_min + 1:
         yield make(storage_min=qt.storage_min + 1,
                    zero_points=[qt.storage_min] * len(zps))
+    # the parameters alone changed (a valid type of the same family): what an op whose rule
+    # is "equal element types" (the data-movement forms) must refuse; and per axis, the
+    # quantization dimension moved to another of the same size, parameters kept (transpose
+    # C4, broadcast_in_dim C6 broken alone)
+    yield make(scales=[s * 2 for s in scales])
+    yield make(zero_points=[z - 1 if z > qt.storage_min else z + 1 for z in zps])
+    if qd is not None:
+        for d in range(t.rank):
+            if d != qd and t.shape[d] == len(scales):
+                yield make(quantization_dimension=d)

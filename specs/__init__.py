@@ -806,6 +806,8 @@ def load_spec(name: str) -> OpSpec:
     if not path.exists():
         if name in quantized_forms():
             return _load_quantized_form(name)
+        if name in quantized_movement():
+            return _load_quantized_movement(name)
         raise UnknownOp(f"unknown op {name!r}; known ops: {', '.join(op_names())}")
     return load_file(path)
 
@@ -880,6 +882,85 @@ def _load_quantized_form(name: str) -> OpSpec:
     return parse_spec(quantized_form_data(name), f"{QUANTIZED_FORMS}#{name}")
 
 
+# ---------------------------------------------------------------------------
+# Quantized movement: `<op>_quantized` of the data-movement ops, each derived from its
+# plain spec file and the overrides of one table (quantized_movement.yaml)
+# ---------------------------------------------------------------------------
+
+QUANTIZED_MOVEMENT = Path(__file__).parent / "quantized_movement.yaml"
+#: list sections merged item by item (by this key) rather than replaced: an entry changes
+#: fields of the plain spec's rows (`inputs`, ...) and replaces or adds constraints;
+#: every other key of an entry replaces the plain spec's (`variables` whole: the entry
+#: draws what its rows need, in order; a nested list, a YAML alias of a shared group,
+#: is spliced in)
+_MERGED_BY = {"inputs": "name", "outputs": "name", "attributes": "name", "constraints": "id"}
+_UPDATED_ITEMS = {"inputs", "outputs", "attributes"}
+
+
+@functools.lru_cache(maxsize=1)
+def _movement_table() -> dict:
+    try:
+        data = read_yaml(QUANTIZED_MOVEMENT.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SpecError(f"{QUANTIZED_MOVEMENT}: cannot read: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("defaults"), dict) \
+            or not isinstance(data.get("ops"), dict):
+        raise SpecError(f"{QUANTIZED_MOVEMENT}: (top level): expected 'defaults' and 'ops' mappings")
+    return data
+
+
+def quantized_movement() -> dict[str, str]:
+    """``<op>_quantized`` -> ``<op>``: the data-movement ops the table
+    quantized_movement.yaml gives a quantized form (the plain op on storage values)."""
+    return {f"{op}{_FORM_SUFFIX}": op for op in _movement_table()["ops"]}
+
+
+def _merge_rows(base: list, changes: list, key: str, update: bool, where: str) -> list:
+    out = [dict(x) for x in base]
+    index = {x.get(key): i for i, x in enumerate(out)}
+    for c in changes:
+        if not isinstance(c, dict) or key not in c:
+            raise SpecError(f"{where}: each item needs a {key!r}")
+        if c[key] in index:
+            i = index[c[key]]
+            out[i] = {**out[i], **c} if update else dict(c)
+        elif update:
+            raise SpecError(f"{where}: the plain spec has no {c[key]!r}")
+        else:
+            index[c[key]] = len(out)
+            out.append(dict(c))
+    return out
+
+
+def quantized_movement_data(name: str) -> dict:
+    """The spec document of ``name``: the plain op's spec file, the table's ``defaults``,
+    then the op's entry (rows of `inputs`, `outputs`, `attributes` updated field by
+    field; `constraints` replaced or appended by id; `variables` replaced whole,
+    `more_variables` appended to the plain spec's; every other key replaced).
+    SpecError names the table's key on a bad entry."""
+    table, base = _movement_table(), quantized_movement()[name]
+    entry, where = table["ops"][base], f"{QUANTIZED_MOVEMENT}: ops.{base}"
+    if not isinstance(entry, dict):
+        raise SpecError(f"{where}: expected a mapping")
+    data = read_yaml((SPEC_DIR / f"{base}.yaml").read_text())
+    data.update(table["defaults"])
+    for k, v in entry.items():
+        if k in _MERGED_BY:
+            data[k] = _merge_rows(data.get(k, []), v, _MERGED_BY[k], k in _UPDATED_ITEMS,
+                                  f"{where}.{k}")
+        elif k in ("variables", "more_variables"):
+            flat = [x for v_ in v for x in (v_ if isinstance(v_, list) else [v_])]
+            data["variables"] = (data.get("variables", []) if k == "more_variables" else []) + flat
+        else:
+            data[k] = v
+    data["op"] = name
+    return data
+
+
+def _load_quantized_movement(name: str) -> OpSpec:
+    return parse_spec(quantized_movement_data(name), f"{QUANTIZED_MOVEMENT}#{name}")
+
+
 def _op_accepts(op: str, t) -> bool:
     """``op_accepts(op, T)`` of the expression language: whether StableHLO op ``op``
     takes element type ``T`` as its first operand's (its spec's Type column), so that
@@ -895,7 +976,8 @@ ex.FUNCTIONS["op_accepts"] = _op_accepts
 def resolve_op(name: str) -> str:
     """A StableHLO op name, or an XLA name from an op spec's ``xla:`` list (``Rev`` ->
     ``reverse``, ``Collapse`` -> ``reshape``; case-insensitive); UnknownOp otherwise."""
-    if (SPEC_DIR / f"{name}.yaml").exists() or name in quantized_forms():
+    if (SPEC_DIR / f"{name}.yaml").exists() or name in quantized_forms() \
+            or name in quantized_movement():
         return name
     matches = sorted({s.name for s in all_specs()
                       if name.lower() in (x.lower() for x in s.xla_names)})
@@ -925,7 +1007,8 @@ def import_family_module(op: str, module: str) -> None:
 
 def op_names() -> list[str]:
     """Every op: one per spec file, and the quantized forms of quantized_forms.yaml."""
-    return sorted([p.stem for p in SPEC_DIR.glob("*.yaml")] + list(quantized_forms()))
+    return sorted([p.stem for p in SPEC_DIR.glob("*.yaml")] + list(quantized_forms())
+                  + list(quantized_movement()))
 
 
 def all_specs() -> list[OpSpec]:
@@ -946,6 +1029,11 @@ def validate_all(paths: Iterable["str | Path"] | None = None) -> list[str]:
                 _load_quantized_form(name)
         except SpecError as e:
             errors.append(str(e))
+        for name in quantized_movement():
+            try:
+                _load_quantized_movement(name)
+            except SpecError as e:
+                errors.append(str(e))
     return errors
 
 
@@ -954,5 +1042,6 @@ regions.use_specs(load_spec, (UnknownOp, SpecError, FileNotFoundError))
 
 __all__ = ["import_family_module", "read_yaml", "OpSpec", "TensorSpec", "AttributeSpec", "Constraint", "ImplementationDefined",
            "Accuracy", "SpecError", "UnknownOp", "load_spec", "load_file", "op_names",
-           "all_specs", "validate_all", "quantized_forms", "quantized_form_data", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
+           "all_specs", "validate_all", "quantized_forms", "quantized_form_data",
+           "quantized_movement", "quantized_movement_data", "binding_key", "parse_spec", "ALL_ELEMENT_TYPES",
            "TensorType"]
