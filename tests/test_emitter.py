@@ -49,6 +49,15 @@ def _quantized(sig: Signature) -> bool:
 
 _PJRT = []
 
+#: Valid programs (by the 2026-08 text) that XLA's StableHLO verifier refuses, measured on
+#: jaxlib 0.10.2 (IREE 3.13's verifier too; the xla-cpu and iree-cpu entries say so): a
+#: quantized select whose branches differ in scale or zero point (its C2 asks only equal
+#: baseline types). op -> (which signatures, XLA's words).
+VERIFIER_REFUSES = {
+    "select_quantized": (lambda sig: sig.input_types[1] != sig.input_types[2],
+                         "requires compatible types for non-predicate operands"),
+}
+
 
 def _verify_with_xla(sig: Signature, text: str) -> None:
     """A program with quantized types, which jaxlib's Python bindings cannot parse (no
@@ -61,6 +70,9 @@ def _verify_with_xla(sig: Signature, text: str) -> None:
     try:
         _PJRT[0].compile(text)
     except Exception as e:  # noqa: BLE001 - which stage refused it is the point
+        which, words = VERIFIER_REFUSES.get(sig.op, (lambda sig: False, None))
+        if which(sig) and words in str(e):
+            return
         if not any(m in str(e) for m in QUANT_UNTRANSLATABLE):
             pytest.fail(f"{sig.key()}: XLA's parser or verifier refused it: {e}\n{text}")
 
