@@ -145,7 +145,9 @@ def test_xla_cpu_file_loads_with_a_reason_for_every_entry_of_the_xla_backend():
     # whose variadic plans in the nine differ from a --types run's; docs/float-formats.md)
     # (152 and 32 with both, and the three f4E2M1FN signed_zero entries gone: any value is
     # allowed where the exact result is no real number, shared rule no_real_value_without_nan)
-    assert depths.count(("default",)) == 152 and depths.count(("quick",)) == 32
+    # (34 at quick with the quantized select's two (issue 30, branch qarith: XLA's verifier
+    # refuses branches of differing parameters), from a quick run of the quantized ops)
+    assert depths.count(("default",)) == 152 and depths.count(("quick",)) == 34
     assert set(depths) == {None, ("default",), ("quick",)}
 
 
