@@ -23,3 +23,15 @@ def _unsupported(op: str):
 
 for _op in ("uniform_quantize", "uniform_dequantize", "add_quantized", *quantized_forms()):
     builder(_op)(_unsupported(_op))
+
+
+def _own_computation_ops() -> list[str]:
+    """The quantized ops whose spec file gives its own computation
+    (specs/ops/*_quantized.yaml with quantized_semantics: clamp, select, compare, ...)."""
+    from conformance.specs import SPEC_DIR, load_spec
+    return [p.stem for p in sorted(SPEC_DIR.glob("*_quantized.yaml"))
+            if load_spec(p.stem).data.get("quantized_semantics")]
+
+
+for _op in _own_computation_ops():
+    builder(_op)(_unsupported(_op))

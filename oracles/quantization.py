@@ -349,3 +349,8 @@ def form_nan_mask(sig, *values):
     """Elements where the op's value in the expressed type (or exactly) is NaN."""
     *_, f_spec, f_exact = form_interval(sig, values)
     return np.isnan(f_spec) | np.isnan(f_exact)
+
+
+# The quantized ops with a computation of their own (clamp, select, compare, is_finite,
+# reduce_precision; specs/ops/*_quantized.yaml's quantized_semantics) register there.
+from . import quantized_own  # noqa: E402,F401
