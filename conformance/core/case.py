@@ -15,6 +15,7 @@ a backend returns one array per result leaf (``Signature.result_leaves``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any, Mapping, Sequence
 
@@ -75,10 +76,11 @@ class Signature:
         """The result tensors a backend returns, tuple-typed results flattened."""
         return leaves(self.result_types) if self.has_tuples else self.result_types
 
-    @property
+    @functools.cached_property
     def has_tuples(self) -> bool:
         """Whether a value type is a tuple or a token (conformance.core.types.is_structured):
-        then a case's values are not one array per type."""
+        then a case's values are not one array per type. (Held on the instance: a
+        function of its frozen fields, asked several times per value batch.)"""
         return any(is_structured(t) for t in self.input_types + self.result_types)
 
     def key(self) -> str:
