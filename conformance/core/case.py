@@ -53,6 +53,21 @@ class Signature:
     num_partitions: int = 1
     invalid: str | None = None             # the constraint id this signature breaks, if any
 
+    def __hash__(self) -> int:
+        # the generated hash of the fields, computed once: signatures key the per-signature
+        # caches (coverage groups and probes, boundary points, inferred types) on every
+        # value batch, and hashing one walks all its types
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.op, self.input_types, self.result_types, self.attribute_items,
+                      self.regions, self.num_replicas, self.num_partitions, self.invalid))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # (a str's hash differs between processes: the held one never travels)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @staticmethod
     def make(op: str, input_types: Sequence[TensorType | str],
              result_types: Sequence[TensorType | str],
