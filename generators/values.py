@@ -453,8 +453,9 @@ def _batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
             within[i] = k
     if not any(d.partition(":")[0] in SIGNATURE_DISTRIBUTIONS for d in dists):
         # A tuple-typed input gets one array per leaf (the case holds the leaves).
-        return tuple(draw_array(leaf.element_type, (batch, *leaf.shape), rng, d)
-                     for t, d in zip(sig.input_types, dists) for leaf in t.leaves())
+        return _drawn_together([(leaf.element_type, (batch, *leaf.shape), d)
+                                for t, d in zip(sig.input_types, dists)
+                                for leaf in t.leaves()], rng)
     out = []
     drawn: dict[int, np.ndarray] = {}       # later inputs a joint draw already made
     for i, (t, d) in enumerate(zip(sig.input_types, dists)):
@@ -472,6 +473,33 @@ def _batch_inputs(sig: Signature, rng: np.random.Generator, batch: int,
                 out.append(x)
             else:
                 out.append(draw_array(leaf.element_type, shape, rng, d))
+    return tuple(out)
+
+
+def _drawn_together(leaves: Sequence[tuple[ElementType, tuple[int, ...], str]],
+                    rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """One array per (element type, shape, distribution), the leaves of one element type
+    and distribution drawn by one :func:`draw_array` call (in the order of their first
+    leaf) and split in order: each element still mixes the sources independently, and a
+    binary op's batch costs one draw instead of two (draws cost per call, not per
+    element, at a batch's sizes)."""
+    groups: dict[tuple[ElementType, str], list[int]] = {}
+    for k, (et, _, d) in enumerate(leaves):
+        groups.setdefault((et, d), []).append(k)
+    out: list = [None] * len(leaves)
+    for (et, d), ks in groups.items():
+        if len(ks) == 1:
+            _, shape, _ = leaves[ks[0]]
+            out[ks[0]] = draw_array(et, shape, rng, d)
+            continue
+        sizes = [math.prod(leaves[k][1]) for k in ks]
+        flat = draw_array(et, (sum(sizes),), rng, d)
+        start = 0
+        for k, n in zip(ks, sizes):
+            # (disjoint views of one contiguous array: contiguous and writeable, as the
+            # overlay needs them)
+            out[k] = flat[start:start + n].reshape(leaves[k][1])
+            start += n
     return tuple(out)
 
 

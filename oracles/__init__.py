@@ -16,6 +16,7 @@ says which elements the comparator must mask.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -94,13 +95,32 @@ def evaluate_case(case: Case) -> tuple[np.ndarray, ...]:
 def broadcast_ready(sig: Signature, stacked: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Stacked inputs ([B] + shape) of an element-wise op, with rank-0 inputs given
     trailing unit axes so that numpy broadcasting pairs them with every element."""
+    try:
+        shapes = _ready_shapes(sig)
+    except TypeError:                       # (a signature that is not hashable)
+        shapes = _ready_shapes.__wrapped__(sig)
+    if shapes is None:
+        return list(stacked)[:len(sig.input_types)]
+    return [x if s is None else x.reshape((x.shape[0],) + s)
+            for x, s in zip(stacked, shapes)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _ready_shapes(sig: Signature) -> "tuple | None":
+    """Per input of ``sig``: the shape after the batch axis :func:`broadcast_ready` gives
+    it (None: as it is); None where no input changes (a function of the signature:
+    asked twice per batch)."""
     rank = max([t.rank for t in sig.input_types] + [t.rank for t in sig.result_types])
-    out = []
-    for x, t in zip(stacked, sig.input_types):
-        if t.rank < rank:
-            x = x.reshape((x.shape[0],) + (1,) * (rank - t.rank) + t.shape)
-        out.append(x)
-    return out
+    out = tuple((1,) * (rank - t.rank) + t.shape if t.rank < rank else None
+                for t in sig.input_types)
+    return out if any(s is not None for s in out) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _batched_types(sig: Signature, batch: int) -> tuple[TensorType, ...]:
+    """The result types of a batch of ``batch`` cases (a type costs microseconds to make;
+    every batch asks)."""
+    return tuple(TensorType((batch,) + t.shape, t.element_type) for t in sig.result_leaves)
 
 
 def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
@@ -109,7 +129,10 @@ def evaluate_batch(sig: Signature, stacked: Sequence[np.ndarray],
     batch axis. Element-wise ops are evaluated in one vectorised call."""
     spec = spec or load_spec(sig.op)
     batch = stacked[0].shape[0] if stacked else 1
-    batched_types = [TensorType((batch,) + t.shape, t.element_type) for t in sig.result_leaves]
+    try:
+        batched_types = list(_batched_types(sig, batch))
+    except TypeError:                       # (a signature that is not hashable)
+        batched_types = list(_batched_types.__wrapped__(sig, batch))
     if spec.elementwise:
         return evaluate(sig.op, broadcast_ready(sig, stacked), sig.attributes,
                         result_types=batched_types, regions=sig.regions,

@@ -1,6 +1,8 @@
 """The warm path's draws are the values they replaced, bit for bit (issue 33): a batch's
 generator built without ``default_rng`` and the coverage overlay's pool members drawn in
-one call give what the plan drew before, so case ids and golden verdicts stay."""
+one call give what the plan drew before. The inputs of one element type and distribution
+are one draw split in order (a change of what each case id names: the golden verdict file
+was regenerated for it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +14,8 @@ from conformance.specs import binding_key, load_spec
 
 
 @pytest.mark.parametrize("args", [(0, "add", "f32", 0, 0), (7, "convert", "si8->f32", 3, 2),
-                                  (2 ** 31 + 5, "sort", "bf16", 15, 7)])
+                                  (2 ** 31 + 5, "sort", "bf16", 15, 7),
+                                  (2 ** 40 + 3, "sort", "f32", 2 ** 33, 2 ** 32 + 1)])
 def test_batch_rng_is_default_rng_of_the_case_id_parts(args):
     seed, op, key, index, batch = args
     want = np.random.default_rng([seed, plan.stable_hash(op, key), index, batch])
@@ -62,3 +65,56 @@ def test_overlay_draws_what_one_call_per_input_drew(op, key):
             for a, b in zip(arrays, copies):
                 assert a.tobytes() == b.tobytes()
             assert rng_a.bit_generator.state == rng_b.bit_generator.state
+
+
+def _sig(op, key, shapes=None):
+    spec = load_spec(op)
+    binding = next(b for b in spec.type_bindings() if binding_key(b) == key)
+    sigs = plan.plan_binding(spec, binding, 0, "quick")
+    return spec, next(s for s in sigs if all(t.size > 1 for t in s.input_types))
+
+
+@pytest.mark.parametrize("op,key", [("add", "f32"), ("multiply", "bf16"), ("clamp", "si64")])
+def test_inputs_of_one_type_come_from_one_draw(op, key):
+    """A binary op's operands are one draw_array call split in input order (one draw per
+    batch instead of one per input), each its own shape, contiguous and writeable (the
+    overlay writes into them)."""
+    from conformance.generators.values import draw_array
+    spec, sig = _sig(op, key)
+    got = batch_inputs(sig, np.random.default_rng(3), 16, spec)
+    leaves = [(t.element_type, (16, *t.shape)) for t in sig.input_types]
+    et = leaves[0][0]
+    assert all(e == et for e, _ in leaves)
+    flat = draw_array(et, (sum(int(np.prod(s)) for _, s in leaves),), np.random.default_rng(3))
+    start = 0
+    for x, (_, shape) in zip(got, leaves):
+        n = int(np.prod(shape))
+        assert x.shape == shape and x.flags.c_contiguous and x.flags.writeable
+        assert x.tobytes() == flat[start:start + n].tobytes()
+        start += n
+
+
+def test_inputs_of_other_types_are_drawn_apart():
+    """select's predicate (i1) and its branches (one float type): two draws, the i1 one
+    first, in input order."""
+    from conformance.generators.values import draw_array
+    spec, sig = _sig("select", "f32")
+    got = batch_inputs(sig, np.random.default_rng(5), 8, spec)
+    rng = np.random.default_rng(5)
+    pred = draw_array(sig.input_types[0].element_type, (8, *sig.input_types[0].shape), rng)
+    sizes = [8 * t.size for t in sig.input_types[1:]]
+    branches = draw_array(sig.input_types[1].element_type, (sum(sizes),), rng)
+    assert got[0].tobytes() == pred.tobytes()
+    assert got[1].tobytes() + got[2].tobytes() == branches.tobytes()
+
+
+def test_jax_backend_runs_cpu_computations_inline():
+    """A JaxBackend made before jax's CPU client turns asynchronous dispatch off (the suite
+    reads each batch's results at once: the hand-off to a worker thread only costs)."""
+    import subprocess
+    import sys
+    code = ("from conformance.backends import get_backend; get_backend('jax');"
+            "from jax._src import xla_bridge as xb; print(xb._CPU_ENABLE_ASYNC_DISPATCH.value)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"}, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

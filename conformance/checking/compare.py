@@ -626,16 +626,15 @@ def class_errors(v: BatchVerdict, inputs: Sequence[np.ndarray],
         return {}
     batch = int(v.case_classes.shape[0])
     arrays = [np.asarray(x) for x in (*inputs, *expected, *actual)]
+    floats = [x for x in arrays if np.ndim(x) and not _not_float(x)]
     shapes = {np.shape(c) for c in v.element_classes}
     aligned = None
-    if len(shapes) == 1 and all(np.shape(x) == next(iter(shapes)) for x in arrays
-                                if np.ndim(x) and not _not_float(x)):
+    if len(shapes) == 1 and all(np.shape(x) == next(iter(shapes)) for x in floats):
         # element-aligned (elementwise ops): a witness involves inf/NaN where its own
         # inputs or results are, not where another element of its case is
         aligned = np.zeros(next(iter(shapes)), bool)
-        for x in arrays:
-            if np.ndim(x) and not _not_float(x):
-                aligned |= ~np.isfinite(to_wide(x))
+        for x in floats:
+            aligned |= ~np.isfinite(to_wide(x))
     nonfinite = _nonfinite_cases(arrays, batch) if aligned is None else None
     out: dict[str, dict] = {}
     for code in np.unique(v.case_classes):

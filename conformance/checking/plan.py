@@ -222,7 +222,11 @@ def batch_rng(seed: int, op: str, key: str, index: int, batch: int) -> np.random
     """The generator of one value batch: ``np.random.default_rng([seed, stable_hash(op,
     key), index, batch])``, built without ``default_rng``'s checks of its argument (a
     fifth of a warm batch's drawing time; the same state, tests/test_warm_draws.py)."""
-    return _Generator(_PCG64(_SeedSequence([seed, _op_hash(op, key), index, batch])))
+    # (SeedSequence reads a list of ints as their 32-bit words, low first, concatenated;
+    # given those words as a uint32 array it skips its Python-level conversion of each
+    # int: half the generator's cost, the same state)
+    words = _prefix_words(seed, op, key, index) + _words(batch)
+    return _Generator(_PCG64(_SeedSequence(np.array(words, np.uint32))))
 
 
 _Generator, _PCG64, _SeedSequence = (np.random.Generator, np.random.PCG64,
@@ -232,6 +236,24 @@ _Generator, _PCG64, _SeedSequence = (np.random.Generator, np.random.PCG64,
 @functools.lru_cache(maxsize=4096)
 def _op_hash(op: str, key: str) -> int:
     return stable_hash(op, key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _prefix_words(seed: int, op: str, key: str, index: int) -> list[int]:
+    return _words(seed) + _words(_op_hash(op, key)) + _words(index)
+
+
+def _words(n: int) -> list[int]:
+    """The 32-bit words of a non-negative int, low first (0: one word), as SeedSequence
+    splits an int of its entropy."""
+    if n < 0:
+        raise ValueError(f"seed parts are non-negative, not {n}")
+    out = [n & 0xFFFFFFFF]
+    n >>= 32
+    while n:
+        out.append(n & 0xFFFFFFFF)
+        n >>= 32
+    return out
 
 
 def coverage_tally(spec: OpSpec, key: str, sig: Signature) -> "coverage.Tally":

@@ -15,6 +15,7 @@ a backend returns one array per result leaf (``Signature.result_leaves``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any, Mapping, Sequence
 
@@ -52,6 +53,21 @@ class Signature:
     num_partitions: int = 1
     invalid: str | None = None             # the constraint id this signature breaks, if any
 
+    def __hash__(self) -> int:
+        # the generated hash of the fields, computed once: signatures key the per-signature
+        # caches (coverage groups and probes, boundary points, inferred types) on every
+        # value batch, and hashing one walks all its types
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.op, self.input_types, self.result_types, self.attribute_items,
+                      self.regions, self.num_replicas, self.num_partitions, self.invalid))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # (a str's hash differs between processes: the held one never travels)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @staticmethod
     def make(op: str, input_types: Sequence[TensorType | str],
              result_types: Sequence[TensorType | str],
@@ -75,10 +91,11 @@ class Signature:
         """The result tensors a backend returns, tuple-typed results flattened."""
         return leaves(self.result_types) if self.has_tuples else self.result_types
 
-    @property
+    @functools.cached_property
     def has_tuples(self) -> bool:
         """Whether a value type is a tuple or a token (conformance.core.types.is_structured):
-        then a case's values are not one array per type."""
+        then a case's values are not one array per type. (Held on the instance: a
+        function of its frozen fields, asked several times per value batch.)"""
         return any(is_structured(t) for t in self.input_types + self.result_types)
 
     def key(self) -> str:
