@@ -158,8 +158,11 @@ PLAN_DIGESTS = ("import json, sys; sys.path.insert(0, 'tests'); "
 
 def test_every_op_s_quick_plan_is_the_same_in_a_fresh_process_with_other_string_hashes():
     """Every op's quick plan at seed 0, drawn in a new process whose str hashes (set and
-    dict orders of strings) differ from this one's, is this process's plan: what a
-    --jobs worker, a cluster worker or a later `conformance repro` draws."""
+    dict orders of strings) differ from this one's, is this session's plan: what a
+    --jobs worker, a cluster worker or a later `conformance repro` draws. (This side
+    reads the session's draw cache where another process of the session drew the plan,
+    the gate's family runs under CI's order, tests/conftest.py; the new process draws
+    every plan itself.)"""
     env = _fresh_env(PYTHONHASHSEED="12345")
     p = subprocess.Popen([sys.executable, "-c", PLAN_DIGESTS], cwd=ROOT, env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)   # drawn meanwhile
