@@ -24,7 +24,7 @@ import numpy as np
 from conformance.core.case import Case, Signature
 from conformance.core.types import (TensorType, TupleType, element_type, flatten, is_structured,
                                     leaves, type_of, unflatten, value_type)
-from conformance.specs import OpSpec, SpecError, load_spec
+from conformance.specs import OpSpec, SpecError, import_family_module, load_spec
 from conformance.specs import expressions as ex
 from conformance.specs.expressions import CONDITIONS, condition
 
@@ -409,12 +409,13 @@ def exact_nonpositive(sig: Signature, inputs: Sequence[np.ndarray],
     negative? A result type without zero or sign (f8E8M0FNU) has rounded it to its NaN,
     which ``result`` cannot tell from a NaN operand's. (At f64: a power whose exact value
     is below f64's range reads as zero here, where 2^-127 is a neighbour too.)"""
-    # the rule's allowed set is conversion's alternative('convert_directed', ...): its
-    # module registers it, whichever op's oracle module has been loaded
-    from . import conversion  # noqa: F401
+    # the rule's allowed set is convert's alternative('convert_directed', ...): convert's
+    # family module registers it, whichever op's oracle module has been loaded
+    import_family_module("convert", "conformance.oracles.{family}")
     out = _exact_f64(sig, inputs, result, "exact_nonpositive")
     with np.errstate(invalid="ignore"):
         return out <= 0
+
 
 def _per_result(value, n: int, where: str) -> list[np.ndarray]:
     """A ``per_result`` rule's ``when:`` value: one mask per result."""

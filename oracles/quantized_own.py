@@ -33,7 +33,7 @@ from conformance.specs import SpecError, load_spec
 from conformance.specs import SPEC_DIR
 from conformance.specs.expressions import alternative, condition
 
-from .quantization import NEAR_TIE_EPS, _params, dequantize, quantize
+from .quantized_values import NEAR_TIE_EPS, _params, dequantize, quantize
 from .registry import oracle_for, register_typed
 
 
