@@ -225,10 +225,15 @@ class UnitPacker:
     @staticmethod
     def _named(backend, sigs: list[Signature], e: BaseException) -> set[int]:
         """The members a text pack's error names (backends/text_pack.py
-        ``located_members``), if some but not all; else none (the pack is halved)."""
+        ``located_members``), if some but not all; else none (the pack is halved). The
+        backend's own words (``marked_members``: members it knows it refuses) may name
+        them all: each goes alone."""
         if getattr(backend, "pack_kind", "own") != "text":
             return set()
-        from conformance.backends.text_pack import located_members
+        from conformance.backends.text_pack import located_members, marked_members
+        marked = set(marked_members(sigs, str(e)))
+        if marked:
+            return marked
         from conformance.backends.vendor import NoProgram, module_text
         from conformance.core.packs import PackSignature
         try:
