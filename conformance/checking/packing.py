@@ -17,9 +17,11 @@ minimisation, records and reproducers are those of an unpacked run.
   recorded for the signature that causes it, exactly as without packing. A text pack
   whose error names its members (its MLIR diagnostics' locations, or the backend's own
   words: backends/text_pack.py ``located_members``) sends those alone and packs the
-  others again instead; such a pack does not count toward ``MAX_FAILED_PACKS`` (IREE
-  refuses a few type pairs of convert everywhere, which would otherwise stop packing
-  for the op after three packs: issue 33). A pack that
+  others again instead (the backend's own words may name every member: IREE names,
+  before compiling, members with a type it is known to refuse); such a pack does not
+  count toward ``MAX_FAILED_PACKS`` (IREE refuses a few type pairs of convert
+  everywhere, which would otherwise stop packing for the op after three packs: issue
+  33). A pack that
   hangs or crashes its isolated backend's process (``BackendTimeout``,
   ``BackendCrash``) is not bisected (each probe would cost a timeout, or seconds to
   start the process again): its members take the ordinary path, which finds the
