@@ -175,3 +175,33 @@ def test_known_refusals_give_the_unpacked_records(tmp_path):
     assert plain == packed
     bad = [r for r in packed if '"backend_error"' in r]
     assert bad and all('"subtract"' in r and "arith.subi" in r for r in bad)
+
+
+class SubtractsF32Adds(TextXla):
+    """A miscompile: its compiler lowers an f32 add to a subtract, alone or packed, so
+    every f32 add diverges and the minimiser re-runs the diverging cases."""
+
+    name = "subtracts-f32-adds"
+
+    def compile_text(self, text, sig):
+        lines = [ln.replace('"stablehlo.add"', '"stablehlo.subtract"') if "xf32>" in ln
+                 or "<f32>" in ln else ln for ln in text.splitlines()]
+        return super().compile_text("\n".join(lines), sig)
+
+
+def test_a_diverging_packed_member_is_re_run_through_its_pack(tmp_path):
+    """The minimiser's one-case runs of a packed signature go through its pack (a batch
+    of one), not a compile of the member alone, and the records are an unpacked run's."""
+    from conformance.checking.plan import plan_binding, select_bindings
+    from conformance.specs import binding_key, load_spec
+    ops, types = ["add"], ["f32"]
+    plain = _records(_run(tmp_path, "plain", [SubtractsF32Adds()], 0, ops, types))
+    b = SubtractsF32Adds()
+    packed = _records(_run(tmp_path, "packed", [b], 16, ops, types))
+    assert plain == packed
+    assert any('"kind": "divergence"' in r and '"value"' in r for r in packed)
+    spec = load_spec("add")
+    sigs = [s for bd in select_bindings(spec, None) if binding_key(bd) == "f32"
+            for s in plan_binding(spec, bd, 0, "quick") if not s.invalid]
+    members = {vendor.module_text(s) for s in sigs}
+    assert b.packs and not [t for t in b.texts if t in members]

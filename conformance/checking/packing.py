@@ -33,7 +33,10 @@ minimisation, records and reproducers are those of an unpacked run.
   arrays the runner drew; any other call (a verdict re-running the batch to check
   determinism, the minimiser, a culprit search) runs the backend again, through the
   pack with filler inputs for the other members where the backend can
-  (``pack(member_batches)`` with None for the others), so a re-run is a real run.
+  (``pack(member_batches)`` with None for the others), so a re-run is a real run. A
+  text pack's member's one-case executable (``Backend.executable``: ``check_case``, the
+  minimiser re-running a diverging case) is the pack too, a batch of one, not a compile
+  of the member alone that an unpacked run would not have paid.
 - Every backend that compiles StableHLO text packs (issue 33): iree, ``pjrt:`` (the xla
   path), any vendor adapter. ``Backend.compile_pack``'s default hands the pack's
   canonical text to the backend's ordinary compile (backends/text_pack.py). A backend
@@ -100,6 +103,13 @@ class PackedMember:
         batches: list = [None] * self.count
         batches[self.index] = stacked
         return list(self.pack(batches)[self.index])
+
+
+def _one_case(member: PackedMember) -> Callable:
+    """A member's one-case executable: the case as a batch of one through the pack."""
+    def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(r)[0] for r in member([np.asarray(x)[None] for x in inputs])]
+    return run
 
 
 class UnitPacker:
@@ -220,9 +230,15 @@ class UnitPacker:
         self.stats["packed"] += len(chunk)
         backend.__dict__["_packed_once"] = True
         fallback = getattr(pack, "member_fallback", None)
+        text = getattr(backend, "pack_kind", "own") == "text" and fallback is None
         for j, (_, _, sig) in enumerate(chunk):
             own = (lambda s=sig: fallback(s)) if fallback is not None else None
-            backend.adopt_batch_executable(sig, PackedMember(pack, j, len(chunk), got[j], own))
+            member = PackedMember(pack, j, len(chunk), got[j], own)
+            backend.adopt_batch_executable(sig, member)
+            if text and sig.input_leaves:
+                # one case (check_case: a divergence's minimiser re-running it) through
+                # the pack too, not a compile of the member alone (IREE: 0.4 s CPU each)
+                backend.adopt_case_executable(sig, _one_case(member))
 
     @staticmethod
     def _named(backend, sigs: list[Signature], e: BaseException) -> set[int]:
