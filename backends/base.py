@@ -210,6 +210,12 @@ class Backend:
         the runner compiled: conformance.checking.packing); dropped by :meth:`clear_cache`."""
         self._batch_cache[signature] = executable
 
+    def adopt_case_executable(self, signature: Signature, executable: Executable) -> None:
+        """Use ``executable`` as the signature's one-case executable (a text pack's
+        member run as a batch of one: conformance.checking.packing); dropped by
+        :meth:`clear_cache`."""
+        self._cache[signature] = executable
+
     def describe(self) -> dict[str, Any]:
         """Versions and platform, recorded with every run."""
         return {"name": self.name}

@@ -64,6 +64,26 @@ def _diagnostics(e: BaseException) -> list[str]:
     return [ln.strip() for ln in str(e).splitlines() if "error:" in ln]
 
 
+def _refused_before(members) -> list[int]:
+    """The members of a pack that IREE is known to refuse before it is run: those with
+    an input or result leaf whose element type its HAL has no type for (f8E3M4, f8E4M3,
+    f4E2M1FN, ...: ``'hal.element_type' op unsupported element type``, or a crash of
+    iree-compile 3.13 in ``BitcastUnsupportedElementTypes`` for f4E2M1FN), or an si4/ui4
+    leaf (a quantized one's storage too) of an odd element count ("does not have integral
+    number of total bytes", located at ``@main``'s line, naming no member). Such a pack
+    fails whole and its error names no member, so it would be halved and would count
+    toward the packer's MAX_FAILED_PACKS; these members go alone instead (their own
+    compile gives their own record, as in an unpacked run)."""
+    def refused(t) -> bool:
+        held = t.held_as()
+        et = held.element_type
+        if et.name not in _HAL_TYPES:
+            return True
+        return et.bits == 4 and int(np.prod(held.shape, dtype=np.int64)) % 2 == 1
+    return [j for j, m in enumerate(members)
+            if any(refused(t) for t in (*m.input_leaves, *m.result_leaves))]
+
+
 def _at_fault(members, text: str, said: str) -> list[int]:
     """The members of a pack that IREE's diagnostics name: those on whose op lines an
     error is located, and, where IREE refuses an element type at the function's
@@ -73,7 +93,7 @@ def _at_fault(members, text: str, said: str) -> list[int]:
     at = set(located_members(members, said, text))
     if "'hal.element_type' op unsupported element type" in said:
         at |= {j for j, m in enumerate(members)
-               if any(t.element_type.name not in _HAL_TYPES
+               if any(t.held_as().element_type.name not in _HAL_TYPES
                       for t in (*m.input_leaves, *m.result_leaves))}
     return sorted(at)
 
@@ -125,6 +145,14 @@ class IreeBackend(Backend):
         from .vendor import module_text
         text = module_text(sig)          # NoProgram (an Unsupported) if there is none
         members = getattr(sig, "members", None)
+        if members:
+            at = _refused_before(members)
+            if at:
+                from .text_pack import fault_marker
+                raise IreeError(
+                    "iree-compile not run on this pack: IREE refuses a tensor of these "
+                    "members (an element type its HAL lacks, or an odd count of int4 "
+                    f"elements) [{fault_marker(at)}]")
         try:
             return self._compile_text(text, sig.input_leaves, sig.result_leaves,
                                       sig.invalid, full=bool(members))

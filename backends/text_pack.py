@@ -112,6 +112,15 @@ def fault_marker(members: Sequence[int]) -> str:
     return "pack members at fault: " + ", ".join(str(j) for j in sorted(set(members)))
 
 
+def marked_members(signatures: Sequence[Signature], message: str) -> list[int]:
+    """The members a backend's own :func:`fault_marker` names in ``message`` (it knows
+    them, so all of a pack's members may be named); empty if it names none."""
+    marked = _MARKED.search(message)
+    if not marked:
+        return []
+    return sorted({int(x) for x in marked.group(1).split(", ") if int(x) < len(signatures)})
+
+
 def located_members(signatures: Sequence[Signature], message: str,
                     text: str | None = None) -> list[int]:
     """The members a failed pack's error names (issue 33): the backend's own
@@ -122,10 +131,8 @@ def located_members(signatures: Sequence[Signature], message: str,
 
     A hint, not a verdict: a member named here is compiled alone by the ordinary path
     (its own record, as in an unpacked run) and the others packed again."""
-    marked = _MARKED.search(message)
-    if marked:
-        return sorted({int(x) for x in marked.group(1).split(", ")
-                       if int(x) < len(signatures)})
+    if _MARKED.search(message):
+        return marked_members(signatures, message)
     lines = [int(m.group(1)) for m in _ERROR_AT.finditer(message)]
     if not lines:
         return []
@@ -135,4 +142,4 @@ def located_members(signatures: Sequence[Signature], message: str,
     return sorted({j for n in lines for j, (a, b) in enumerate(spans) if a <= n < b})
 
 
-__all__ = ["TextPack", "member_spans", "fault_marker", "located_members"]
+__all__ = ["TextPack", "member_spans", "fault_marker", "marked_members", "located_members"]

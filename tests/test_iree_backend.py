@@ -231,3 +231,26 @@ def test_a_failed_pack_names_its_members_at_fault(iree):
         with pytest.raises(Exception) as alone:     # and it fails alone, as recorded
             iree.compile(bad)
         assert "pack members" not in str(alone.value)
+
+
+def test_a_pack_member_iree_refuses_is_named_before_compiling(monkeypatch):
+    """Members with a leaf IREE's HAL has no type for (f8E3M4, f4E2M1FN) or an odd count
+    of int4 elements (a quantized one's i4 storage too) are named with the pack's fault
+    marker, and iree-compile is not run: such a pack fails whole with an error located
+    at @main (or a crash), which names no member and would be halved."""
+    from conformance.backends.iree_backend import _refused_before
+    from conformance.backends.text_pack import marked_members
+    from conformance.core.packs import PackSignature
+
+    def sig(t):
+        return Signature.make("negate", [t], [t])
+    members = [sig("tensor<4xf32>"), sig("tensor<3xsi4>"), sig("tensor<2x2xui4>"),
+               sig("tensor<2xf8E3M4>"), sig("tensor<!quant.uniform<i4:f32, 0.5:1>>"),
+               sig("tensor<2x!quant.uniform<i8:f32, 0.5:1>>"), sig("tensor<2xf4E2M1FN>")]
+    assert _refused_before(members) == [1, 3, 4, 6]
+    b = IreeBackend()
+    calls = []
+    monkeypatch.setattr(b.compiler, "compile_str", lambda *a, **k: calls.append(a))
+    with pytest.raises(Exception) as e:
+        b.compile(PackSignature.of(members))
+    assert marked_members(members, str(e.value)) == [1, 3, 4, 6] and calls == []

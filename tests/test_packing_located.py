@@ -126,3 +126,82 @@ def test_a_wrong_location_costs_a_compile_not_a_verdict(tmp_path):
     packed = _records(_run(tmp_path, "packed", [BlamesTheFirstMember()], 16, ops, types))
     assert plain == packed
     assert not any(re.search(r'"outcome": "backend_error".*"add"', r) for r in packed)
+
+
+class KnowsItRefusesSi8(TextXla):
+    """A vendor adapter that knows before compiling that its compiler refuses every si8
+    subtract (as IREE knows its HAL lacks f8E3M4): it names those members with
+    ``fault_marker`` and compiles nothing; alone, each fails as its compiler does."""
+
+    name = "knows-si8"
+
+    def compile(self, sig):
+        vendor.module_text(sig)             # it takes the text it is handed, as IREE does
+        members = getattr(sig, "members", None)
+        if members:
+            at = [j for j, m in enumerate(members)
+                  if m.op == "subtract" and m.input_leaves[0].element_type.name == "si8"]
+            if at:
+                raise RuntimeError(f"not compiled [{fault_marker(at)}]")
+        elif sig.op == "subtract" and sig.input_leaves[0].element_type.name == "si8":
+            raise RuntimeError("acme-compile: <stdin>:3:5: error: failed to legalize "
+                               "operation 'arith.subi' on i8")
+        return super().compile(sig)
+
+
+def test_a_backend_naming_every_member_sends_them_all_alone_unhalved():
+    """A pack all of whose members the backend names goes alone member by member: no
+    bisection (each probe would be named again) and no failed pack counted, so the
+    unit's later packs are still packed."""
+    from conformance.checking.plan import plan_binding, select_bindings
+    from conformance.specs import binding_key, load_spec
+    sub = load_spec("subtract")
+    si8 = [s for b in select_bindings(sub, None) if binding_key(b) == "si8"
+           for s in plan_binding(sub, b, 0, "quick")]
+    sigs = (si8 * 8)[:8]
+    b = KnowsItRefusesSi8()
+    packer = _packer(b, sigs, 4)
+    for i in range(len(sigs)):
+        packer.before(sigs[i].op, "k", i)
+    assert packer.stats["bisections"] == 0, packer.stats
+    assert packer.stats["located"] == 2 and packer.stats["alone"] == 8, packer.stats
+    assert not packer.failed and b.texts == []
+
+
+def test_known_refusals_give_the_unpacked_records(tmp_path):
+    ops, types = ["add", "subtract"], ["f32", "si8"]
+    plain = _records(_run(tmp_path, "plain", [KnowsItRefusesSi8()], 0, ops, types))
+    packed = _records(_run(tmp_path, "packed", [KnowsItRefusesSi8()], 16, ops, types))
+    assert plain == packed
+    bad = [r for r in packed if '"backend_error"' in r]
+    assert bad and all('"subtract"' in r and "arith.subi" in r for r in bad)
+
+
+class SubtractsF32Adds(TextXla):
+    """A miscompile: its compiler lowers an f32 add to a subtract, alone or packed, so
+    every f32 add diverges and the minimiser re-runs the diverging cases."""
+
+    name = "subtracts-f32-adds"
+
+    def compile_text(self, text, sig):
+        lines = [ln.replace('"stablehlo.add"', '"stablehlo.subtract"') if "xf32>" in ln
+                 or "<f32>" in ln else ln for ln in text.splitlines()]
+        return super().compile_text("\n".join(lines), sig)
+
+
+def test_a_diverging_packed_member_is_re_run_through_its_pack(tmp_path):
+    """The minimiser's one-case runs of a packed signature go through its pack (a batch
+    of one), not a compile of the member alone, and the records are an unpacked run's."""
+    from conformance.checking.plan import plan_binding, select_bindings
+    from conformance.specs import binding_key, load_spec
+    ops, types = ["add"], ["f32"]
+    plain = _records(_run(tmp_path, "plain", [SubtractsF32Adds()], 0, ops, types))
+    b = SubtractsF32Adds()
+    packed = _records(_run(tmp_path, "packed", [b], 16, ops, types))
+    assert plain == packed
+    assert any('"kind": "divergence"' in r and '"value"' in r for r in packed)
+    spec = load_spec("add")
+    sigs = [s for bd in select_bindings(spec, None) if binding_key(bd) == "f32"
+            for s in plan_binding(spec, bd, 0, "quick") if not s.invalid]
+    members = {vendor.module_text(s) for s in sigs}
+    assert b.packs and not [t for t in b.texts if t in members]

@@ -17,9 +17,11 @@ minimisation, records and reproducers are those of an unpacked run.
   recorded for the signature that causes it, exactly as without packing. A text pack
   whose error names its members (its MLIR diagnostics' locations, or the backend's own
   words: backends/text_pack.py ``located_members``) sends those alone and packs the
-  others again instead; such a pack does not count toward ``MAX_FAILED_PACKS`` (IREE
-  refuses a few type pairs of convert everywhere, which would otherwise stop packing
-  for the op after three packs: issue 33). A pack that
+  others again instead (the backend's own words may name every member: IREE names,
+  before compiling, members with a type it is known to refuse); such a pack does not
+  count toward ``MAX_FAILED_PACKS`` (IREE refuses a few type pairs of convert
+  everywhere, which would otherwise stop packing for the op after three packs: issue
+  33). A pack that
   hangs or crashes its isolated backend's process (``BackendTimeout``,
   ``BackendCrash``) is not bisected (each probe would cost a timeout, or seconds to
   start the process again): its members take the ordinary path, which finds the
@@ -31,7 +33,10 @@ minimisation, records and reproducers are those of an unpacked run.
   arrays the runner drew; any other call (a verdict re-running the batch to check
   determinism, the minimiser, a culprit search) runs the backend again, through the
   pack with filler inputs for the other members where the backend can
-  (``pack(member_batches)`` with None for the others), so a re-run is a real run.
+  (``pack(member_batches)`` with None for the others), so a re-run is a real run. A
+  text pack's member's one-case executable (``Backend.executable``: ``check_case``, the
+  minimiser re-running a diverging case) is the pack too, a batch of one, not a compile
+  of the member alone that an unpacked run would not have paid.
 - Every backend that compiles StableHLO text packs (issue 33): iree, ``pjrt:`` (the xla
   path), any vendor adapter. ``Backend.compile_pack``'s default hands the pack's
   canonical text to the backend's ordinary compile (backends/text_pack.py). A backend
@@ -98,6 +103,13 @@ class PackedMember:
         batches: list = [None] * self.count
         batches[self.index] = stacked
         return list(self.pack(batches)[self.index])
+
+
+def _one_case(member: PackedMember) -> Callable:
+    """A member's one-case executable: the case as a batch of one through the pack."""
+    def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(r)[0] for r in member([np.asarray(x)[None] for x in inputs])]
+    return run
 
 
 class UnitPacker:
@@ -218,17 +230,28 @@ class UnitPacker:
         self.stats["packed"] += len(chunk)
         backend.__dict__["_packed_once"] = True
         fallback = getattr(pack, "member_fallback", None)
+        text = getattr(backend, "pack_kind", "own") == "text" and fallback is None
         for j, (_, _, sig) in enumerate(chunk):
             own = (lambda s=sig: fallback(s)) if fallback is not None else None
-            backend.adopt_batch_executable(sig, PackedMember(pack, j, len(chunk), got[j], own))
+            member = PackedMember(pack, j, len(chunk), got[j], own)
+            backend.adopt_batch_executable(sig, member)
+            if text and sig.input_leaves:
+                # one case (check_case: a divergence's minimiser re-running it) through
+                # the pack too, not a compile of the member alone (IREE: 0.4 s CPU each)
+                backend.adopt_case_executable(sig, _one_case(member))
 
     @staticmethod
     def _named(backend, sigs: list[Signature], e: BaseException) -> set[int]:
         """The members a text pack's error names (backends/text_pack.py
-        ``located_members``), if some but not all; else none (the pack is halved)."""
+        ``located_members``), if some but not all; else none (the pack is halved). The
+        backend's own words (``marked_members``: members it knows it refuses) may name
+        them all: each goes alone."""
         if getattr(backend, "pack_kind", "own") != "text":
             return set()
-        from conformance.backends.text_pack import located_members
+        from conformance.backends.text_pack import located_members, marked_members
+        marked = set(marked_members(sigs, str(e)))
+        if marked:
+            return marked
         from conformance.backends.vendor import NoProgram, module_text
         from conformance.core.packs import PackSignature
         try:
