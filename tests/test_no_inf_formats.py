@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checking.checker import SignatureCheck
 from conformance.checking.compare import PASS
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
 from conformance.specs import all_specs, load_spec
 
 import planted
+from element_batches import judge, stacked_batch
 
 RULE = "no_infinity_without_inf"
 CONVERT_RULE = "infinity_to_format_without_inf"
@@ -40,22 +40,6 @@ POLES = {
 }
 
 
-def _batch(op, name, cases):
-    dtype = element_type(name).dtype
-    per_input = list(zip(*cases))
-    stacked = [np.array(v, np.float64).astype(dtype) for v in per_input]
-    sig = Signature.make(op, [f"tensor<2x{name}>"] * len(stacked), [f"tensor<2x{name}>"])
-    return sig, stacked
-
-
-def _judge(backend, sig, stacked):
-    check = SignatureCheck(load_spec(sig.op), sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    v = check.run_batch(0, stacked).results[backend.name].verdict
-    return v, v.element_classes[0]
-
-
 def _convert(src, dst, values):
     x = np.array([values], np.float64).astype(element_type(src).dtype)
     n = len(values)
@@ -67,8 +51,8 @@ def _convert(src, dst, values):
 def test_zero_for_an_infinite_result_passes_and_is_recorded(op, name):
     """The interpreter's 0 for 1/0 (the oracle: the largest value) passes; recorded as
     not the oracle's value."""
-    sig, stacked = _batch(op, name, POLES[op])
-    v, elements = _judge(planted.NoInfFormatsZeroForInfinity(), sig, stacked)
+    sig, stacked = stacked_batch(op, name, POLES[op])
+    v, elements = judge(planted.NoInfFormatsZeroForInfinity(), sig, stacked)
     assert v.case_class_names() == ["pass", "pass"], (elements, v.impl_defined)
     assert v.impl_defined[RULE] == {"elements": 2, "conventional": 0}
 
@@ -77,7 +61,7 @@ def test_zero_for_an_infinite_result_passes_and_is_recorded(op, name):
 @pytest.mark.parametrize("src", ["f32", "f64", "bf16", "f16", "f8E4M3"])
 def test_an_infinity_converted_to_zero_passes(src, name):
     sig, xs = _convert(src, name, [np.inf, -np.inf, 1.0])
-    v, elements = _judge(planted.NoInfFormatsZeroForInfinity(), sig, xs)
+    v, elements = judge(planted.NoInfFormatsZeroForInfinity(), sig, xs)
     assert v.case_class_names() == ["pass"], (elements, v.impl_defined)
     assert v.impl_defined[CONVERT_RULE] == {"elements": 2, "conventional": 0}
 
@@ -88,8 +72,8 @@ def test_an_infinity_converted_to_zero_passes(src, name):
     ("power", [[[0.0, 4.0], [-1.0, 2.0]]]),          # 0^-1 open; 4^2 = 16 -> 6
 ])
 def test_a_finite_overflow_sent_to_zero_fails_beside_an_open_pole(op, cases):
-    sig, stacked = _batch(op, "f4E2M1FN", cases)
-    v, elements = _judge(planted.NoInfFormatsOverflowToZero(), sig, stacked)
+    sig, stacked = stacked_batch(op, "f4E2M1FN", cases)
+    v, elements = judge(planted.NoInfFormatsOverflowToZero(), sig, stacked)
     finite_overflows = op != "log"
     assert elements[0][0] == PASS                  # the pole: open
     assert (elements[0][1] != PASS) == finite_overflows   # 8 or 16 -> 0: wrong
@@ -103,7 +87,7 @@ def test_a_finite_overflow_sent_to_zero_fails_beside_an_open_pole(op, cases):
 ])
 def test_a_finite_overflow_must_saturate(op, values, name):
     """No rule masks a finite overflow: the largest value passes, 0 fails."""
-    sig, stacked = _batch(op, name, [values])
+    sig, stacked = stacked_batch(op, name, [values])
     assert not any(np.asarray(m).any()
                    for m in oracles.implementation_defined(sig, stacked).values())
     (expected,) = oracles.evaluate(op, [x[0] for x in stacked],
@@ -111,9 +95,9 @@ def test_a_finite_overflow_must_saturate(op, values, name):
     big = float(ml_dtypes.finfo(element_type(name).dtype).max)
     signs = [1, 1] if op == "exponential" else [1, -1]
     assert expected.astype(np.float64).tolist() == [big * s for s in signs]
-    v, elements = _judge(planted.NoInfFormatsOverflowToZero(), sig, stacked)
+    v, elements = judge(planted.NoInfFormatsOverflowToZero(), sig, stacked)
     assert (elements != PASS).all() and v.case_class_names() != ["pass"]
-    v, _ = _judge(planted.NoInfFormatsZeroForInfinity(), sig, stacked)
+    v, _ = judge(planted.NoInfFormatsZeroForInfinity(), sig, stacked)
     assert v.case_class_names() == ["pass"]
 
 
@@ -121,13 +105,13 @@ def test_a_finite_overflow_must_saturate(op, values, name):
 def test_convert_of_a_large_finite_value_must_saturate(name):
     """convert(100.0) is inexact_to_float's: the largest value its only neighbour."""
     sig, xs = _convert("f32", name, [np.inf, 100.0, -1e30])
-    v, elements = _judge(planted.NoInfFormatsOverflowToZero(), sig, xs)
+    v, elements = judge(planted.NoInfFormatsOverflowToZero(), sig, xs)
     assert elements[0][0] == PASS and (elements[0][1:] != PASS).all()
     assert v.impl_defined[CONVERT_RULE]["elements"] == 1
 
 
 def test_the_rules_cover_exactly_the_infinities():
-    sig, stacked = _batch("divide", "f4E2M1FN", POLES["divide"])
+    sig, stacked = stacked_batch("divide", "f4E2M1FN", POLES["divide"])
     masks = oracles.implementation_defined(sig, stacked)
     assert np.asarray(masks[RULE]).tolist() == [[True, False], [True, False]]
     # formats that have an infinity (f32) or a NaN to put there (f8E4M3FN): not this rule

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checking.checker import SignatureCheck
 from conformance.checking.compare import ACCURACY, PASS, VALUE
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
 from conformance.specs import SpecError, all_specs, load_spec, parse_spec, read_yaml
 
 import planted
+from element_batches import judge, stacked_batch
 
 RULE = "no_real_value_without_nan"
 
@@ -35,28 +35,12 @@ CASES = {
 }
 
 
-def _batch(op: str, name: str) -> tuple[Signature, list[np.ndarray]]:
-    dtype = element_type(name).dtype
-    per_input = list(zip(*CASES[op]))          # per input: per case, two values
-    stacked = [np.array(v, np.float64).astype(dtype) for v in per_input]
-    sig = Signature.make(op, [f"tensor<2x{name}>"] * len(stacked), [f"tensor<2x{name}>"])
-    return sig, stacked
-
-
-def _judge(backend, sig, stacked):
-    check = SignatureCheck(load_spec(sig.op), sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    v = check.run_batch(0, stacked).results[backend.name].verdict
-    return v, v.element_classes[0]
-
-
 @pytest.mark.parametrize("name", planted.NO_NAN_FORMATS)
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_any_value_where_the_exact_result_is_no_real_number_passes(op, name):
     """-largest for the NaN (the oracle: a zero) passes, recorded as the backend's choice."""
-    sig, stacked = _batch(op, name)
-    v, elements = _judge(planted.NoNanFormatsLargestForNaN(), sig, stacked)
+    sig, stacked = stacked_batch(op, name, CASES[op])
+    v, elements = judge(planted.NoNanFormatsLargestForNaN(), sig, stacked)
     assert v.case_class_names() == ["pass", "pass"], (elements, v.impl_defined)
     st = v.impl_defined[RULE]
     assert st["elements"] == 2 and st["conventional"] == 0   # both NaNs, neither the oracle's
@@ -64,7 +48,7 @@ def test_any_value_where_the_exact_result_is_no_real_number_passes(op, name):
 
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_the_rule_covers_exactly_the_elements_without_a_real_value(op):
-    sig, stacked = _batch(op, "f4E2M1FN")
+    sig, stacked = stacked_batch(op, "f4E2M1FN", CASES[op])
     masks = oracles.implementation_defined(sig, stacked)
     assert np.asarray(masks[RULE]).tolist() == [[True, False], [True, False]]
     # f32 has NaN: the rule does not apply
@@ -75,8 +59,8 @@ def test_the_rule_covers_exactly_the_elements_without_a_real_value(op):
 
 def test_a_packed_neighbour_overwritten_with_the_nan_stand_in_fails():
     """sqrt(-1) may be anything; sqrt(4) = 2, zeroed with it, is a wrong value."""
-    sig, stacked = _batch("sqrt", "f4E2M1FN")
-    v, elements = _judge(planted.NoNanFormatsPackedNeighbour(), sig, stacked)
+    sig, stacked = stacked_batch("sqrt", "f4E2M1FN", CASES["sqrt"])
+    v, elements = judge(planted.NoNanFormatsPackedNeighbour(), sig, stacked)
     assert v.case_class_names() == ["value", "value"]
     assert elements.tolist() == [[PASS, VALUE]] * 2       # open; judged beside it
 
@@ -87,7 +71,7 @@ def test_power_of_a_negative_base_with_an_integral_exponent_is_still_judged():
     a = np.array([[-6.0, -2.0], [-1.5, 0.5]]).astype(et.dtype)
     b = np.array([[-1.5, 2.0], [0.5, 2.0]]).astype(et.dtype)
     sig = Signature.make("power", ["tensor<2xf4E2M1FN>"] * 2, ["tensor<2xf4E2M1FN>"])
-    v, elements = _judge(planted.NoNanFormatsPowerByExpLog(), sig, [a, b])
+    v, elements = judge(planted.NoNanFormatsPowerByExpLog(), sig, [a, b])
     assert v.case_class_names() == ["accuracy", "pass"]   # (0 for 4: beyond 1 ulp)
     assert elements[0].tolist() == [PASS, ACCURACY]       # -6^-1.5 open, (-2)^2 = 4 wrong
     assert v.impl_defined[RULE]["elements"] == 2      # (-6)^-1.5, (-1.5)^0.5

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from conformance import oracles
-from conformance.checking.checker import SignatureCheck
 from conformance.checking.compare import PASS
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
 from conformance.specs import all_specs, load_spec
 
 import planted
+from element_batches import judge, stacked_batch
 
 RULE = "nonpositive_without_zero"
 E8M0 = "f8E8M0FNU"
@@ -39,26 +39,10 @@ CASES = {
 NEGATIVE = {"subtract", "negate", "log", "cosine"}       # the first case's first < 0
 
 
-def _batch(op):
-    dtype = element_type(E8M0).dtype
-    per_input = list(zip(*CASES[op]))
-    stacked = [np.array(v, np.float64).astype(dtype) for v in per_input]
-    sig = Signature.make(op, [f"tensor<2x{E8M0}>"] * len(stacked), [f"tensor<2x{E8M0}>"])
-    return sig, stacked
-
-
-def _judge(backend, sig, stacked):
-    check = SignatureCheck(load_spec(sig.op), sig, [backend])
-    check.compile()
-    assert not check.failed, check.failed
-    v = check.run_batch(0, stacked).results[backend.name].verdict
-    return v, v.element_classes[0]
-
-
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_the_smallest_value_for_a_nonpositive_result_passes(op):
-    sig, stacked = _batch(op)
-    v, elements = _judge(planted.E8M0SmallestForNonpositive(), sig, stacked)
+    sig, stacked = stacked_batch(op, E8M0, CASES[op])
+    v, elements = judge(planted.E8M0SmallestForNonpositive(), sig, stacked)
     assert v.case_class_names() == ["pass", "pass"], (elements, v.impl_defined)
     st = v.impl_defined[RULE]
     assert st["elements"] == 2 and st["alternatives"] == {"smallest": 2}, st
@@ -66,14 +50,14 @@ def test_the_smallest_value_for_a_nonpositive_result_passes(op):
 
 @pytest.mark.parametrize("op", sorted(NEGATIVE))
 def test_a_dropped_sign_fails(op):
-    sig, stacked = _batch(op)
-    v, elements = _judge(planted.E8M0DropsSign(), sig, stacked)
+    sig, stacked = stacked_batch(op, E8M0, CASES[op])
+    v, elements = judge(planted.E8M0DropsSign(), sig, stacked)
     assert elements[0, 0] != PASS, elements      # the first case's is negative:
     assert (elements[:, 1] == PASS).all()        # |1 - 2| = 1 is no neighbour
 
 
 def test_the_rule_covers_exactly_the_nonpositive_results():
-    sig, stacked = _batch("subtract")
+    sig, stacked = stacked_batch("subtract", E8M0, CASES["subtract"])
     masks = oracles.implementation_defined(sig, stacked)
     assert np.asarray(masks[RULE]).tolist() == [[True, False], [True, False]]
     f32 = Signature.make("subtract", ["tensor<2xf32>"] * 2, ["tensor<2xf32>"])
