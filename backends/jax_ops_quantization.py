@@ -15,14 +15,14 @@ _REASON = ("jax has no quantized element types: jax 0.10.2's jax.lax, jax.numpy 
            "and iree)")
 
 
-def _unsupported(op: str):
+def unsupported_builder(op: str):
     def build(sig: Signature):
         raise Unsupported(_REASON.format(op=op.replace("_quantized", "")))
     return build
 
 
 for _op in ("uniform_quantize", "uniform_dequantize", "add_quantized", *quantized_forms()):
-    builder(_op)(_unsupported(_op))
+    builder(_op)(unsupported_builder(_op))
 
 
 def _own_computation_ops() -> list[str]:
@@ -34,4 +34,4 @@ def _own_computation_ops() -> list[str]:
 
 
 for _op in _own_computation_ops():
-    builder(_op)(_unsupported(_op))
+    builder(_op)(unsupported_builder(_op))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from conformance.specs import quantized_movement
 
 from .jax_ops import builder
-from .jax_ops_quantization import _unsupported
+from .jax_ops_quantization import unsupported_builder
 
 for _op in quantized_movement():
-    builder(_op)(_unsupported(_op))
+    builder(_op)(unsupported_builder(_op))

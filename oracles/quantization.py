@@ -34,7 +34,8 @@ from conformance.core.numerics import round_to
 from conformance.core.types import QuantizedElementType
 from conformance.specs.expressions import alternative, condition
 
-from .quantized_values import (NEAR_TIE_EPS, _params, dequantize, quantize,  # noqa: F401
+from .quantized_values import (  # noqa: F401 - the computations, for this module's users
+    NEAR_TIE_EPS, dequantize, quantization_params, quantize,
                                quantize_steps, to_storage)
 from .registry import register_typed
 
@@ -106,11 +107,11 @@ def _exact(sig, values):
     for x, t in zip(values, sig.input_types):
         x = np.asarray(x)
         if t.element_type.is_quantized:
-            s, z = _params(t.element_type, x.ndim, lead)
+            s, z = quantization_params(t.element_type, x.ndim, lead)
             terms.append((x.astype(np.int64) - z).astype(np.float64) * s)
         else:
             terms.append(x.astype(np.float64))
-    s, z = _params(qt, terms[0].ndim, lead)
+    s, z = quantization_params(qt, terms[0].ndim, lead)
     total = np.sum(np.broadcast_arrays(*terms), axis=0) if len(terms) > 1 else terms[0]
     v = total / s + z
     size = sum(np.abs(t) for t in terms) / s + np.abs(z) + np.abs(v)
@@ -135,7 +136,7 @@ def _spec_unrounded(sig, values) -> np.ndarray:
     e = qt.expressed
     total = floats[0] if len(floats) == 1 else \
         round_to(floats[0].astype(np.float64) + floats[1].astype(np.float64), e)
-    s, z = _params(qt, np.ndim(total), lead)
+    s, z = quantization_params(qt, np.ndim(total), lead)
     scaled = round_to(np.asarray(total, np.float64) / s, e)
     return round_to(scaled.astype(np.float64) + round_to(z, e).astype(np.float64),
                     e).astype(np.float64)
@@ -255,12 +256,12 @@ def form_interval(sig, values):
     with np.errstate(all="ignore"):
         f_spec = _apply(base, _spec_floats(name, xs, sig.input_types, qt, lead), out_t,
                         e).astype(np.float64)
-        s, z = _params(qt, f_spec.ndim, lead)
+        s, z = quantization_params(qt, f_spec.ndim, lead)
         scaled = round_to(f_spec / s, e).astype(np.float64)
         spec_v = round_to(scaled + round_to(z, e).astype(np.float64), e).astype(np.float64)
         exact_in = []
         for x, t in zip(xs, sig.input_types):
-            si, zi = _params(_quantized(t, name), x.ndim, lead)
+            si, zi = quantization_params(_quantized(t, name), x.ndim, lead)
             exact_in.append((x.astype(np.int64) - zi).astype(np.float64) * si)
         f_exact = _apply(base, exact_in, out_t, element_type("f64")).astype(np.float64)
         exact_v = f_exact / s + z

@@ -33,7 +33,7 @@ from conformance.specs import SpecError, load_spec
 from conformance.specs import SPEC_DIR
 from conformance.specs.expressions import alternative, condition
 
-from .quantized_values import NEAR_TIE_EPS, _params, dequantize, quantize
+from .quantized_values import NEAR_TIE_EPS, quantization_params, dequantize, quantize
 from .registry import oracle_for, register_typed
 
 
@@ -80,7 +80,7 @@ def _floats(xs, input_types, lead, exact: bool):
         if not qt.is_quantized:
             out.append(x)
         elif exact:
-            s, z = _params(qt, x.ndim, lead)
+            s, z = quantization_params(qt, x.ndim, lead)
             out.append((x.astype(np.int64) - z).astype(np.float64) * s)
         else:
             out.append(dequantize(x, qt, lead))
@@ -156,7 +156,7 @@ def own_interval(sig, values):
         f_spec = evaluate(sig.op, values[:n], attrs, out_t, sig.input_types).astype(np.float64)
         f_exact = evaluate(sig.op, values[:n], attrs, out_t, sig.input_types,
                            exact=True).astype(np.float64)
-        s, z = _params(qt, f_spec.ndim, 0)
+        s, z = quantization_params(qt, f_spec.ndim, 0)
         scaled = round_to(f_spec / s, e).astype(np.float64)
         spec_v = round_to(scaled + round_to(z, e).astype(np.float64), e).astype(np.float64)
         exact_v = f_exact / s + z

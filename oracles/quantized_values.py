@@ -14,7 +14,7 @@ from conformance.core.types import QuantizedElementType
 NEAR_TIE_EPS = 4.0
 
 
-def _params(qt: QuantizedElementType, ndim: int, lead: int):
+def quantization_params(qt: QuantizedElementType, ndim: int, lead: int):
     """(scales rounded to the expressed type, zero points), as float64 / int64 arrays
     that broadcast against an array of ``ndim`` axes whose first ``lead`` are batch axes."""
     s = qt.scales_as_expressed().astype(np.float64)
@@ -28,7 +28,7 @@ def _params(qt: QuantizedElementType, ndim: int, lead: int):
 
 def dequantize(x: np.ndarray, qt: QuantizedElementType, lead: int) -> np.ndarray:
     """The expressed-type values of storage values ``x`` (spec ``dequantize``)."""
-    s, z = _params(qt, x.ndim, lead)
+    s, z = quantization_params(qt, x.ndim, lead)
     diff = round_to(x.astype(np.int64) - z, qt.expressed)          # convert(x - zp)
     return round_to(diff.astype(np.float64) * s, qt.expressed)      # * scale
 
@@ -37,7 +37,7 @@ def quantize_steps(v: np.ndarray, qt: QuantizedElementType, lead: int) -> np.nda
     """``quantize``'s value before its last convert: expressed-type ``v`` scaled,
     shifted, clamped and rounded half to even, as float64."""
     e = qt.expressed
-    s, z = _params(qt, v.ndim, lead)
+    s, z = quantization_params(qt, v.ndim, lead)
     scaled = round_to(v.astype(np.float64) / s, e)                  # x / scale
     shifted = round_to(scaled.astype(np.float64) + round_to(z, e).astype(np.float64), e)
     lo = float(round_to(np.float64(qt.storage_min), e))
