@@ -36,7 +36,7 @@ from conformance.specs.expressions import alternative, condition
 
 from .quantized_values import (  # noqa: F401 - the computations, for this module's users
     NEAR_TIE_EPS, dequantize, quantization_params, quantize,
-                               quantize_steps, to_storage)
+    quantize_steps, to_storage)
 from .registry import register_typed
 
 
