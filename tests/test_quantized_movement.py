@@ -338,3 +338,17 @@ def test_jax_and_the_interpreter_decline_with_their_reasons():
             JaxBackend().compile(sig)
         with pytest.raises(Unsupported, match="register no quant dialect"):
             InterpreterBackend().compile(sig)
+
+
+def test_xla_refusing_a_zero_sized_quantized_result_is_unsupported():
+    """XLA folds a slice to an empty result into a constant of the quantized type, which
+    its translation refuses ("result #0 type is not supported"): the refusal of a type,
+    as for the other quantized forms, not a failure of a valid program."""
+    from conformance.backends import get_backend
+    from conformance.backends.base import Unsupported
+    q = "!quant.uniform<i8:f32, 0.46875:113>"
+    sig = Signature.make("slice_quantized", [f"tensor<2x0x2x{q}>"], [f"tensor<1x0x0x{q}>"],
+                         {"start_indices": [1, 0, 0], "limit_indices": [2, 0, 0],
+                          "strides": [2, 1, 3]})
+    with pytest.raises(Unsupported, match="result #0 type is not supported"):
+        get_backend("xla").compile(sig)
