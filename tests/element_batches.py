@@ -27,3 +27,35 @@ def judge(backend, sig: Signature, stacked):
     assert not check.failed, check.failed
     v = check.run_batch(0, stacked).results[backend.name].verdict
     return v, v.element_classes[0]
+
+
+def format_values(name: str) -> np.ndarray:
+    """Every value of a format of at most 8 bits, by its encodings."""
+    et = element_type(name)
+    return np.arange(2 ** et.bits, dtype=np.uint8).view(et.dtype)
+
+
+def exact_results_over_every_value(formats):
+    """For every element-wise op without attributes whose binding is one of ``formats``
+    throughout: (op, format, the oracle's f64 result over every tuple of the format's
+    values). What tests of the shared rules enumerate to find the ops that can meet
+    their case."""
+    import itertools
+
+    from conformance import oracles
+    from conformance.core.types import TensorType
+    from conformance.specs import all_specs
+    for spec in all_specs():
+        if not spec.elementwise or spec.attributes:
+            continue
+        for name in formats:
+            for b in spec.type_bindings():
+                types = [b.get(t.element_type, t.element_type) for t in spec.inputs]
+                if types != [name] * len(types) or b.get(spec.outputs[0].element_type) != name:
+                    continue
+                grid = np.array(list(itertools.product(format_values(name), repeat=len(types))))
+                xs = [grid[:, k].astype(np.float64) for k in range(len(types))]
+                with np.errstate(all="ignore"):
+                    (r,) = oracles.evaluate(spec.name, xs, result_types=[
+                        TensorType((len(grid),), element_type("f64"))])
+                yield spec.name, name, r

@@ -11,7 +11,6 @@ NaN (tests/test_no_nan_formats.py). A *finite* result beyond the largest value (
 oracle's saturation, still required."""
 from __future__ import annotations
 
-import itertools
 
 import ml_dtypes
 import numpy as np
@@ -21,10 +20,10 @@ from conformance import oracles
 from conformance.checking.compare import PASS
 from conformance.core.case import Signature
 from conformance.core.types import TensorType, element_type
-from conformance.specs import all_specs, load_spec
+from conformance.specs import load_spec
 
 import planted
-from element_batches import judge, stacked_batch
+from element_batches import exact_results_over_every_value, judge, stacked_batch
 
 RULE = "no_infinity_without_inf"
 CONVERT_RULE = "infinity_to_format_without_inf"
@@ -126,31 +125,11 @@ def test_the_rules_cover_exactly_the_infinities():
     assert CONVERT_RULE not in oracles.implementation_defined(sig, xs)
 
 
-def _values(name: str) -> np.ndarray:
-    et = element_type(name)
-    return np.arange(2 ** et.bits, dtype=np.uint8).view(et.dtype)
-
-
 def test_every_op_that_can_meet_an_infinite_result_names_the_rule():
     """Every (pair of) f4E2M1FN / f6 values of every element-wise op of these formats:
     where the exact result can be infinite, the op's spec must take the shared rule."""
-    found = set()
-    for spec in all_specs():
-        if not spec.elementwise or spec.attributes:
-            continue
-        for name in planted.NO_NAN_FORMATS:
-            for b in spec.type_bindings():
-                types = [b.get(t.element_type, t.element_type) for t in spec.inputs]
-                if types != [name] * len(types) or b.get(spec.outputs[0].element_type) != name:
-                    continue
-                n = len(types)
-                grid = np.array(list(itertools.product(_values(name), repeat=n)))
-                xs = [grid[:, k].astype(np.float64) for k in range(n)]
-                with np.errstate(all="ignore"):
-                    (r,) = oracles.evaluate(spec.name, xs, result_types=[
-                        TensorType((len(grid),), element_type("f64"))])
-                if np.isinf(r).any():
-                    found.add(spec.name)
+    found = {op for op, _, r in exact_results_over_every_value(planted.NO_NAN_FORMATS)
+             if np.isinf(r).any()}
     assert found == set(POLES)
     for op in sorted(found):
         assert RULE in [r.id for r in load_spec(op).implementation_defined], op

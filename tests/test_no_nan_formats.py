@@ -6,19 +6,17 @@ converted to them (convert's nan_to_format_without_nan, TBD #180): specs/shared_
 Any value passes there and is recorded; every other element is judged as before."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from conformance import oracles
 from conformance.checking.compare import ACCURACY, PASS, VALUE
 from conformance.core.case import Signature
-from conformance.core.types import TensorType, element_type
-from conformance.specs import SpecError, all_specs, load_spec, parse_spec, read_yaml
+from conformance.core.types import element_type
+from conformance.specs import SpecError, load_spec, parse_spec, read_yaml
 
 import planted
-from element_batches import judge, stacked_batch
+from element_batches import exact_results_over_every_value, judge, stacked_batch
 
 RULE = "no_real_value_without_nan"
 
@@ -77,33 +75,14 @@ def test_power_of_a_negative_base_with_an_integral_exponent_is_still_judged():
     assert v.impl_defined[RULE]["elements"] == 2      # (-6)^-1.5, (-1.5)^0.5
 
 
-def _values(name: str) -> np.ndarray:
-    et = element_type(name)
-    return np.arange(2 ** et.bits, dtype=np.uint8).view(et.dtype)
-
-
 def test_every_op_that_can_meet_no_real_value_in_these_formats_names_the_rule():
     """Enumerates every (pair of) f4E2M1FN / f6 values of every element-wise op whose
     binding is one of these formats throughout: where the exact result can be NaN, the
     op's spec must take the shared rule (else a backend is failed for what the spec
     leaves open); elsewhere the rule would never apply. (Ops with attributes are left
     out: compare's result is i1, reduce_precision keeps a finite value finite.)"""
-    found = {}
-    for spec in all_specs():
-        if not spec.elementwise or spec.attributes:
-            continue
-        for name in planted.NO_NAN_FORMATS:
-            for b in spec.type_bindings():
-                types = [b.get(t.element_type, t.element_type) for t in spec.inputs]
-                if types != [name] * len(types) or b.get(spec.outputs[0].element_type) != name:
-                    continue
-                n = len(types)
-                grid = np.array(list(itertools.product(_values(name), repeat=n)))
-                xs = [grid[:, k].astype(np.float64) for k in range(n)]
-                (r,) = oracles.evaluate(spec.name, xs, result_types=[
-                    TensorType((len(grid),), element_type("f64"))])
-                if np.isnan(r).any():
-                    found.setdefault(spec.name, set()).add(name)
+    found = {op for op, _, r in exact_results_over_every_value(planted.NO_NAN_FORMATS)
+             if np.isnan(r).any()}
     assert set(found) == {"divide", "log", "log_plus_one", "power", "remainder", "rsqrt",
                           "sqrt"}
     for op in sorted(set(found) | {"power_with_broadcast_dimensions"}):
